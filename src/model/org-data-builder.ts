@@ -1,0 +1,83 @@
+import { CHANNELS, DIRECTIONS, type Contact, type MessageLine, type OrgData } from './records.js';
+
+const CHANNEL_CODE = new Map<string, number>(CHANNELS.map((c, i) => [c, i]));
+const DIRECTION_CODE = new Map<string, number>(DIRECTIONS.map((d, i) => [d, i]));
+
+/**
+ * Collects one organization's contacts and already-validated messages into columns (OrgData).
+ * Growable typed arrays, so a 10M-message organization never holds 10M message objects.
+ */
+export class OrgDataBuilder {
+  readonly organizationId: string;
+  private contacts: Contact[] = [];
+  private contactOrdinal = new Map<string, number>();
+  private n = 0;
+  private ids: string[] = [];
+  private conversationIds: string[] = [];
+  private contents: string[] = [];
+  private contactCol = new Uint32Array(1024);
+  private channelCol = new Uint8Array(1024);
+  private directionCol = new Uint8Array(1024);
+  private sentAtCol = new Float64Array(1024);
+
+  constructor(organizationId: string) {
+    this.organizationId = organizationId;
+  }
+
+  /** Adds a contact; returns false when its id is already present. */
+  addContact(c: Contact): boolean {
+    if (this.contactOrdinal.has(c.id)) return false;
+    this.contactOrdinal.set(c.id, this.contacts.length);
+    this.contacts.push(c);
+    return true;
+  }
+
+  hasContact(id: string): boolean {
+    return this.contactOrdinal.has(id);
+  }
+
+  get messageCount(): number {
+    return this.n;
+  }
+
+  /** Adds a message whose contact was added before; `sentAtMs` is its parsed `sent_at`. */
+  addMessage(m: MessageLine, sentAtMs: number): void {
+    const ord = this.contactOrdinal.get(m.contact_id);
+    if (ord === undefined) throw new Error(`org-data: message ${m.id} names unknown contact ${m.contact_id}`);
+    if (this.n === this.contactCol.length) this.grow();
+    const i = this.n++;
+    this.ids.push(m.id);
+    this.conversationIds.push(m.conversation_id);
+    this.contents.push(m.content);
+    this.contactCol[i] = ord;
+    this.channelCol[i] = CHANNEL_CODE.get(m.channel)!;
+    this.directionCol[i] = DIRECTION_CODE.get(m.direction)!;
+    this.sentAtCol[i] = sentAtMs;
+  }
+
+  private grow(): void {
+    const size = this.contactCol.length * 2;
+    const c = new Uint32Array(size); c.set(this.contactCol); this.contactCol = c;
+    const ch = new Uint8Array(size); ch.set(this.channelCol); this.channelCol = ch;
+    const d = new Uint8Array(size); d.set(this.directionCol); this.directionCol = d;
+    const s = new Float64Array(size); s.set(this.sentAtCol); this.sentAtCol = s;
+  }
+
+  build(): OrgData {
+    const n = this.n;
+    return {
+      organizationId: this.organizationId,
+      contacts: this.contacts,
+      messages: {
+        count: n,
+        id: this.ids,
+        contact: this.contactCol.slice(0, n),
+        conversationId: this.conversationIds,
+        channel: this.channelCol.slice(0, n),
+        direction: this.directionCol.slice(0, n),
+        content: this.contents,
+        sentAt: this.sentAtCol.slice(0, n),
+      },
+    };
+  }
+}

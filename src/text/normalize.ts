@@ -1,0 +1,16 @@
+/** N() of CONTRACT 1: NFKD, drop every Mark, locale-independent lower case. */
+
+const MARKS = /\p{M}/gu;
+
+/** N(s): run over a whole text at once so context rules (Greek final sigma) apply. */
+export function normalize(s: string): string {
+  return s.normalize('NFKD').replace(MARKS, '').toLowerCase();
+}
+
+/** Maximal runs of letters or digits: the token pattern of CONTRACT 1. */
+export const TOKEN = /[\p{L}\p{N}]+/gu;
+
+/** Tokens of a text (CONTRACT 1): maximal \p{L}/\p{N} runs of N(text). */
+export function tokenize(text: string): string[] {
+  return normalize(text).match(TOKEN) ?? [];
+}
