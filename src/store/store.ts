@@ -21,6 +21,44 @@ export interface SnapshotRef {
   version: number;
 }
 
+/** A running server, as registered for cross-process reload (`npm run reload`). */
+export interface ServerEntry {
+  /** random, unique per process start */
+  id: string;
+  pid: number;
+  hostname: string;
+  /** base URL of the admin listener (`http://127.0.0.1:9464`), or null when there is none */
+  adminUrl: string | null;
+  startedAt: string;
+  /** epoch ms of the last heartbeat; an entry older than its TTL is dead */
+  heartbeatAt: number;
+}
+
+/** A request to reload, broadcast to every server (Redis pub/sub). */
+export interface ReloadRequest {
+  requestId: string;
+  /** null: every organization */
+  organizationId: string | null;
+}
+
+/** What one server answers to a ReloadRequest: the Catalog's summary, or the error that stopped it. */
+export type ReloadAck = { ok: true; summary: unknown } | { ok: false; error: string };
+
+/**
+ * A broadcast channel for reload requests with acknowledgements. Only stores shared across hosts
+ * have one (Redis); with the embedded store the reload CLI calls each server's admin URL instead.
+ * Broadcasts are fire-and-forget: a subscriber that is disconnected misses them, so servers also
+ * poll `latest()` and the CLI re-sends the request until every live server acked.
+ */
+export interface ReloadSignals {
+  /** Subscribes; `onReady` runs on every (re)connection, a hint that broadcasts may have been missed. Resolves once subscribed, to an unsubscribe function. */
+  subscribe(onRequest: (req: ReloadRequest) => void, onReady: () => void): Promise<() => Promise<void>>;
+  publish(req: ReloadRequest): Promise<void>;
+  putAck(requestId: string, serverId: string, ack: ReloadAck): Promise<void>;
+  /** Acks received so far, by server id. */
+  acks(requestId: string): Promise<Map<string, ReloadAck>>;
+}
+
 /**
  * The one interface both backends (embedded files, Redis) implement; the rest of the code never
  * knows which it has. Every method rejects with an Error whose message starts with "store:".
@@ -29,7 +67,7 @@ export interface Store {
   readonly kind: 'embedded' | 'redis';
   /** Publishes atomically: after it resolves, latest() names the new version; a failure changes nothing visible. */
   publishSnapshot(data: OrgData): Promise<SnapshotRef>;
-  /** Newest published version of every organization. */
+  /** Newest published version of every organization. Cheap enough to poll every second. */
   latest(): Promise<SnapshotRef[]>;
   /** Reads and verifies (format version, checksum) one snapshot; rejects clearly when corrupt. */
   loadSnapshot(ref: SnapshotRef): Promise<OrgData>;
@@ -41,6 +79,14 @@ export interface Store {
   revokeKey(prefix: string, at: string): Promise<boolean>;
   /** Best-effort, batched: last_used_at of several keys. */
   touchKeys(lastUsed: Map<string, string>): Promise<void>;
+
+  /** Registers or refreshes (heartbeat) a running server; the entry dies `ttlMs` after the last call. */
+  registerServer(entry: ServerEntry, ttlMs: number): Promise<void>;
+  unregisterServer(id: string): Promise<void>;
+  /** Servers whose entry is alive (dead ones are dropped as a side effect). */
+  listServers(): Promise<ServerEntry[]>;
+  /** Reload broadcast, or null when the reload CLI must call each server's admin URL (embedded). */
+  readonly signals: ReloadSignals | null;
 
   close(): Promise<void>;
 }
