@@ -1,0 +1,128 @@
+/**
+ * Search engine benchmark (issue 3): index build rate, bytes a message, and per-query-class
+ * latency of the index compared in the same run with the brute-force reference scan.
+ * Run: npm run bench -- [--messages N] [--contacts M] [--reference-iterations K]
+ */
+import { Bench } from 'tinybench';
+import { generateRecords } from '../scripts/gen-lib.js';
+import { buildIndex } from '../src/index/build.js';
+import type { OrgIndex } from '../src/index/org-index.js';
+import type { Contact, MessageLine } from '../src/model/records.js';
+import { OrgDataBuilder } from '../src/model/org-data-builder.js';
+import { executeSearch } from '../src/query/execute.js';
+import { parseSearchParams } from '../src/query/parse-params.js';
+import type { SearchRequest } from '../src/query/search-request.js';
+import { parseRfc3339 } from '../src/time/rfc3339.js';
+import { referenceSearch } from '../test/reference/brute-force.js';
+
+function flag(name: string, def: number): number {
+  const i = process.argv.indexOf('--' + name);
+  return i > 0 ? Number(process.argv[i + 1]) : def;
+}
+const MESSAGES = flag('messages', 1_000_000);
+const CONTACTS = flag('contacts', 20_000);
+const REF_ITER = flag('reference-iterations', 3);
+const gc = (globalThis as { gc?: () => void }).gc;
+
+function memory(): number {
+  gc?.();
+  gc?.();
+  const m = process.memoryUsage();
+  return m.heapUsed + m.external + m.arrayBuffers;
+}
+
+function us(ms: number | undefined): string {
+  return ms === undefined ? 'n/a' : (ms * 1000).toFixed(1);
+}
+
+async function main(): Promise<void> {
+  console.log(`# search benchmark: ${MESSAGES} messages, ${CONTACTS} contacts, 1 organization, node ${process.version}`);
+  let builder: OrgDataBuilder | null = null;
+  const lines: MessageLine[] = [];
+  const contacts: Contact[] = [];
+  let textBytes = 0;
+  for (const r of generateRecords({ messages: MESSAGES, contacts: CONTACTS, organizations: 1, seed: 42 })) {
+    if (r.kind === 'contact') {
+      builder ??= new OrgDataBuilder(r.contact.organization_id);
+      builder.addContact(r.contact);
+      contacts.push(r.contact);
+    } else {
+      builder!.addMessage(r.message, parseRfc3339(r.message.sent_at)!);
+      lines.push(r.message);
+      textBytes += r.message.content.length;
+    }
+  }
+  const data = builder!.build();
+  const orgId = data.organizationId;
+
+  const before = memory();
+  const t0 = performance.now();
+  const index: OrgIndex = buildIndex(data);
+  const buildMs = performance.now() - t0;
+  const after = memory();
+  console.log(`build: ${buildMs.toFixed(0)} ms, ${Math.round(MESSAGES / (buildMs / 1000)).toLocaleString('en')} messages/s`);
+  console.log(
+    `index memory beyond the snapshot columns and text: ${((after - before) / MESSAGES).toFixed(1)} bytes/message ` +
+      `(vocabulary ${index.tokenIds.size}, postings ${index.postings.length}, token sequence ${index.tokenSeq.length}, text ~${(textBytes / MESSAGES).toFixed(0)} chars/message)` +
+      (gc ? '' : ' [run with --expose-gc for exact figures]'),
+  );
+
+  // query terms chosen from the data: by document frequency
+  const byDf = [...index.tokenIds].map(([t, id]) => ({ t, df: index.postingStart[id + 1] - index.postingStart[id] }))
+    .filter((x) => x.t.length >= 3 && !/^\d+$/.test(x.t))
+    .sort((a, b) => b.df - a.df);
+  const common = byDf[0].t;
+  const rare = byDf.find((x) => x.df <= 20)?.t ?? byDf[byDf.length - 1].t;
+  const mid = byDf.slice(20, 40).map((x) => x.t);
+  // a frequent adjacent pair from the first messages' token sequences
+  const inverse = new Array<string>(index.tokenIds.size);
+  for (const [t, id] of index.tokenIds) inverse[id] = t;
+  const phrase = `${inverse[index.tokenSeq[0]]} ${inverse[index.tokenSeq[1]]}`;
+  const dateFrom = new Date(index.msgSentAt[Math.floor(MESSAGES * 0.6)]).toISOString().slice(0, 10);
+  const dateTo = new Date(index.msgSentAt[Math.floor(MESSAGES * 0.4)]).toISOString().slice(0, 10);
+  const enc = encodeURIComponent;
+  const classes: Record<string, string> = {
+    'common term': `q=${enc(common)}`,
+    'rare term': `q=${enc(rare)}`,
+    '2 terms all': `keywords=${enc(mid[0])},${enc(mid[1])}&match=all`,
+    '3 terms all': `keywords=${enc(mid[2])},${enc(mid[3])},${enc(mid[4])}&match=all`,
+    '3 terms any': `keywords=${enc(mid[5])},${enc(mid[6])},${enc(mid[7])}`,
+    phrase: `q=${enc(phrase)}`,
+    'channel + date filter': `q=${enc(mid[8])}&channel=whatsapp&from=${dateFrom}&to=${dateTo}`,
+    'deep offset': `q=${enc(common)}&limit=100&offset=5000`,
+    '10 common terms any, max limits': `keywords=${byDf.slice(0, 10).map((x) => enc(x.t)).join(',')}&limit=100&messages_limit=20&direction=all`,
+  };
+  const requests: Record<string, SearchRequest> = {};
+  for (const [name, q] of Object.entries(classes)) {
+    const r = parseSearchParams(`organization_id=${orgId}&${q}`);
+    if (!r.ok) throw new Error(`bench: bad query for ${name}: ${JSON.stringify(r.details)}`);
+    requests[name] = r.request;
+  }
+
+  const bench = new Bench({ time: 400, warmupTime: 100 });
+  for (const [name, req] of Object.entries(requests)) bench.add(`index: ${name}`, () => executeSearch(index, req));
+  bench.add('parse: request parameters', () => parseSearchParams(`organization_id=${orgId}&${classes['2 terms all']}`));
+  await bench.run();
+
+  const ref = new Bench({ iterations: REF_ITER, time: 0, warmupTime: 0, warmupIterations: 0 });
+  for (const name of ['common term', 'rare term', '3 terms any'])
+    ref.add(`reference: ${name}`, () => referenceSearch(contacts, lines, requests[name]));
+  await ref.run();
+
+  console.log('\n| task | count of matching contacts | p50 µs | p99 µs | mean µs | samples |');
+  console.log('|---|---|---|---|---|---|');
+  const counts: Record<string, number> = {};
+  for (const [name, req] of Object.entries(requests)) counts[name] = executeSearch(index, req).pagination.count;
+  for (const t of [...bench.tasks, ...ref.tasks]) {
+    const r = t.result as { latency?: { p50?: number; p99?: number; mean?: number; samplesCount?: number } } | undefined;
+    const name = t.name.replace(/^(index|reference): /, '');
+    console.log(
+      `| ${t.name} | ${counts[name] ?? ''} | ${us(r?.latency?.p50)} | ${us(r?.latency?.p99)} | ${us(r?.latency?.mean)} | ${r?.latency?.samplesCount ?? ''} |`,
+    );
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
