@@ -51,11 +51,17 @@ function collect(index: OrgIndex, req: SearchRequest, lists: TermMatches[], s: S
   for (let j = 0; j < k; j++) pos[j] = lists[j].start;
   let touched = 0;
   let counting = 0;
+  // one term (the common case) reads its list directly; more terms go through a k-way merge
+  const single = k === 1 ? lists[0] : null;
+  let p = single === null ? 0 : single.start;
   for (;;) {
-    // next ordinal of the k-way merge and the mask of the terms it matches
     let o = 0xffffffff;
     let mask = 0;
-    for (let j = 0; j < k; j++) {
+    if (single !== null) {
+      if (p === single.end) break;
+      o = single.list[p++];
+      mask = 1;
+    } else for (let j = 0; j < k; j++) {
       const l = lists[j];
       if (pos[j] < l.end) {
         const v = l.list[pos[j]];
@@ -66,7 +72,7 @@ function collect(index: OrgIndex, req: SearchRequest, lists: TermMatches[], s: S
       }
     }
     if (mask === 0) break;
-    for (let j = 0; j < k; j++) if (mask & (1 << j)) pos[j]++;
+    if (single === null) for (let j = 0; j < k; j++) if (mask & (1 << j)) pos[j]++;
 
     if (dir >= 0 && msgDirection[o] !== dir) continue;
     if (channel >= 0 && msgChannel[o] !== channel) continue;
