@@ -1,0 +1,199 @@
+/**
+ * `npm run keys -- create | revoke | list` (CONTRACT 8, 10). Exit codes: 0 done, 1 failed
+ * (unknown prefix, store problem, bad environment), 2 usage error.
+ */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import * as v from 'valibot';
+import { generateKey, KNOWN_SCOPES, PREFIX_PATTERN } from '../auth/api-key.js';
+import { ConfigError, loadConfig, storeEnv } from '../config/config.js';
+import { openStore } from '../store/open-store.js';
+import type { KeyRecord, Store } from '../store/store.js';
+import { parseRequestInstant } from '../time/rfc3339.js';
+
+const USAGE = `usage:
+  npm run keys -- create --organization-id UUID [--organization-id UUID ...] --scopes contacts:read,messages:read [--name TEXT] [--expires-at ISO] [--json]
+  npm run keys -- revoke PREFIX
+  npm run keys -- list [--json]`;
+
+class UsageError extends Error {}
+class Failure extends Error {}
+
+const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+const CreateSchema = v.object({
+  organizationIds: v.pipe(
+    v.array(v.pipe(v.string(), v.regex(UUID, (i) => `--organization-id must be a UUID, got ${JSON.stringify(i.input)}`), v.toLowerCase())),
+    v.minLength(1, '--organization-id is required (repeat it for several organizations)'),
+    v.transform((ids) => [...new Set(ids)]),
+  ),
+  scopes: v.pipe(
+    v.string('--scopes is required, e.g. --scopes contacts:read,messages:read'),
+    v.transform((s) => s.split(',').map((x) => x.trim()).filter((x) => x !== '')),
+    v.array(v.picklist(KNOWN_SCOPES, (i) => `--scopes: unknown scope ${JSON.stringify(i.input)} (known: ${KNOWN_SCOPES.join(', ')})`)),
+    v.minLength(1, `--scopes must name at least one of ${KNOWN_SCOPES.join(', ')}`),
+    v.transform((s) => [...new Set(s)]),
+  ),
+  name: v.optional(v.pipe(v.string(), v.maxLength(200, '--name must be at most 200 characters')), ''),
+  expiresAt: v.optional(
+    v.pipe(
+      v.string(),
+      v.transform((s) => ({ raw: s, ms: parseRequestInstant(s, false) })),
+      v.check((x) => x.ms !== null, (i) => `--expires-at must be an ISO 8601 date-time or YYYY-MM-DD, got ${JSON.stringify((i.input as { raw: string }).raw)}`),
+      v.check((x) => x.ms! > Date.now(), (i) => `--expires-at must be in the future, got ${JSON.stringify((i.input as { raw: string }).raw)}`),
+      v.transform((x) => new Date(x.ms!).toISOString()),
+    ),
+  ),
+});
+
+function parse<O extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: O) {
+  try {
+    return parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+/** The public view of a record: never the hash. */
+function publicRecord(r: KeyRecord) {
+  return {
+    prefix: r.prefix,
+    name: r.name,
+    organization_ids: r.organization_ids,
+    scopes: r.scopes,
+    created_at: r.created_at,
+    expires_at: r.expires_at,
+    revoked_at: r.revoked_at,
+    last_used_at: r.last_used_at,
+  };
+}
+
+async function create(args: string[], store: () => Promise<Store>): Promise<void> {
+  const { values, positionals } = parse(args, {
+    'organization-id': { type: 'string', multiple: true },
+    scopes: { type: 'string' },
+    name: { type: 'string' },
+    'expires-at': { type: 'string' },
+    json: { type: 'boolean' },
+  });
+  if (positionals.length > 0) throw new UsageError(`create: unexpected argument ${JSON.stringify(positionals[0])}`);
+  const result = v.safeParse(CreateSchema, {
+    organizationIds: values['organization-id'] ?? [],
+    scopes: values.scopes,
+    name: values.name,
+    expiresAt: values['expires-at'],
+  }, { abortPipeEarly: true });
+  if (!result.success) throw new UsageError(result.issues.map((i) => i.message).join('\n'));
+  const input = result.output;
+  const fresh = generateKey();
+  const record: KeyRecord = {
+    prefix: fresh.prefix,
+    name: input.name,
+    hash: fresh.hash,
+    organization_ids: input.organizationIds,
+    scopes: input.scopes,
+    created_at: new Date().toISOString(),
+    expires_at: input.expiresAt ?? null,
+    revoked_at: null,
+    last_used_at: null,
+  };
+  const s = await store();
+  if (await s.getKey(record.prefix)) throw new Failure('keys: generated prefix already exists, run the command again');
+  await s.putKey(record);
+  const { revoked_at: _r, last_used_at: _l, ...shown } = publicRecord(record);
+  if (values.json) {
+    process.stdout.write(JSON.stringify({ key: fresh.key, ...shown }) + '\n');
+  } else {
+    process.stdout.write(
+      `Created API key ${record.prefix}${record.name ? ` (${record.name})` : ''}\n` +
+        `  organizations: ${record.organization_ids.join(', ')}\n` +
+        `  scopes:        ${record.scopes.join(', ')}\n` +
+        `  expires:       ${record.expires_at ?? 'never'}\n\n` +
+        `This is the only time the key is shown; store it now:\n\n  ${fresh.key}\n`,
+    );
+  }
+}
+
+async function revoke(args: string[], store: () => Promise<Store>): Promise<void> {
+  const { positionals } = parse(args, {});
+  if (positionals.length !== 1) throw new UsageError('revoke: give exactly one key prefix');
+  const prefix = positionals[0];
+  if (!PREFIX_PATTERN.test(prefix)) throw new UsageError(`revoke: a prefix is 8 characters of a-z and 0-9, got ${JSON.stringify(prefix)}`);
+  const s = await store();
+  const existing = await s.getKey(prefix);
+  if (!existing) throw new Failure(`keys: no key with prefix ${prefix}`);
+  if (existing.revoked_at !== null) {
+    process.stdout.write(`Key ${prefix} was already revoked at ${existing.revoked_at}\n`);
+    return;
+  }
+  const at = new Date().toISOString();
+  if (!(await s.revokeKey(prefix, at))) throw new Failure(`keys: no key with prefix ${prefix}`);
+  process.stdout.write(`Revoked key ${prefix} at ${at}; running servers refuse it within 2 seconds\n`);
+}
+
+async function list(args: string[], store: () => Promise<Store>): Promise<void> {
+  const { values, positionals } = parse(args, { json: { type: 'boolean' } });
+  if (positionals.length > 0) throw new UsageError(`list: unexpected argument ${JSON.stringify(positionals[0])}`);
+  const records = (await (await store()).listKeys()).sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0));
+  if (values.json) {
+    process.stdout.write(JSON.stringify(records.map(publicRecord)) + '\n');
+    return;
+  }
+  if (records.length === 0) {
+    process.stdout.write('No API keys.\n');
+    return;
+  }
+  const now = Date.now();
+  for (const r of records) {
+    const state = r.revoked_at ? `revoked ${r.revoked_at}` : r.expires_at && Date.parse(r.expires_at) <= now ? `expired ${r.expires_at}` : 'active';
+    process.stdout.write(
+      `${r.prefix}  ${state}  ${JSON.stringify(r.name)}\n` +
+        `  organizations: ${r.organization_ids.join(', ')}\n  scopes: ${r.scopes.join(', ')}\n` +
+        `  created ${r.created_at}, expires ${r.expires_at ?? 'never'}, last used ${r.last_used_at ?? 'never'}\n`,
+    );
+  }
+}
+
+const COMMANDS: Record<string, (args: string[], store: () => Promise<Store>) => Promise<void>> = { create, revoke, list };
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(USAGE + '\n');
+    return command === undefined ? 2 : 0;
+  }
+  const run = COMMANDS[command];
+  const holder: { store: Store | null } = { store: null };
+  try {
+    if (!run) throw new UsageError(`unknown command ${JSON.stringify(command)}`);
+    // The store opens only after the arguments are valid, so usage errors never touch it.
+    const store = async (): Promise<Store> => {
+      if (holder.store) return holder.store;
+      {
+        let config;
+        try {
+          config = loadConfig();
+        } catch (err) {
+          if (err instanceof ConfigError) throw new Failure(err.problems.join('\n'));
+          throw err;
+        }
+        const opened: Store = await openStore(storeEnv(config));
+        holder.store = opened;
+        return opened;
+      }
+    };
+    await run(rest, store);
+    return 0;
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`keys: ${err.message.replace(/\n/g, '\nkeys: ')}\n${USAGE}\n`);
+      return 2;
+    }
+    const message = (err as Error).message ?? String(err);
+    process.stderr.write((message.startsWith('keys:') || message.startsWith('config:') ? message : `keys: ${message}`) + '\n');
+    return 1;
+  } finally {
+    if (holder.store) await holder.store.close().catch(() => undefined);
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

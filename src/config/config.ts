@@ -1,0 +1,104 @@
+import * as v from 'valibot';
+import { parseRfc3339 } from '../time/rfc3339.js';
+
+/** The validated configuration of the server and the command-line tools (CONTRACT 8, 10). */
+export interface Config {
+  port: number;
+  host: string;
+  adminPort: number;
+  adminHost: string;
+  redisUrl: string | null;
+  dataDir: string;
+  logLevel: LogLevel;
+  /** epoch ms of SUNSET_AT, or null when no sunset is configured */
+  sunsetAt: number | null;
+}
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Thrown by loadConfig; `problems` are complete sentences naming the variable and the value. */
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(problems.join('\n'));
+    this.problems = problems;
+  }
+}
+
+const got = (issue: { input: unknown }) => `got ${JSON.stringify(issue.input)}`;
+
+const port = (name: string) =>
+  v.pipe(
+    v.string(),
+    v.check((s) => /^[0-9]{1,5}$/.test(s) && +s >= 1 && +s <= 65535, (i) => `config: ${name} must be an integer 1-65535, ${got(i)}`),
+    v.transform(Number),
+  );
+
+const host = (name: string) =>
+  v.pipe(
+    v.string(),
+    // A host name or an IPv4/IPv6 literal; no scheme, no port, no spaces.
+    v.regex(/^[A-Za-z0-9.:_-]{1,253}$/, (i) => `config: ${name} must be a host name or IP address, ${got(i)}`),
+  );
+
+const redisUrl = v.pipe(
+  v.string(),
+  v.check((s) => {
+    if (!/^rediss?:\/\//.test(s)) return false;
+    try {
+      new URL(s);
+      return true;
+    } catch {
+      return false;
+    }
+  }, (i) => `config: REDIS_URL must be a redis:// or rediss:// URL, ${got(i)}`),
+);
+
+const dataDir = v.pipe(v.string(), v.minLength(1, (i) => `config: DATA_DIR must be a folder path, ${got(i)}`));
+
+const logLevel = v.picklist(LOG_LEVELS, (i) => `config: LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, ${got(i)}`);
+
+const sunsetAt = v.pipe(
+  v.string(),
+  v.check((s) => parseRfc3339(s) !== null, (i) => `config: SUNSET_AT must be an RFC 3339 date-time with offset (e.g. 2026-12-31T00:00:00Z), ${got(i)}`),
+  v.transform((s) => parseRfc3339(s)!),
+);
+
+const EnvSchema = v.object({
+  PORT: v.optional(port('PORT'), '3000'),
+  HOST: v.optional(host('HOST'), '0.0.0.0'),
+  ADMIN_PORT: v.optional(port('ADMIN_PORT'), '9464'),
+  ADMIN_HOST: v.optional(host('ADMIN_HOST'), '127.0.0.1'),
+  REDIS_URL: v.optional(redisUrl),
+  DATA_DIR: v.optional(dataDir, './data'),
+  LOG_LEVEL: v.optional(logLevel, 'info'),
+  SUNSET_AT: v.optional(sunsetAt),
+});
+
+/** Validates the environment; an empty variable counts as unset. Throws ConfigError listing every problem. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const input: Record<string, string> = {};
+  for (const key of Object.keys(EnvSchema.entries)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') input[key] = value;
+  }
+  const result = v.safeParse(EnvSchema, input, { abortPipeEarly: true });
+  if (!result.success) throw new ConfigError(result.issues.map((i) => i.message));
+  const o = result.output;
+  return {
+    port: o.PORT as number,
+    host: o.HOST,
+    adminPort: o.ADMIN_PORT as number,
+    adminHost: o.ADMIN_HOST,
+    redisUrl: o.REDIS_URL ?? null,
+    dataDir: o.DATA_DIR,
+    logLevel: o.LOG_LEVEL,
+    sunsetAt: o.SUNSET_AT ?? null,
+  };
+}
+
+/** The validated store settings in the shape `openStore` reads. */
+export function storeEnv(config: Config): NodeJS.ProcessEnv {
+  return config.redisUrl === null ? { DATA_DIR: config.dataDir } : { REDIS_URL: config.redisUrl, DATA_DIR: config.dataDir };
+}

@@ -1,0 +1,142 @@
+import type { Logger } from 'pino';
+import type { Metrics } from '../metrics/metrics.js';
+import { HttpError } from './errors.js';
+import { commonHeaders, type Exchange, requestIdFor, send, sendError } from './respond.js';
+import type { HttpRequest, HttpResponse, TemplatedApp, UwsModule } from './uws.js';
+
+export const VERSION = '0.1.0-beta';
+
+const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+/** What the admin listener needs from the catalog. */
+export interface AdminCatalog {
+  isReady(): boolean;
+  /** Loads the newest snapshots (of one organization when given); resolves to a JSON-able summary. */
+  reload(organizationId?: string): Promise<unknown>;
+}
+
+export interface AdminAppDeps {
+  uws: UwsModule;
+  catalog: AdminCatalog;
+  metrics: Metrics;
+  logger: Logger;
+}
+
+type Route = { method: 'GET' | 'POST'; run: (ex: Exchange, query: string) => void };
+
+/**
+ * The operator listener (CONTRACT 6): /healthz, /readyz, /metrics, POST /admin/reload. Bound to
+ * 127.0.0.1 by default. The async routes attach onAborted before returning and cork their writes.
+ */
+export function createAdminApp(deps: AdminAppDeps): TemplatedApp {
+  const { uws, catalog, metrics, logger } = deps;
+  const common = commonHeaders(null);
+  const healthBody = JSON.stringify({ status: 'ok', version: VERSION });
+
+  const routes: Record<string, Route> = {
+    '/healthz': { method: 'GET', run: (ex) => send(ex, common, 200, healthBody) },
+    '/readyz': {
+      method: 'GET',
+      run: (ex) => {
+        if (!catalog.isReady()) throw new HttpError(503, 'The snapshots present at start are still loading.');
+        send(ex, common, 200, JSON.stringify({ status: 'ready' }));
+      },
+    },
+    '/metrics': {
+      method: 'GET',
+      run: (ex) => {
+        settle(ex, metrics.registry.metrics().then((text) => {
+          send(ex, common, 200, text, metrics.registry.contentType);
+          return 200;
+        }));
+      },
+    },
+    '/admin/reload': {
+      method: 'POST',
+      run: (ex, query) => {
+        const org = reloadTarget(query);
+        const started = process.hrtime.bigint();
+        settle(ex, catalog.reload(org).then(
+          (summary) => {
+            metrics.reloads.inc({ result: 'ok' });
+            metrics.reloadSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
+            logger.info({ request_id: ex.requestId, organization_id: org ?? null, summary }, 'admin: reload done');
+            send(ex, common, 200, JSON.stringify(summary ?? {}));
+            return 200;
+          },
+          (err: unknown) => {
+            metrics.reloads.inc({ result: 'error' });
+            throw err;
+          },
+        ));
+      },
+    },
+  };
+
+  /** Finishes an async route: errors become the contract body, the log line is written once. */
+  function settle(ex: Exchange, done: Promise<number>): void {
+    ex.res.onAborted(() => {
+      ex.aborted = true;
+    });
+    (ex as Pending).pending = done.then(
+      (status) => status,
+      (thrown: unknown) => {
+        const err = toError(thrown, ex.requestId);
+        sendError(ex, common, err);
+        return err.status;
+      },
+    );
+  }
+
+  function toError(thrown: unknown, requestId: string): HttpError {
+    if (thrown instanceof HttpError) return thrown;
+    logger.error({ request_id: requestId, err: thrown }, 'admin: unhandled error');
+    return new HttpError(500);
+  }
+
+  return uws.App().any('/*', (res: HttpResponse, req: HttpRequest) => {
+    const startedAt = process.hrtime.bigint();
+    const method = req.getCaseSensitiveMethod();
+    const path = req.getUrl();
+    const query = req.getQuery() ?? '';
+    const ex: Pending = { res, requestId: requestIdFor(req.getHeader('x-request-id')), head: method === 'HEAD', aborted: false, pending: null };
+    const done = (status: number) => {
+      metrics.observe('admin', status, startedAt);
+      logger.debug({ request_id: ex.requestId, method, path, status, duration_ms: Number(process.hrtime.bigint() - startedAt) / 1e6, aborted: ex.aborted }, 'admin request');
+    };
+    try {
+      const route = routes[path];
+      if (!route) throw new HttpError(404);
+      const allowed = route.method === 'GET' ? method === 'GET' || method === 'HEAD' : method === route.method;
+      if (!allowed) {
+        throw new HttpError(405, `Only ${route.method === 'GET' ? 'GET and HEAD are' : 'POST is'} allowed on this path.`, {
+          headers: [['Allow', route.method === 'GET' ? 'GET, HEAD' : 'POST']],
+        });
+      }
+      route.run(ex, query);
+      if (ex.pending) ex.pending.then(done, () => done(500));
+      else done(200);
+    } catch (thrown) {
+      const err = toError(thrown, ex.requestId);
+      sendError(ex, common, err);
+      done(err.status);
+    }
+  });
+}
+
+interface Pending extends Exchange {
+  pending: Promise<number> | null;
+}
+
+/** `organization_id` of a reload request, validated; undefined reloads every organization. */
+function reloadTarget(query: string): string | undefined {
+  const values = new URLSearchParams(query).getAll('organization_id').filter((v) => v !== '');
+  if (values.length === 0) return undefined;
+  if (values.length > 1) {
+    throw new HttpError(400, undefined, { details: [{ parameter: 'organization_id', message: 'must be given at most once' }] });
+  }
+  if (!UUID.test(values[0])) {
+    throw new HttpError(400, undefined, { details: [{ parameter: 'organization_id', message: 'must be a UUID' }] });
+  }
+  return values[0].toLowerCase();
+}

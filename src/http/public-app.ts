@@ -1,0 +1,125 @@
+import type { Logger } from 'pino';
+import type { KeyCache } from '../auth/key-cache.js';
+import type { OrgIndex } from '../index/build.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { executeSearch } from '../query/execute.js';
+import { parseSearchParams } from '../query/parse-params.js';
+import { HttpError, unauthorized } from './errors.js';
+import { commonHeaders, type Exchange, requestIdFor, send, sendError } from './respond.js';
+import type { HttpRequest, HttpResponse, TemplatedApp, UwsModule } from './uws.js';
+
+export const SEARCH_PATH = '/contacts/message-search';
+const ALLOW: Array<readonly [string, string]> = [['Allow', 'GET, HEAD']];
+
+/** What the public endpoint needs from the catalog of loaded indexes. */
+export interface IndexSource {
+  /** true once the snapshots present at start are loaded */
+  isReady(): boolean;
+  get(organizationId: string): OrgIndex | null;
+}
+
+export interface PublicAppDeps {
+  uws: UwsModule;
+  keys: KeyCache;
+  indexes: IndexSource;
+  metrics: Metrics;
+  logger: Logger;
+  sunsetAt: number | null;
+}
+
+/** Per-request facts for the log line; never the key itself. */
+interface Outcome {
+  organizationId: string | null;
+  keyPrefix: string | null;
+}
+
+/**
+ * The public listener: GET/HEAD /contacts/message-search, 405 for other methods there, 404
+ * elsewhere. Everything is synchronous (keys and indexes are in memory), so each request is
+ * answered before the handler returns and `req` is never used after.
+ */
+export function createPublicApp(deps: PublicAppDeps): TemplatedApp {
+  const { uws, keys, indexes, metrics, logger } = deps;
+  const common = commonHeaders(deps.sunsetAt);
+
+  return uws.App().any('/*', (res: HttpResponse, req: HttpRequest) => {
+    const startedAt = process.hrtime.bigint();
+    // Copy everything needed from req now: it is invalid once this handler returns.
+    const method = req.getCaseSensitiveMethod();
+    const path = req.getUrl();
+    const query = req.getQuery() ?? '';
+    const authorization = req.getHeader('authorization');
+    const ex: Exchange = { res, requestId: requestIdFor(req.getHeader('x-request-id')), head: method === 'HEAD', aborted: false };
+    const outcome: Outcome = { organizationId: null, keyPrefix: null };
+    let status = 200;
+    let body: string | null = null;
+    let error: HttpError | null = null;
+    try {
+      body = handle(method, path, query, authorization, outcome);
+    } catch (thrown) {
+      error = toHttpError(thrown, logger, ex.requestId);
+      status = error.status;
+    }
+    try {
+      if (error) sendError(ex, common, error);
+      else send(ex, common, 200, body!);
+    } catch (thrown) {
+      // Writing itself failed: nothing sensible can reach the client any more; never leave the
+      // response unanswered (uWS would terminate the process).
+      logger.error({ request_id: ex.requestId, err: thrown }, 'failed to write a response');
+      status = 500;
+      try {
+        res.close();
+      } catch {
+        /* already closed */
+      }
+    }
+    metrics.observe('public', status, startedAt);
+    logger.info(
+      {
+        request_id: ex.requestId,
+        method,
+        path,
+        status,
+        duration_ms: Number(process.hrtime.bigint() - startedAt) / 1e6,
+        organization_id: outcome.organizationId,
+        key_prefix: outcome.keyPrefix,
+      },
+      'request',
+    );
+  });
+
+  /** The CONTRACT 5 order: route, 401, 403 scope, 400, 403 organization, then the search. */
+  function handle(method: string, path: string, query: string, authorization: string, outcome: Outcome): string {
+    if (path !== SEARCH_PATH) throw new HttpError(404);
+    if (method !== 'GET' && method !== 'HEAD') {
+      throw new HttpError(405, 'Only GET and HEAD are allowed on this path.', { headers: ALLOW });
+    }
+    if (!keys.ready) throw new HttpError(503);
+    const auth = keys.authenticate(authorization);
+    if (!auth.ok) {
+      outcome.keyPrefix = auth.prefix;
+      throw unauthorized();
+    }
+    outcome.keyPrefix = auth.principal.prefix;
+    if (!auth.hasRequiredScopes) {
+      throw new HttpError(403, 'The API key lacks a required scope: contacts:read and messages:read are both needed.');
+    }
+    const parsed = parseSearchParams(query);
+    if (!parsed.ok) throw new HttpError(400, 'The request has invalid parameters; see details.', { details: parsed.details });
+    const request = parsed.request;
+    outcome.organizationId = request.organizationId;
+    if (!auth.principal.organizationIds.has(request.organizationId)) {
+      throw new HttpError(403, 'The API key is not authorized for this organization.');
+    }
+    if (!indexes.isReady()) throw new HttpError(503);
+    return JSON.stringify(executeSearch(indexes.get(request.organizationId), request));
+  }
+}
+
+/** Anything that is not an HttpError is a bug: log it with the request id, answer a bare 500. */
+export function toHttpError(thrown: unknown, logger: Logger, requestId: string): HttpError {
+  if (thrown instanceof HttpError) return thrown;
+  logger.error({ request_id: requestId, err: thrown }, 'unhandled error while answering a request');
+  return new HttpError(500);
+}

@@ -1,0 +1,95 @@
+import { randomUUID } from 'node:crypto';
+import { HttpError } from './errors.js';
+import type { HttpResponse } from './uws.js';
+
+const STATUS_LINES: Record<number, string> = {
+  200: '200 OK',
+  400: '400 Bad Request',
+  401: '401 Unauthorized',
+  403: '403 Forbidden',
+  404: '404 Not Found',
+  405: '405 Method Not Allowed',
+  429: '429 Too Many Requests',
+  500: '500 Internal Server Error',
+  503: '503 Service Unavailable',
+};
+
+export const JSON_TYPE = 'application/json; charset=utf-8';
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+/** The caller's X-Request-Id when it is 1-128 of [A-Za-z0-9._-], else a fresh UUID (CONTRACT 6). */
+export function requestIdFor(header: string): string {
+  return REQUEST_ID.test(header) ? header : randomUUID();
+}
+
+/** One response on its way out: what was copied from the request, and whether the client left. */
+export interface Exchange {
+  readonly res: HttpResponse;
+  readonly requestId: string;
+  /** HEAD: headers of the would-be response, no body */
+  readonly head: boolean;
+  aborted: boolean;
+}
+
+/** Headers every response of a listener carries besides Content-Type and X-Request-Id. */
+export interface CommonHeaders {
+  /** e.g. Cache-Control, Sunset, Deprecation */
+  readonly pairs: ReadonlyArray<readonly [string, string]>;
+}
+
+/** Builds the fixed headers once: Cache-Control always, Sunset + Deprecation when a sunset is set. */
+export function commonHeaders(sunsetAt: number | null): CommonHeaders {
+  const pairs: Array<readonly [string, string]> = [['Cache-Control', 'no-store']];
+  if (sunsetAt !== null) {
+    pairs.push(['Sunset', new Date(sunsetAt).toUTCString()], ['Deprecation', 'true']);
+  }
+  return { pairs };
+}
+
+/**
+ * Writes a whole response. Safe to call after an await (it corks) and after an abort (it does
+ * nothing). HEAD gets the same headers, Content-Length included, and no body.
+ */
+export function send(
+  ex: Exchange,
+  common: CommonHeaders,
+  status: number,
+  body: string,
+  contentType = JSON_TYPE,
+  extra: ReadonlyArray<readonly [string, string]> = [],
+): void {
+  if (ex.aborted) return;
+  const res = ex.res;
+  res.cork(() => {
+    res.writeStatus(STATUS_LINES[status] ?? `${status} Unknown`);
+    res.writeHeader('Content-Type', contentType);
+    for (const [k, v] of common.pairs) res.writeHeader(k, v);
+    res.writeHeader('X-Request-Id', ex.requestId);
+    for (const [k, v] of extra) res.writeHeader(k, v);
+    if (ex.head) {
+      // endWithoutBody(length) of this uWS build never completes the response; the explicit
+      // header plus endWithoutBody() does.
+      res.writeHeader('Content-Length', String(Buffer.byteLength(body)));
+      res.endWithoutBody();
+    } else {
+      res.end(body);
+    }
+  });
+}
+
+/** The one place an error becomes a response: the CONTRACT 5 body, with `details` on 400. */
+export function renderError(err: HttpError, requestId: string): string {
+  const body: { error: string; message: string; request_id: string; details?: unknown } = {
+    error: err.code,
+    message: err.message,
+    request_id: requestId,
+  };
+  if (err.status === 400) body.details = err.details ?? [];
+  return JSON.stringify(body);
+}
+
+/** Sends an HttpError with its status and extra headers. */
+export function sendError(ex: Exchange, common: CommonHeaders, err: HttpError): void {
+  send(ex, common, err.status, renderError(err, ex.requestId), JSON_TYPE, err.headers);
+}

@@ -1,0 +1,110 @@
+import { KeyCache } from './auth/key-cache.js';
+import { Catalog } from './catalog/catalog.js';
+import { ConfigError, loadConfig, storeEnv, type Config } from './config/config.js';
+import { createAdminApp } from './http/admin-app.js';
+import { createPublicApp } from './http/public-app.js';
+import { loadUws, type TemplatedApp, type us_listen_socket, type UwsModule } from './http/uws.js';
+import { createLogger, type Logger } from './log/logger.js';
+import { Metrics } from './metrics/metrics.js';
+import { catalogOrgStats, catalogReloadStats } from './metrics/catalog-stats.js';
+import { openStore } from './store/open-store.js';
+
+/** Prints start-up problems as plain lines (no stack trace) and exits 1. */
+function refuse(lines: string[]): never {
+  for (const line of lines) process.stderr.write(line + '\n');
+  process.exit(1);
+}
+
+// uSockets' flag; the native module exports it but the typings declare it only inside an enum.
+const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
+
+type ListenWithOptions = (host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void) => void;
+
+/**
+ * Listens with an exclusive port: uWS sets SO_REUSEPORT by default, so a second server started by
+ * mistake on a taken port would silently share it instead of failing.
+ */
+function listen(app: TemplatedApp, host: string, port: number): Promise<us_listen_socket> {
+  return new Promise((resolve, reject) => {
+    // The native binary takes (host, port, options, cb); the bundled typings lack this overload.
+    (app.listen as unknown as ListenWithOptions).call(app, host, port, LIBUS_LISTEN_EXCLUSIVE_PORT, (socket) => {
+      if (socket) resolve(socket);
+      else reject(new Error(`http: cannot listen on ${host}:${port} (in use or not permitted)`));
+    });
+  });
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) refuse(err.problems);
+    throw err;
+  }
+  let uws: UwsModule;
+  try {
+    uws = loadUws();
+  } catch (err) {
+    refuse([(err as Error).message]);
+  }
+  const logger: Logger = createLogger(config.logLevel);
+  process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'));
+
+  const store = await openStore(storeEnv(config));
+  const catalog = new Catalog(store, { logger, adminUrl: adminUrlOf(config) });
+  // Loading may take a while; the listeners open now so /readyz can say 503 meanwhile.
+  const loading = catalog.start();
+  Promise.resolve(loading).catch((err: unknown) => logger.error({ err }, 'catalog: initial load failed'));
+
+  const keys = new KeyCache(store, { logger });
+  await keys.start();
+
+  const metrics = new Metrics(() => catalogOrgStats(catalog));
+  metrics.addReloadStats(() => catalogReloadStats(catalog));
+  const isReady = () => catalogIsReady(catalog);
+  const publicApp = createPublicApp({ uws, keys, metrics, logger, sunsetAt: config.sunsetAt, indexes: { isReady, get: (org) => catalog.get(org) } });
+  const adminApp = createAdminApp({ uws, metrics, logger, catalog: { isReady, reload: (org) => catalog.reload(org) } });
+
+  const sockets = [await listen(publicApp, config.host, config.port), await listen(adminApp, config.adminHost, config.adminPort)];
+  logger.info(
+    { port: config.port, host: config.host, admin_port: config.adminPort, admin_host: config.adminHost, store: store.kind, sunset_at: config.sunsetAt === null ? null : new Date(config.sunsetAt).toISOString() },
+    `listening on ${config.host}:${config.port}, admin on ${config.adminHost}:${config.adminPort}`,
+  );
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    // Stop accepting; requests are answered synchronously, so none is half-done on this thread.
+    for (const s of sockets) uws.us_listen_socket_close(s);
+    try {
+      await keys.stop();
+      await catalog.stop();
+      await store.close();
+    } catch (err) {
+      logger.error({ err }, 'error during shutdown');
+    }
+    logger.flush?.();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+function catalogIsReady(catalog: Catalog): boolean {
+  return catalog.ready;
+}
+
+/** Where `npm run reload` on this host reaches the admin listener (a wildcard bind means loopback works). */
+function adminUrlOf(config: Config): string {
+  const host = config.adminHost === '0.0.0.0' ? '127.0.0.1' : config.adminHost === '::' ? '::1' : config.adminHost;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${config.adminPort}`;
+}
+
+main().catch((err: unknown) => {
+  const message = err instanceof Error ? err.message : String(err);
+  process.stderr.write(`start: ${message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,104 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** One organization's loaded index, as the metrics report it. */
+export interface OrgStat {
+  organizationId: string;
+  version: number;
+  messages: number;
+  contacts: number;
+}
+
+/** Snapshot load totals as the catalog counts them (its own polls and broadcasts included). */
+export interface ReloadStat {
+  loadsOk: number;
+  loadsFailed: number;
+  /** duration of the last reload that loaded or failed something, or null */
+  lastReloadSeconds: number | null;
+}
+
+/** The Prometheus registry of one server process and the instruments the HTTP layer feeds. */
+export class Metrics {
+  readonly registry = new Registry();
+  readonly requests: Counter<'listener' | 'status'>;
+  readonly latency: Histogram<'listener'>;
+  readonly reloads: Counter<'result'>;
+  readonly reloadSeconds: Histogram;
+
+  /** `orgStats` is read at scrape time, so the numbers are never stale. */
+  constructor(orgStats: () => OrgStat[]) {
+    collectDefaultMetrics({ register: this.registry });
+    this.requests = new Counter({
+      name: 'http_requests_total',
+      help: 'HTTP responses sent, by listener and status.',
+      labelNames: ['listener', 'status'],
+      registers: [this.registry],
+    });
+    this.latency = new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'Time from request to response, by listener.',
+      labelNames: ['listener'],
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+      registers: [this.registry],
+    });
+    this.reloads = new Counter({
+      name: 'catalog_admin_reloads_total',
+      help: 'POST /admin/reload calls, by result.',
+      labelNames: ['result'],
+      registers: [this.registry],
+    });
+    this.reloadSeconds = new Histogram({
+      name: 'catalog_admin_reload_duration_seconds',
+      help: 'Duration of POST /admin/reload calls.',
+      buckets: [0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+      registers: [this.registry],
+    });
+    const perOrg = (name: string, help: string, pick: (s: OrgStat) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['organization_id'],
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          for (const s of orgStats()) this.set({ organization_id: s.organizationId }, pick(s));
+        },
+      });
+    perOrg('index_messages', 'Messages in the loaded index, per organization.', (s) => s.messages);
+    perOrg('index_contacts', 'Contacts in the loaded index, per organization.', (s) => s.contacts);
+    perOrg('index_snapshot_version', 'Snapshot version of the loaded index, per organization.', (s) => s.version);
+  }
+
+  /** Adds catalog-wide reload totals (the catalog also reloads on its own, e.g. on a Redis signal). */
+  addReloadStats(read: () => ReloadStat | null): void {
+    const reg = [this.registry];
+    // Gauges mirroring the catalog's own counters (prom-client counters cannot be set).
+    new Gauge({
+      name: 'catalog_snapshot_loads',
+      help: 'Snapshot loads done by the catalog since start, by result.',
+      labelNames: ['result'],
+      registers: reg,
+      collect() {
+        const r = read();
+        if (r) {
+          this.set({ result: 'ok' }, r.loadsOk);
+          this.set({ result: 'failed' }, r.loadsFailed);
+        }
+      },
+    });
+    new Gauge({
+      name: 'catalog_last_reload_seconds',
+      help: 'Duration of the last reload that loaded or failed a snapshot.',
+      registers: reg,
+      collect() {
+        const r = read();
+        if (r && r.lastReloadSeconds !== null) this.set(r.lastReloadSeconds);
+      },
+    });
+  }
+
+  /** Records one response. */
+  observe(listener: 'public' | 'admin', status: number, startedAt: bigint): void {
+    this.requests.inc({ listener, status: String(status) });
+    this.latency.observe({ listener }, Number(process.hrtime.bigint() - startedAt) / 1e9);
+  }
+}

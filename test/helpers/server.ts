@@ -1,0 +1,132 @@
+/** Runs the real server and CLI as child processes, the way an operator would. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** A port that was free a moment ago (the kernel picks it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** A fresh temporary DATA_DIR; `cleanup` removes it. */
+export function tempDataDir(): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(path.join(tmpdir(), 'msearch-test-'));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Environment for children: the parent's, minus anything that could point at a real deployment. */
+export function baseEnv(extra: Record<string, string | undefined>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const k of ['PORT', 'HOST', 'ADMIN_PORT', 'ADMIN_HOST', 'REDIS_URL', 'DATA_DIR', 'LOG_LEVEL', 'SUNSET_AT', 'NODE_OPTIONS']) delete env[k];
+  for (const [k, v] of Object.entries(extra)) if (v !== undefined) env[k] = v;
+  return env;
+}
+
+export interface RunResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `node --import tsx <script> ...args` from the project root and collects its output. */
+export function runNode(script: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs = 30_000): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+/** The keys CLI (`npm run keys -- ...` without npm's own output). */
+export function keysCli(args: string[], env: NodeJS.ProcessEnv): Promise<RunResult> {
+  return runNode('src/cli/keys.ts', args, env);
+}
+
+export interface CreatedKey {
+  key: string;
+  prefix: string;
+  name: string;
+  organization_ids: string[];
+  scopes: string[];
+  created_at: string;
+  expires_at: string | null;
+}
+
+/** Creates a key through the real CLI with --json. */
+export async function createKey(env: NodeJS.ProcessEnv, orgs: string[], scopes: string, more: string[] = []): Promise<CreatedKey> {
+  const args = ['create', ...orgs.flatMap((o) => ['--organization-id', o]), '--scopes', scopes, '--json', ...more];
+  const r = await keysCli(args, env);
+  if (r.code !== 0) throw new Error(`keys create failed (${r.code}): ${r.stderr}`);
+  return JSON.parse(r.stdout) as CreatedKey;
+}
+
+export interface RunningServer {
+  url: string;
+  adminUrl: string;
+  child: ChildProcess;
+  output(): string;
+  /** SIGTERM, then the exit code */
+  stop(): Promise<number | null>;
+}
+
+/** Starts `src/main.ts` on free ports and waits until /readyz answers 200. */
+export async function startServer(extraEnv: Record<string, string | undefined>, opts: { waitReady?: boolean } = {}): Promise<RunningServer> {
+  const port = await freePort();
+  const adminPort = await freePort();
+  const env = baseEnv({ LOG_LEVEL: 'info', ...extraEnv, PORT: String(port), ADMIN_PORT: String(adminPort), HOST: '127.0.0.1' });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const server: RunningServer = {
+    url: `http://127.0.0.1:${port}`,
+    adminUrl: `http://127.0.0.1:${adminPort}`,
+    child,
+    output: () => out,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      const code = await exited;
+      clearTimeout(t);
+      return code;
+    },
+  };
+  if (opts.waitReady === false) return server;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}:\n${out}`);
+    try {
+      const r = await fetch(`${server.adminUrl}/readyz`);
+      if (r.status === 200) return server;
+    } catch {
+      /* not listening yet */
+    }
+    if (Date.now() > deadline) {
+      await server.stop();
+      throw new Error(`server not ready within 30 s:\n${out}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
