@@ -4,7 +4,7 @@ import { HttpError } from './errors.js';
 import { commonHeaders, type Exchange, requestIdFor, send, sendError } from './respond.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, UwsModule } from './uws.js';
 
-export const VERSION = '0.1.0-beta';
+import { API_VERSION as VERSION } from './openapi.js';
 
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 
