@@ -1,0 +1,159 @@
+/**
+ * `npm run reload [-- --organization-id UUID] [--timeout SECONDS] [--json]`: makes every running
+ * server load the newest snapshots; exits 0 only when every one of them did.
+ *
+ * Servers are found in the store's registry. Redis: a broadcast with a request id, re-sent every
+ * 2 s until every live server acknowledged (a broadcast is lost while a server reconnects).
+ * Embedded: `POST <adminUrl>/admin/reload` to each server. A server that stops meanwhile is
+ * reported but not a failure: it is no longer running. Exit 0 done, 1 a server did not load,
+ * 2 bad usage, 1 store unavailable.
+ */
+import { randomUUID } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { openStore } from '../store/open-store.js';
+import type { ReloadAck, ServerEntry, Store } from '../store/store.js';
+
+const USAGE = `Usage: npm run reload [-- --organization-id UUID] [--timeout SECONDS] [--json]
+
+Makes every running server (found in the store's registry) load the newest snapshots, of one
+organization or of all, and waits until each has. Exit code 0 when every running server loaded
+them (or none is running), 1 when one did not or the store is unavailable, 2 on bad usage.
+
+Options:
+  --organization-id UUID   reload this organization only
+  --timeout SECONDS        how long to wait for the servers (default 30)
+  --json                   print the per-server results as one JSON object
+  -h, --help               show this text
+`;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const RESEND_MS = 2_000;
+
+class UsageError extends Error {}
+
+interface Outcome {
+  server: ServerEntry;
+  /** 'ok', 'failed' or 'stopped' (left the registry before answering) */
+  status: 'ok' | 'failed' | 'stopped';
+  summary?: unknown;
+  error?: string;
+}
+
+function describe(s: ServerEntry): string {
+  return `server ${s.id} (pid ${s.pid} on ${s.hostname}${s.adminUrl ? `, ${s.adminUrl}` : ''})`;
+}
+
+function fromAck(server: ServerEntry, ack: ReloadAck): Outcome {
+  if (!ack.ok) return { server, status: 'failed', error: ack.error };
+  const failed = (ack.summary as { failed?: { organization_id: string; version: number; error: string }[] }).failed ?? [];
+  if (failed.length > 0) {
+    const error = failed.map((f) => `organization ${f.organization_id} version ${f.version}: ${f.error}`).join('; ');
+    return { server, status: 'failed', summary: ack.summary, error };
+  }
+  return { server, status: 'ok', summary: ack.summary };
+}
+
+async function viaSignals(store: Store, servers: ServerEntry[], org: string | null, timeoutMs: number): Promise<Outcome[]> {
+  const signals = store.signals!;
+  const requestId = randomUUID();
+  const deadline = Date.now() + timeoutMs;
+  const pending = new Map(servers.map((s) => [s.id, s]));
+  const out: Outcome[] = [];
+  let lastSent = 0;
+  while (pending.size > 0 && Date.now() < deadline) {
+    if (Date.now() - lastSent >= RESEND_MS) {
+      await signals.publish({ requestId, organizationId: org });
+      lastSent = Date.now();
+      // A server that left the registry will never answer.
+      const live = new Set((await store.listServers()).map((s) => s.id));
+      for (const [id, s] of pending) if (!live.has(id)) { pending.delete(id); out.push({ server: s, status: 'stopped' }); }
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    const acks = await signals.acks(requestId);
+    for (const [id, ack] of acks) {
+      const s = pending.get(id);
+      if (s) { pending.delete(id); out.push(fromAck(s, ack)); }
+    }
+  }
+  for (const s of pending.values()) out.push({ server: s, status: 'failed', error: `no answer within ${timeoutMs / 1000} s` });
+  return out;
+}
+
+async function viaAdmin(store: Store, servers: ServerEntry[], org: string | null, timeoutMs: number): Promise<Outcome[]> {
+  return Promise.all(servers.map(async (server): Promise<Outcome> => {
+    if (!server.adminUrl) return { server, status: 'failed', error: 'registered without an admin URL' };
+    const url = new URL('/admin/reload', server.adminUrl);
+    if (org) url.searchParams.set('organization_id', org);
+    try {
+      const res = await fetch(url, { method: 'POST', signal: AbortSignal.timeout(timeoutMs) });
+      const text = await res.text();
+      if (res.status !== 200) return { server, status: 'failed', error: `HTTP ${res.status}: ${text.slice(0, 200)}` };
+      return fromAck(server, { ok: true, summary: JSON.parse(text) });
+    } catch (err) {
+      const gone = !(await store.listServers()).some((s) => s.id === server.id);
+      const cause = (err as { cause?: Error }).cause?.message ?? (err as Error).message;
+      return gone ? { server, status: 'stopped' } : { server, status: 'failed', error: `${url}: ${cause}` };
+    }
+  }));
+}
+
+async function main(argv: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        'organization-id': { type: 'string' },
+        timeout: { type: 'string', default: '30' },
+        json: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    }));
+    if (values.help) { process.stdout.write(USAGE); return 0; }
+    const org = values['organization-id'];
+    if (org !== undefined && !UUID.test(org)) throw new UsageError(`--organization-id must be a UUID, got ${JSON.stringify(org)}`);
+    if (!/^\d+(\.\d+)?$/.test(values.timeout!) || Number(values.timeout) <= 0) throw new UsageError(`--timeout must be a positive number of seconds, got ${JSON.stringify(values.timeout)}`);
+  } catch (err) {
+    process.stderr.write(`reload: ${(err as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const org = values['organization-id']?.toLowerCase() ?? null;
+  const timeoutMs = Number(values.timeout) * 1000;
+  let store: Store | null = null;
+  try {
+    store = await openStore();
+    const servers = await store.listServers();
+    if (servers.length === 0) {
+      if (values.json) process.stdout.write(JSON.stringify({ ok: true, servers: [] }) + '\n');
+      else process.stdout.write('reload: no server is running; servers load the newest snapshots when they start\n');
+      return 0;
+    }
+    const outcomes = store.signals
+      ? await viaSignals(store, servers, org, timeoutMs)
+      : await viaAdmin(store, servers, org, timeoutMs);
+    const ok = outcomes.every((o) => o.status !== 'failed');
+    if (values.json) {
+      process.stdout.write(JSON.stringify({ ok, servers: outcomes.map((o) => ({ ...o.server, status: o.status, summary: o.summary, error: o.error })) }) + '\n');
+    } else {
+      for (const o of outcomes) {
+        if (o.status === 'ok') {
+          const s = o.summary as { reloaded: { organization_id: string; version: number }[]; unchanged: number };
+          const list = s.reloaded.map((r) => `${r.organization_id} v${r.version}`).join(', ');
+          process.stdout.write(`reload: ${describe(o.server)}: ${s.reloaded.length} reloaded${list ? ` (${list})` : ''}, ${s.unchanged} unchanged\n`);
+        } else if (o.status === 'stopped') {
+          process.stdout.write(`reload: ${describe(o.server)} stopped before answering\n`);
+        } else {
+          process.stderr.write(`reload: ${describe(o.server)} did not reload: ${o.error}\n`);
+        }
+      }
+    }
+    return ok ? 0 : 1;
+  } catch (err) {
+    process.stderr.write(`reload: ${(err as Error).message}\n`);
+    return 1;
+  } finally {
+    await store?.close();
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,18 @@
+/** The one expected failure of an import: a bad line, named by file base name, line and field. */
+export class ImportError extends Error {
+  /** `messages.ndjson line 37: field "sent_at": expected ..., got "2024-13-01"` */
+  readonly detail: string;
+
+  constructor(file: string, line: number, field: string | null, problem: string) {
+    const detail = `${file} line ${line}: ${field === null ? '' : `field ${JSON.stringify(field)}: `}${problem}`;
+    super(`import: ${detail}`);
+    this.name = 'ImportError';
+    this.detail = detail;
+  }
+}
+
+/** A value as shown in an error message: JSON, cut to 80 characters. */
+export function show(value: unknown): string {
+  const s = value === undefined ? 'nothing' : JSON.stringify(value) ?? String(value);
+  return s.length > 80 ? `${s.slice(0, 77)}...` : s;
+}

@@ -1,0 +1,312 @@
+/**
+ * The embedded store: plain files under DATA_DIR, shared safely by several processes.
+ *
+ *   snapshots/<org>/v0000000007.snap   chunks, then the manifest, then a 12-byte footer
+ *   snapshots/<org>/CURRENT            {"version":7,"previous":6}: the pointer readers follow
+ *   snapshots/<org>/.lock              held while switching the pointer
+ *   keys.json (+ .keys.lock)           {"<prefix>": KeyRecord, ...}
+ *   servers/<id>.json                  one ServerEntry per running server, refreshed every second
+ *
+ * Publish: write the snapshot to a temp file, fsync, link() it to its version name (never
+ * overwrites, so concurrent publishers get distinct versions), fsync the directory, then switch
+ * CURRENT the same way under the lock. The previous version is kept; older ones are removed.
+ */
+import { promises as fs } from 'node:fs';
+import { hostname } from 'node:os';
+import path from 'node:path';
+import type { OrgData } from '../model/records.js';
+import { encodeSnapshot, parseManifest, SnapshotDecoder } from './snapshot-format.js';
+import { pidAlive, syncDir, tempName, withLock, writeFileAtomic } from './file-utils.js';
+import type { KeyRecord, ServerEntry, SnapshotRef, Store } from './store.js';
+
+const ORG_DIR = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const VERSION_FILE = /^v(\d{10})\.snap$/;
+const FOOTER_MAGIC = Buffer.from('CMSSNAP\n', 'ascii');
+const FOOTER_SIZE = 12; // u32 BE manifest length + magic
+const TEMP_MAX_AGE_MS = 24 * 3600_000;
+const SERVER_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+interface Pointer {
+  version: number;
+  previous: number | null;
+}
+
+/** Path of one version's file; exported for tests that tamper with snapshots. */
+export function snapshotFile(dataDir: string, ref: SnapshotRef): string {
+  return path.join(dataDir, 'snapshots', ref.organizationId, `v${String(ref.version).padStart(10, '0')}.snap`);
+}
+
+function wrap(what: string, err: unknown): Error {
+  const msg = (err as Error).message ?? String(err);
+  return new Error(msg.startsWith('store:') || msg.startsWith('snapshot:') ? msg : `store: ${what}: ${msg}`);
+}
+
+/** Store over files in `dataDir` (created when missing). */
+export class EmbeddedStore implements Store {
+  readonly kind = 'embedded' as const;
+  readonly signals = null;
+  readonly dataDir: string;
+  private readonly snapDir: string;
+  private readonly serversDir: string;
+  private readonly keysFile: string;
+
+  constructor(dataDir: string) {
+    this.dataDir = path.resolve(dataDir);
+    this.snapDir = path.join(this.dataDir, 'snapshots');
+    this.serversDir = path.join(this.dataDir, 'servers');
+    this.keysFile = path.join(this.dataDir, 'keys.json');
+  }
+
+  /** Creates the folders; fails clearly when DATA_DIR cannot be used. */
+  async open(): Promise<this> {
+    try {
+      await fs.mkdir(this.snapDir, { recursive: true });
+      await fs.mkdir(this.serversDir, { recursive: true });
+      await fs.access(this.dataDir, fs.constants.W_OK);
+    } catch (err) {
+      throw new Error(`store: cannot use DATA_DIR ${JSON.stringify(this.dataDir)}: ${(err as Error).message}`);
+    }
+    return this;
+  }
+
+  // ---- snapshots
+
+  async publishSnapshot(data: OrgData): Promise<SnapshotRef> {
+    const org = data.organizationId;
+    if (!ORG_DIR.test(org)) throw new Error(`store: organization id must be a lower-case UUID, got ${JSON.stringify(org)}`);
+    const dir = path.join(this.snapDir, org);
+    try {
+      await fs.mkdir(dir, { recursive: true });
+      await this.removeDeadTemps(dir);
+      let version = Math.max((await this.readPointer(org))?.version ?? 0, ...(await this.versionsOn(dir))) + 1;
+      const tmp = tempName(dir);
+      await this.writeSnapshotFile(tmp, data, version);
+      try {
+        // link() fails when the name exists, unlike rename(): a concurrent publisher keeps its version.
+        for (;;) {
+          try { await fs.link(tmp, snapshotFile(this.dataDir, { organizationId: org, version })); break; } catch (err) {
+            if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+            version++;
+            // The version number lives in the manifest too: rewrite for the new number.
+            await this.writeSnapshotFile(tmp, data, version);
+          }
+        }
+      } finally {
+        await fs.rm(tmp, { force: true });
+      }
+      await syncDir(dir);
+      await withLock(path.join(dir, '.lock'), async () => {
+        const cur = await this.readPointer(org);
+        if (cur !== null && cur.version >= version) {
+          throw new Error(`store: a newer snapshot (version ${cur.version}) of organization ${org} was published concurrently`);
+        }
+        await writeFileAtomic(path.join(dir, 'CURRENT'), JSON.stringify({ version, previous: cur?.version ?? null }));
+        await this.removeOldVersions(dir, version, cur?.version ?? null);
+      });
+      return { organizationId: org, version };
+    } catch (err) {
+      throw wrap(`publishing organization ${org}`, err);
+    }
+  }
+
+  private async writeSnapshotFile(file: string, data: OrgData, version: number): Promise<void> {
+    const fh = await fs.open(file, 'w');
+    try {
+      const enc = encodeSnapshot(data, version);
+      for (const chunk of enc.chunks) await fh.write(chunk);
+      const manifest = enc.manifest();
+      const footer = Buffer.alloc(FOOTER_SIZE);
+      footer.writeUInt32BE(manifest.length, 0);
+      FOOTER_MAGIC.copy(footer, 4);
+      await fh.write(manifest);
+      await fh.write(footer);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  }
+
+  private async versionsOn(dir: string): Promise<number[]> {
+    const out: number[] = [];
+    for (const name of await fs.readdir(dir)) {
+      const m = VERSION_FILE.exec(name);
+      if (m) out.push(Number(m[1]));
+    }
+    return out;
+  }
+
+  private async readPointer(org: string): Promise<Pointer | null> {
+    try {
+      const p = JSON.parse(await fs.readFile(path.join(this.snapDir, org, 'CURRENT'), 'utf8')) as Pointer;
+      if (!Number.isSafeInteger(p.version) || p.version < 1) throw new Error(`bad version ${JSON.stringify(p.version)}`);
+      return p;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw new Error(`store: unreadable pointer of organization ${org}: ${(err as Error).message}`);
+    }
+  }
+
+  // Keeps the current and the previous version, and newer ones (a concurrent publisher's, not switched yet).
+  private async removeOldVersions(dir: string, current: number, previous: number | null): Promise<void> {
+    for (const v of await this.versionsOn(dir)) {
+      if (v < current && v !== previous) {
+        await fs.rm(snapshotFile(this.dataDir, { organizationId: path.basename(dir), version: v }), { force: true });
+      }
+    }
+  }
+
+  // Leftovers of an import killed midway: its pid is gone, or the file is a day old.
+  private async removeDeadTemps(dir: string): Promise<void> {
+    for (const name of await fs.readdir(dir)) {
+      const m = /^\.tmp-(\d+)-/.exec(name);
+      if (!m) continue;
+      const file = path.join(dir, name);
+      const st = await fs.stat(file).catch(() => null);
+      if (st && (!pidAlive(Number(m[1])) || Date.now() - st.mtimeMs > TEMP_MAX_AGE_MS)) await fs.rm(file, { force: true });
+    }
+  }
+
+  async latest(): Promise<SnapshotRef[]> {
+    try {
+      const out: SnapshotRef[] = [];
+      for (const org of await fs.readdir(this.snapDir)) {
+        if (!ORG_DIR.test(org)) continue;
+        const p = await this.readPointer(org);
+        if (p) out.push({ organizationId: org, version: p.version });
+      }
+      return out;
+    } catch (err) {
+      throw wrap('listing snapshots', err);
+    }
+  }
+
+  async loadSnapshot(ref: SnapshotRef): Promise<OrgData> {
+    const file = snapshotFile(this.dataDir, ref);
+    let fh: fs.FileHandle;
+    try {
+      fh = await fs.open(file, 'r');
+    } catch (err) {
+      throw wrap(`organization ${ref.organizationId} version ${ref.version}`, err);
+    }
+    try {
+      const size = (await fh.stat()).size;
+      const footer = await readAt(fh, size - FOOTER_SIZE, FOOTER_SIZE);
+      if (size < FOOTER_SIZE || !footer.subarray(4).equals(FOOTER_MAGIC)) {
+        throw new Error(`snapshot: truncated or foreign file for organization ${ref.organizationId} version ${ref.version}`);
+      }
+      const manifestLength = footer.readUInt32BE(0);
+      const manifestAt = size - FOOTER_SIZE - manifestLength;
+      if (manifestAt < 0) throw new Error(`snapshot: bad footer for organization ${ref.organizationId} version ${ref.version}`);
+      const manifest = parseManifest(await readAt(fh, manifestAt, manifestLength), ref);
+      const decoder = new SnapshotDecoder(manifest);
+      let at = 0;
+      for (let i = 0; i < manifest.chunks.length; i++) {
+        const len = manifest.chunks[i].length;
+        if (at + len > manifestAt) throw new Error(`snapshot: chunk ${i} runs past the data of organization ${ref.organizationId} version ${ref.version}`);
+        decoder.add(i, await readAt(fh, at, len));
+        at += len;
+      }
+      return decoder.finish();
+    } catch (err) {
+      throw wrap(`organization ${ref.organizationId} version ${ref.version}`, err);
+    } finally {
+      await fh.close();
+    }
+  }
+
+  // ---- keys
+
+  private async readKeys(): Promise<Record<string, KeyRecord>> {
+    try {
+      return JSON.parse(await fs.readFile(this.keysFile, 'utf8')) as Record<string, KeyRecord>;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {};
+      throw wrap(`reading ${this.keysFile}`, err);
+    }
+  }
+
+  // Read-modify-write under a lock: the server (touchKeys) and the keys CLI write concurrently.
+  private async updateKeys<T>(fn: (keys: Record<string, KeyRecord>) => T): Promise<T> {
+    try {
+      return await withLock(path.join(this.dataDir, '.keys.lock'), async () => {
+        const keys = await this.readKeys();
+        const result = fn(keys);
+        await writeFileAtomic(this.keysFile, JSON.stringify(keys, null, 1) + '\n');
+        return result;
+      });
+    } catch (err) {
+      throw wrap('writing keys', err);
+    }
+  }
+
+  async putKey(record: KeyRecord): Promise<void> {
+    await this.updateKeys((keys) => { keys[record.prefix] = record; });
+  }
+
+  async getKey(prefix: string): Promise<KeyRecord | null> {
+    const keys = await this.readKeys();
+    return Object.hasOwn(keys, prefix) ? keys[prefix] : null;
+  }
+
+  async listKeys(): Promise<KeyRecord[]> {
+    return Object.values(await this.readKeys());
+  }
+
+  async revokeKey(prefix: string, at: string): Promise<boolean> {
+    return this.updateKeys((keys) => {
+      if (!Object.hasOwn(keys, prefix)) return false;
+      keys[prefix].revoked_at ??= at;
+      return true;
+    });
+  }
+
+  async touchKeys(lastUsed: Map<string, string>): Promise<void> {
+    if (lastUsed.size === 0) return;
+    await this.updateKeys((keys) => {
+      for (const [prefix, at] of lastUsed) if (Object.hasOwn(keys, prefix)) keys[prefix].last_used_at = at;
+    });
+  }
+
+  // ---- servers
+
+  async registerServer(entry: ServerEntry, ttlMs: number): Promise<void> {
+    if (!SERVER_ID.test(entry.id)) throw new Error(`store: bad server id ${JSON.stringify(entry.id)}`);
+    try {
+      // Heartbeats are ephemeral: atomic (a reader never sees half) but not fsynced.
+      await writeFileAtomic(path.join(this.serversDir, `${entry.id}.json`), JSON.stringify({ ...entry, ttlMs }), false);
+    } catch (err) {
+      throw wrap('registering server', err);
+    }
+  }
+
+  async unregisterServer(id: string): Promise<void> {
+    if (SERVER_ID.test(id)) await fs.rm(path.join(this.serversDir, `${id}.json`), { force: true });
+  }
+
+  async listServers(): Promise<ServerEntry[]> {
+    const out: ServerEntry[] = [];
+    let names: string[];
+    try { names = await fs.readdir(this.serversDir); } catch (err) { throw wrap('listing servers', err); }
+    for (const name of names) {
+      if (!name.endsWith('.json')) continue;
+      const file = path.join(this.serversDir, name);
+      let e: ServerEntry & { ttlMs: number };
+      try { e = JSON.parse(await fs.readFile(file, 'utf8')); } catch { continue; }
+      const dead = Date.now() - e.heartbeatAt > e.ttlMs || (e.hostname === hostname() && !pidAlive(e.pid));
+      if (dead) { await fs.rm(file, { force: true }); continue; }
+      const { ttlMs: _ttl, ...entry } = e;
+      out.push(entry);
+    }
+    return out;
+  }
+
+  async close(): Promise<void> {}
+}
+
+async function readAt(fh: fs.FileHandle, position: number, length: number): Promise<Buffer> {
+  const buf = Buffer.alloc(Math.max(0, length));
+  if (length <= 0 || position < 0) return buf;
+  const { bytesRead } = await fh.read(buf, 0, length, position);
+  if (bytesRead !== length) throw new Error(`snapshot: short read (${bytesRead} of ${length} bytes at ${position})`);
+  return buf;
+}

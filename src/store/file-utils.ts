@@ -1,0 +1,80 @@
+/** Small file-system helpers for the embedded store: durable atomic writes and a cross-process lock. */
+import { promises as fs } from 'node:fs';
+import { hostname } from 'node:os';
+import path from 'node:path';
+
+/** fsync a directory, so a rename inside it survives a crash. */
+export async function syncDir(dir: string): Promise<void> {
+  const fh = await fs.open(dir, 'r');
+  try { await fh.sync(); } finally { await fh.close(); }
+}
+
+/** A temp name beside `target` that names this process, so a crashed writer's leftovers can be recognised. */
+export function tempName(dir: string): string {
+  return path.join(dir, `.tmp-${process.pid}-${Math.random().toString(36).slice(2, 10)}`);
+}
+
+/** Writes `data` to `file` atomically: temp file, fsync, rename, fsync of the directory (unless `durable` is false). */
+export async function writeFileAtomic(file: string, data: string | Uint8Array, durable = true): Promise<void> {
+  const dir = path.dirname(file);
+  const tmp = tempName(dir);
+  const fh = await fs.open(tmp, 'w');
+  try {
+    await fh.writeFile(data);
+    if (durable) await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  try {
+    await fs.rename(tmp, file);
+  } catch (err) {
+    await fs.rm(tmp, { force: true });
+    throw err;
+  }
+  if (durable) await syncDir(dir);
+}
+
+/** True when `pid` is a live process on this host (EPERM means alive but not ours). */
+export function pidAlive(pid: number): boolean {
+  try { process.kill(pid, 0); return true; } catch (err) { return (err as NodeJS.ErrnoException).code === 'EPERM'; }
+}
+
+const LOCK_STALE_MS = 30_000;
+const LOCK_WAIT_MS = 15_000;
+
+/**
+ * Runs `fn` holding an exclusive lock file (O_EXCL create) shared by every process using the
+ * folder. A lock left by a dead process (or older than 30 s: holders only do short work) is broken.
+ */
+export async function withLock<T>(lockFile: string, fn: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  const owner = `${hostname()} ${process.pid}`;
+  for (;;) {
+    try {
+      const fh = await fs.open(lockFile, 'wx');
+      try { await fh.writeFile(owner); } finally { await fh.close(); }
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      if (await lockIsStale(lockFile)) { await fs.rm(lockFile, { force: true }); continue; }
+      if (Date.now() > deadline) throw new Error(`store: timed out waiting for lock ${lockFile}`);
+      await new Promise((r) => setTimeout(r, 10 + Math.random() * 20));
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    await fs.rm(lockFile, { force: true });
+  }
+}
+
+async function lockIsStale(lockFile: string): Promise<boolean> {
+  try {
+    const [st, text] = await Promise.all([fs.stat(lockFile), fs.readFile(lockFile, 'utf8')]);
+    if (Date.now() - st.mtimeMs > LOCK_STALE_MS) return true;
+    const [host, pid] = text.split(' ');
+    return host === hostname() && pid !== undefined && !pidAlive(Number(pid));
+  } catch {
+    return false; // vanished or being written: try again
+  }
+}

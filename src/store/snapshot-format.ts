@@ -1,0 +1,265 @@
+/**
+ * The persisted form of one organization's OrgData, shared by both stores.
+ *
+ * A snapshot is a list of chunks (each at most CHUNK_MAX bytes, except a chunk holding one single
+ * value larger than that) plus a manifest. A chunk is a concatenation of msgpack "parts", each
+ * part one slice of one column; typed-array columns travel as raw little-endian bytes. The
+ * manifest carries the magic, the format version, the counts and a CRC32 of every chunk, and
+ * ends with a CRC32 of itself. Plain maps/arrays only (no msgpackr records), so nothing outside
+ * the bytes is needed to decode.
+ */
+import { crc32 } from 'node:zlib';
+import { endianness } from 'node:os';
+import { Packr, Unpackr } from 'msgpackr';
+import { CHANNELS, DIRECTIONS, type Contact, type OrgData } from '../model/records.js';
+
+export const SNAPSHOT_MAGIC = 'cms-snapshot';
+export const SNAPSHOT_FORMAT_VERSION = 1;
+/** Upper bound of a chunk: small enough for one Redis value, one read, one write. */
+export const CHUNK_MAX = 4 * 1024 * 1024;
+// A part is cut when its payload reaches this, leaving room for msgpack overhead under CHUNK_MAX.
+const PART_TARGET = 3 * 1024 * 1024;
+
+const packr = new Packr({ useRecords: false });
+const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true });
+
+type StringColumn = 'id' | 'conversationId' | 'content';
+type ByteColumn = 'contact' | 'channel' | 'direction' | 'sentAt';
+const STRING_COLUMNS: readonly StringColumn[] = ['id', 'conversationId', 'content'];
+const BYTE_COLUMNS: readonly ByteColumn[] = ['contact', 'channel', 'direction', 'sentAt'];
+const BYTES_PER: Record<ByteColumn, number> = { contact: 4, channel: 1, direction: 1, sentAt: 8 };
+
+/** One chunk as recorded in the manifest. */
+export interface ChunkInfo {
+  length: number;
+  crc32: number;
+}
+
+/** Everything needed to read and verify a snapshot's chunks. */
+export interface Manifest {
+  magic: string;
+  format: number;
+  organizationId: string;
+  version: number;
+  createdAt: string;
+  contacts: number;
+  messages: number;
+  chunks: ChunkInfo[];
+}
+
+// Parts: ['c', start, rows] contacts; ['s', column, start, strings]; ['b', column, byteOffset, bytes].
+type ContactRow = [string, string | null, string | null, string | null, string | null, string | null];
+type Part = ['c', number, ContactRow[]] | ['s', StringColumn, number, string[]] | ['b', ByteColumn, number, Uint8Array];
+
+function bytesOf(a: Uint32Array | Uint8Array | Float64Array): Uint8Array {
+  return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+}
+
+function* parts(data: OrgData): Generator<Part> {
+  const contacts = data.contacts;
+  let rows: ContactRow[] = [], start = 0, size = 0;
+  for (let i = 0; i < contacts.length; i++) {
+    const c = contacts[i];
+    const row: ContactRow = [c.id, c.name, c.phone, c.email, c.avatar_url, c.source];
+    rows.push(row);
+    for (const f of row) size += f === null ? 1 : Buffer.byteLength(f) + 5;
+    if (size >= PART_TARGET) { yield ['c', start, rows]; start = i + 1; rows = []; size = 0; }
+  }
+  if (rows.length > 0 || contacts.length === 0) yield ['c', start, rows];
+
+  const m = data.messages;
+  // String columns go out in slices so no buffer grows near the 2 GB limit of one allocation.
+  for (const col of STRING_COLUMNS) {
+    const values = m[col];
+    let from = 0; size = 0;
+    for (let i = 0; i < m.count; i++) {
+      size += Buffer.byteLength(values[i]) + 5;
+      if (size >= PART_TARGET) { yield ['s', col, from, values.slice(from, i + 1)]; from = i + 1; size = 0; }
+    }
+    if (from < m.count) yield ['s', col, from, values.slice(from, m.count)];
+  }
+  for (const col of BYTE_COLUMNS) {
+    const bytes = bytesOf(m[col]);
+    for (let off = 0; off < bytes.length; off += PART_TARGET) yield ['b', col, off, bytes.subarray(off, off + PART_TARGET)];
+  }
+}
+
+/**
+ * Encodes `data` lazily, one chunk at a time, so a publisher holds one chunk beside the OrgData.
+ * Returns the chunks; call `manifest()` on the result once they are all consumed.
+ */
+export function encodeSnapshot(data: OrgData, version: number): { chunks: Iterable<Uint8Array>; manifest(): Uint8Array } {
+  if (endianness() !== 'LE') throw new Error('snapshot: only little-endian hosts are supported');
+  const infos: ChunkInfo[] = [];
+  function* chunks(): Generator<Uint8Array> {
+    let pending: Buffer[] = [], size = 0;
+    const flush = (): Uint8Array => {
+      // Buffer.concat copies: packr reuses its output buffer across pack() calls.
+      const chunk = Buffer.concat(pending, size);
+      infos.push({ length: chunk.length, crc32: crc32(chunk) });
+      pending = []; size = 0;
+      return chunk;
+    };
+    for (const part of parts(data)) {
+      const encoded = packr.pack(part);
+      if (size > 0 && size + encoded.length > CHUNK_MAX) yield flush();
+      pending.push(Buffer.from(encoded));
+      size += encoded.length;
+    }
+    if (size > 0) yield flush();
+  }
+  return {
+    chunks: chunks(),
+    manifest: () => encodeManifest({
+      magic: SNAPSHOT_MAGIC,
+      format: SNAPSHOT_FORMAT_VERSION,
+      organizationId: data.organizationId,
+      version,
+      createdAt: new Date().toISOString(),
+      contacts: data.contacts.length,
+      messages: data.messages.count,
+      chunks: infos,
+    }),
+  };
+}
+
+/** msgpack of the manifest followed by the CRC32 (big-endian u32) of those bytes. */
+export function encodeManifest(manifest: Manifest): Uint8Array {
+  const body = Buffer.from(packr.pack(manifest));
+  const out = Buffer.alloc(body.length + 4);
+  body.copy(out);
+  out.writeUInt32BE(crc32(body), body.length);
+  return out;
+}
+
+/** Reads and checks a manifest; `ref` names what the caller asked for, for messages and a sanity check. */
+export function parseManifest(bytes: Uint8Array, ref: { organizationId: string; version: number }): Manifest {
+  const what = `organization ${ref.organizationId} version ${ref.version}`;
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (buf.length < 5 || crc32(buf.subarray(0, buf.length - 4)) !== buf.readUInt32BE(buf.length - 4)) {
+    throw new Error(`snapshot: manifest checksum mismatch for ${what}`);
+  }
+  let m: Manifest;
+  try {
+    m = unpackr.unpack(buf.subarray(0, buf.length - 4)) as Manifest;
+  } catch (err) {
+    throw new Error(`snapshot: unreadable manifest for ${what}: ${(err as Error).message}`);
+  }
+  if (m === null || typeof m !== 'object' || m.magic !== SNAPSHOT_MAGIC) throw new Error(`snapshot: not a snapshot manifest for ${what}`);
+  if (m.format !== SNAPSHOT_FORMAT_VERSION) {
+    throw new Error(`snapshot: unknown format version ${JSON.stringify(m.format)} for organization ${ref.organizationId}`);
+  }
+  if (m.organizationId !== ref.organizationId || m.version !== ref.version) {
+    throw new Error(`snapshot: manifest names organization ${m.organizationId} version ${m.version}, expected ${what}`);
+  }
+  if (!Number.isSafeInteger(m.contacts) || !Number.isSafeInteger(m.messages) || !Array.isArray(m.chunks)) {
+    throw new Error(`snapshot: malformed manifest for ${what}`);
+  }
+  return m;
+}
+
+/**
+ * Rebuilds OrgData from a manifest and its chunks, added in any order. Every chunk is checked
+ * against its CRC32; decoded values are copied into fresh arrays (msgpackr hands out views into
+ * the chunk, which would keep every chunk alive).
+ */
+export class SnapshotDecoder {
+  private readonly manifest: Manifest;
+  private readonly what: string;
+  private readonly contacts: Contact[];
+  private readonly strings: Record<StringColumn, string[]>;
+  private readonly bytes: Record<ByteColumn, Uint8Array>;
+  // Filled counts per column, to prove at the end that every slot was written once.
+  private readonly filled = new Map<string, number>();
+  private readonly seen: boolean[];
+
+  constructor(manifest: Manifest) {
+    this.manifest = manifest;
+    this.what = `organization ${manifest.organizationId} version ${manifest.version}`;
+    const n = manifest.messages;
+    this.contacts = new Array(manifest.contacts);
+    this.strings = { id: new Array(n), conversationId: new Array(n), content: new Array(n) };
+    this.bytes = {
+      contact: new Uint8Array(n * 4), channel: new Uint8Array(n), direction: new Uint8Array(n), sentAt: new Uint8Array(n * 8),
+    };
+    this.seen = new Array(manifest.chunks.length).fill(false);
+  }
+
+  private corrupt(detail: string): Error {
+    return new Error(`snapshot: corrupt snapshot of ${this.what}: ${detail}`);
+  }
+
+  private count(key: string, k: number): void {
+    this.filled.set(key, (this.filled.get(key) ?? 0) + k);
+  }
+
+  /** Verifies and decodes chunk `index`. */
+  add(index: number, chunk: Uint8Array): void {
+    const info = this.manifest.chunks[index];
+    if (info === undefined || this.seen[index]) throw this.corrupt(`unexpected chunk ${index}`);
+    if (chunk.length !== info.length || crc32(chunk) !== info.crc32) throw this.corrupt(`chunk ${index} checksum mismatch`);
+    this.seen[index] = true;
+    let decoded: Part[];
+    try {
+      decoded = unpackr.unpackMultiple(chunk) as Part[];
+    } catch (err) {
+      throw this.corrupt(`chunk ${index}: ${(err as Error).message}`);
+    }
+    for (const p of decoded) this.addPart(p, index);
+  }
+
+  private addPart(p: Part, index: number): void {
+    const bad = (): Error => this.corrupt(`chunk ${index}: malformed part`);
+    if (!Array.isArray(p)) throw bad();
+    if (p[0] === 'c') {
+      const [, start, rows] = p;
+      if (!Array.isArray(rows) || start + rows.length > this.contacts.length) throw bad();
+      const org = this.manifest.organizationId;
+      for (let i = 0; i < rows.length; i++) {
+        const [id, name, phone, email, avatar_url, source] = rows[i];
+        this.contacts[start + i] = { id, organization_id: org, name, phone, email, avatar_url, source };
+      }
+      this.count('c', rows.length);
+    } else if (p[0] === 's') {
+      const [, col, start, values] = p;
+      const target = this.strings[col];
+      if (target === undefined || !Array.isArray(values) || start + values.length > target.length) throw bad();
+      for (let i = 0; i < values.length; i++) target[start + i] = values[i];
+      this.count(col, values.length);
+    } else if (p[0] === 'b') {
+      const [, col, offset, bytes] = p;
+      const target = this.bytes[col];
+      if (target === undefined || !(bytes instanceof Uint8Array) || offset + bytes.length > target.length) throw bad();
+      target.set(bytes, offset);
+      this.count(col, bytes.length);
+    } else {
+      throw bad();
+    }
+  }
+
+  /** The OrgData, once every chunk was added; throws when anything is missing or out of range. */
+  finish(): OrgData {
+    const m = this.manifest, n = m.messages;
+    if (this.seen.some((s) => !s)) throw this.corrupt('missing chunks');
+    if ((this.filled.get('c') ?? 0) !== m.contacts) throw this.corrupt('contact count mismatch');
+    for (const col of STRING_COLUMNS) if ((this.filled.get(col) ?? 0) !== n) throw this.corrupt(`column ${col} incomplete`);
+    for (const col of BYTE_COLUMNS) if ((this.filled.get(col) ?? 0) !== n * BYTES_PER[col]) throw this.corrupt(`column ${col} incomplete`);
+    const contact = new Uint32Array(this.bytes.contact.buffer);
+    const channel = this.bytes.channel, direction = this.bytes.direction;
+    const sentAt = new Float64Array(this.bytes.sentAt.buffer);
+    // Cheap range checks, so a bad snapshot fails here and not inside a query.
+    for (let i = 0; i < n; i++) {
+      if (contact[i] >= m.contacts || channel[i] >= CHANNELS.length || direction[i] >= DIRECTIONS.length || !Number.isFinite(sentAt[i])) {
+        throw this.corrupt(`message ${i} out of range`);
+      }
+    }
+    return {
+      organizationId: m.organizationId,
+      contacts: this.contacts,
+      messages: {
+        count: n, id: this.strings.id, contact, conversationId: this.strings.conversationId,
+        channel, direction, content: this.strings.content, sentAt,
+      },
+    };
+  }
+}
