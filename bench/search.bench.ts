@@ -6,7 +6,7 @@
 import { Bench } from 'tinybench';
 import { generateRecords } from '../scripts/gen-lib.js';
 import { buildIndex } from '../src/index/build.js';
-import type { OrgIndex } from '../src/index/org-index.js';
+import { tokenFrequency, type OrgIndex } from '../src/index/org-index.js';
 import type { Contact, MessageLine } from '../src/model/records.js';
 import { OrgDataBuilder } from '../src/model/org-data-builder.js';
 import { executeSearch } from '../src/query/execute.js';
@@ -63,12 +63,12 @@ async function main(): Promise<void> {
   console.log(`build: ${buildMs.toFixed(0)} ms, ${Math.round(MESSAGES / (buildMs / 1000)).toLocaleString('en')} messages/s`);
   console.log(
     `index memory beyond the snapshot columns and text: ${((after - before) / MESSAGES).toFixed(1)} bytes/message ` +
-      `(vocabulary ${index.tokenIds.size}, postings ${index.postings.length}, token sequence ${index.tokenSeq.length}, text ~${(textBytes / MESSAGES).toFixed(0)} chars/message)` +
+      `(vocabulary ${index.tokenIds.size}, postings ${index.postings.length}, contact entries ${index.entryContact.length}, token sequence ${index.tokenSeq.length}, text ~${(textBytes / MESSAGES).toFixed(0)} chars/message)` +
       (gc ? '' : ' [run with --expose-gc for exact figures]'),
   );
 
   // query terms chosen from the data: by document frequency
-  const byDf = [...index.tokenIds].map(([t, id]) => ({ t, df: index.postingStart[id + 1] - index.postingStart[id] }))
+  const byDf = [...index.tokenIds].map(([t, id]) => ({ t, df: tokenFrequency(index, id) }))
     .filter((x) => x.t.length >= 3 && !/^\d+$/.test(x.t))
     .sort((a, b) => b.df - a.df);
   const common = byDf[0].t;

@@ -1,4 +1,4 @@
-import { CHANNELS, type Contact, type OrgData } from '../model/records.js';
+import type { Contact, OrgData } from '../model/records.js';
 import { normalize, TOKEN } from '../text/normalize.js';
 import type { OrgIndex } from './org-index.js';
 
@@ -50,6 +50,8 @@ class Growable {
   }
 }
 
+const NONE = 0xffffffff;
+
 /** Builds the immutable index of one organization from its snapshot columns. */
 export function buildIndex(data: OrgData): OrgIndex {
   const m = data.messages;
@@ -57,33 +59,32 @@ export function buildIndex(data: OrgData): OrgIndex {
   const order = answerOrder(data);
 
   const contacts = data.contacts.map(renderContact);
+  const contactCount = contacts.length;
   const byId = contacts.map((_, i) => i).sort((a, b) => (contacts[a].id < contacts[b].id ? -1 : 1));
-  const contactIdRank = new Uint32Array(contacts.length);
+  const contactIdRank = new Uint32Array(contactCount);
+  const contactByIdRank = Uint32Array.from(byId);
   byId.forEach((ord, rank) => (contactIdRank[ord] = rank));
 
   const msgContact = new Uint32Array(n);
   const msgConversation = new Uint32Array(n);
-  const msgChannel = new Uint8Array(n);
-  const msgDirection = new Uint8Array(n);
+  const msgCombo = new Uint8Array(n);
   const msgSentAt = new Float64Array(n);
   const msgId: string[] = new Array(n);
   const msgContent: string[] = new Array(n);
   const conversationOrdinal = new Map<string, number>();
   const conversationIds: string[] = [];
 
+  // Pass 1, in ordinal order: columns, token-id sequences, vocabulary.
   const tokenIds = new Map<string, number>();
   const seqStart = new Uint32Array(n + 1);
   const tokenSeq = new Growable(n * 8);
-  // document frequency per token, counted once per message via lastSeen
-  const df = new Growable(1024);
-  const lastSeen = new Growable(1024);
-
+  const contactMessages = new Uint32Array(contactCount + 1);
   for (let o = 0; o < n; o++) {
     const i = order[o];
     const contact = m.contact[i];
     msgContact[o] = contact;
-    msgChannel[o] = m.channel[i];
-    msgDirection[o] = m.direction[i];
+    contactMessages[contact + 1]++;
+    msgCombo[o] = m.direction[i] * 5 + m.channel[i];
     msgSentAt[o] = m.sentAt[i];
     msgId[o] = m.id[i];
     msgContent[o] = m.content[i];
@@ -104,56 +105,101 @@ export function buildIndex(data: OrgData): OrgIndex {
         if (id === undefined) {
           id = tokenIds.size;
           tokenIds.set(t, id);
-          df.push(0);
-          lastSeen.push(0xffffffff);
         }
         tokenSeq.push(id);
-        if (lastSeen.buf[id] !== o) {
-          lastSeen.buf[id] = o;
-          df.buf[id]++;
-        }
       }
     }
   }
   seqStart[n] = tokenSeq.length;
   const seq = tokenSeq.toArray();
-
-  // Postings in CSR form, filled in ordinal order so each list comes out ascending.
   const vocabulary = tokenIds.size;
-  const postingStart = new Uint32Array(vocabulary + 1);
-  for (let t = 0; t < vocabulary; t++) postingStart[t + 1] = postingStart[t] + df.buf[t];
-  const postings = new Uint32Array(postingStart[vocabulary]);
-  const fill = postingStart.slice(0, vocabulary);
-  lastSeen.buf.fill(0xffffffff);
-  for (let o = 0; o < n; o++) {
-    for (let k = seqStart[o], end = seqStart[o + 1]; k < end; k++) {
-      const t = seq[k];
-      if (lastSeen.buf[t] !== o) {
-        lastSeen.buf[t] = o;
-        postings[fill[t]++] = o;
+
+  // Messages grouped by contact, ascending ordinal within each contact (a counting sort).
+  for (let c = 0; c < contactCount; c++) contactMessages[c + 1] += contactMessages[c];
+  const byContact = new Uint32Array(n);
+  const cursor = contactMessages.slice(0, contactCount);
+  for (let o = 0; o < n; o++) byContact[cursor[msgContact[o]]++] = o;
+
+  // Pass 2: postings and entries per token, counted first, then filled. Walking messages
+  // contact by contact makes each token's postings come out grouped by contact.
+  const df = new Uint32Array(vocabulary);
+  const entries = new Uint32Array(vocabulary);
+  const lastMessage = new Uint32Array(vocabulary).fill(NONE);
+  const lastContact = new Uint32Array(vocabulary).fill(NONE);
+  for (let c = 0; c < contactCount; c++) {
+    for (let p = contactMessages[c]; p < contactMessages[c + 1]; p++) {
+      const o = byContact[p];
+      for (let k = seqStart[o], end = seqStart[o + 1]; k < end; k++) {
+        const t = seq[k];
+        if (lastMessage[t] === o) continue;
+        lastMessage[t] = o;
+        df[t]++;
+        if (lastContact[t] !== c) {
+          lastContact[t] = c;
+          entries[t]++;
+        }
       }
     }
   }
+  const entryStart = new Uint32Array(vocabulary + 1);
+  const postStartOfToken = new Uint32Array(vocabulary + 1);
+  for (let t = 0; t < vocabulary; t++) {
+    entryStart[t + 1] = entryStart[t] + entries[t];
+    postStartOfToken[t + 1] = postStartOfToken[t] + df[t];
+  }
+  const entryCount = entryStart[vocabulary];
+  const entryContact = new Uint32Array(entryCount);
+  const entryPostStart = new Uint32Array(entryCount + 1);
+  const entryMask = new Uint16Array(entryCount);
+  const postings = new Uint32Array(postStartOfToken[vocabulary]);
+  const entryFill = entryStart.slice(0, vocabulary);
+  const postFill = postStartOfToken.slice(0, vocabulary);
+  lastMessage.fill(NONE);
+  lastContact.fill(NONE);
+  const currentEntry = new Uint32Array(vocabulary);
+  for (let c = 0; c < contactCount; c++) {
+    for (let p = contactMessages[c]; p < contactMessages[c + 1]; p++) {
+      const o = byContact[p];
+      const bit = 1 << msgCombo[o];
+      for (let k = seqStart[o], end = seqStart[o + 1]; k < end; k++) {
+        const t = seq[k];
+        if (lastMessage[t] === o) continue;
+        lastMessage[t] = o;
+        if (lastContact[t] !== c) {
+          lastContact[t] = c;
+          const e = entryFill[t]++;
+          currentEntry[t] = e;
+          entryContact[e] = c;
+          entryPostStart[e] = postFill[t];
+        }
+        entryMask[currentEntry[t]] |= bit;
+        postings[postFill[t]++] = o;
+      }
+    }
+  }
+  entryPostStart[entryCount] = postings.length;
 
   return {
     organizationId: data.organizationId,
     messageCount: n,
-    contactCount: contacts.length,
+    contactCount,
     contacts,
     contactIdRank,
+    contactByIdRank,
     msgContact,
     msgConversation,
-    msgChannel,
-    msgDirection,
+    msgCombo,
     msgSentAt,
     msgId,
     msgContent,
     conversationIds,
     tokenIds,
-    postingStart,
+    entryStart,
+    entryContact,
+    entryPostStart,
+    entryMask,
     postings,
     seqStart,
     tokenSeq: seq,
-    channelNames: CHANNELS,
   };
 }

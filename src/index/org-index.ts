@@ -1,9 +1,15 @@
-import type { Channel, Contact } from '../model/records.js';
+import type { Contact } from '../model/records.js';
 
 /**
- * The immutable index of one organization. Messages are renumbered in answer order (sent_at
- * descending, ties by id ascending), so a posting list read front to back yields messages in
- * exactly the order `messages[]` needs, and a date range is one contiguous ordinal range.
+ * The immutable index of one organization.
+ *
+ * Messages are renumbered in answer order (sent_at descending, ties by id ascending), so within
+ * any list ascending ordinals are newest first, and a date range is one contiguous ordinal window.
+ *
+ * Postings are grouped by (token, contact): the entries of token t are
+ * entryStart[t] .. entryStart[t+1], sorted by contact ordinal; entry e's messages are
+ * postings[entryPostStart[e] .. entryPostStart[e+1]], ascending ordinals. Queries therefore work
+ * per matching contact, not per matching message, and a contact's newest match is its first.
  */
 export interface OrgIndex {
   readonly organizationId: string;
@@ -13,15 +19,17 @@ export interface OrgIndex {
   // ---- contacts (ordinal = position in the imported contacts) ----
   /** rendered contact objects (full form, key order of the spec), shared by every response */
   readonly contacts: readonly Contact[];
-  /** rank of each contact ordinal in contact-id order, for the `data` tie-break */
+  /** rank of each contact ordinal in contact-id order (the `data` tie-break) */
   readonly contactIdRank: Uint32Array;
+  /** inverse of contactIdRank */
+  readonly contactByIdRank: Uint32Array;
 
   // ---- per-message columns, indexed by message ordinal ----
   readonly msgContact: Uint32Array;
   /** conversation ordinal, interned per (contact, conversation_id) so it belongs to one contact */
   readonly msgConversation: Uint32Array;
-  readonly msgChannel: Uint8Array;
-  readonly msgDirection: Uint8Array;
+  /** direction * 5 + channel: one bit position of a filter mask (see src/query/filter-mask.ts) */
+  readonly msgCombo: Uint8Array;
   /** epoch ms, non-increasing with the ordinal */
   readonly msgSentAt: Float64Array;
   readonly msgId: readonly string[];
@@ -31,13 +39,36 @@ export interface OrgIndex {
   // ---- text ----
   /** token text -> token id */
   readonly tokenIds: ReadonlyMap<string, number>;
-  /** postings of token t: postings[postingStart[t] .. postingStart[t+1]), ascending message ordinals */
-  readonly postingStart: Uint32Array;
+  readonly entryStart: Uint32Array;
+  readonly entryContact: Uint32Array;
+  /** length entries + 1: the last value closes the last group */
+  readonly entryPostStart: Uint32Array;
+  /** bit (direction * 5 + channel) set when the entry's group has such a message */
+  readonly entryMask: Uint16Array;
   readonly postings: Uint32Array;
   /** token-id sequence of message m: tokenSeq[seqStart[m] .. seqStart[m+1]), for phrase adjacency */
   readonly seqStart: Uint32Array;
   readonly tokenSeq: Uint32Array;
-
-  /** channel code -> channel name */
-  readonly channelNames: readonly Channel[];
 }
+
+/** Messages of token t in the whole organization (its document frequency). */
+export function tokenFrequency(index: OrgIndex, t: number): number {
+  return index.entryPostStart[index.entryStart[t + 1]] - index.entryPostStart[index.entryStart[t]];
+}
+
+/** Fields of OrgIndex that are typed arrays: what a worker thread transfers (not copies). */
+export const TYPED_ARRAY_FIELDS = [
+  'contactIdRank',
+  'contactByIdRank',
+  'msgContact',
+  'msgConversation',
+  'msgCombo',
+  'msgSentAt',
+  'entryStart',
+  'entryContact',
+  'entryPostStart',
+  'entryMask',
+  'postings',
+  'seqStart',
+  'tokenSeq',
+] as const satisfies ReadonlyArray<keyof OrgIndex>;

@@ -1,10 +1,10 @@
 import type { OrgIndex } from '../index/org-index.js';
 import { CHANNELS } from '../model/records.js';
+import { filterMask } from './filter-mask.js';
 import { scratchFor, type Scratch } from './scratch.js';
 import type { ResultItem, ResultMessage, SearchRequest, SearchResponse } from './search-request.js';
-import { termMatches, type TermMatches } from './term-matches.js';
-
-const DIRECTION_CODE = { inbound: 0, outbound: 1, all: -1 } as const;
+import { smallestKeys } from './select.js';
+import { containsPhrase, lowerBound, termView, type TermView } from './term-view.js';
 
 /** First ordinal whose sent_at is below `ms` (`strict`) or at most `ms`; sent_at is non-increasing. */
 function firstOrdinal(sentAt: Float64Array, ms: number, strict: boolean): number {
@@ -37,106 +37,162 @@ function emptyResponse(req: SearchRequest, count: number): SearchResponse {
   };
 }
 
-/**
- * Walks the counting messages (filters applied, at least one term matched) in ascending ordinal,
- * i.e. newest first, aggregating per contact. Returns how many contacts were touched.
- */
-function collect(index: OrgIndex, req: SearchRequest, lists: TermMatches[], s: Scratch): { touched: number; counting: number } {
-  const gen = s.generation;
-  const dir = DIRECTION_CODE[req.direction];
-  const channel = req.channel === null ? -1 : CHANNELS.indexOf(req.channel);
-  const { msgContact, msgConversation, msgChannel, msgDirection } = index;
-  const k = lists.length;
-  const pos = new Array<number>(k);
-  for (let j = 0; j < k; j++) pos[j] = lists[j].start;
-  let touched = 0;
-  let counting = 0;
-  // one term (the common case) reads its list directly; more terms go through a k-way merge
-  const single = k === 1 ? lists[0] : null;
-  let p = single === null ? 0 : single.start;
-  for (;;) {
-    let o = 0xffffffff;
-    let mask = 0;
-    if (single !== null) {
-      if (p === single.end) break;
-      o = single.list[p++];
-      mask = 1;
-    } else for (let j = 0; j < k; j++) {
-      const l = lists[j];
-      if (pos[j] < l.end) {
-        const v = l.list[pos[j]];
-        if (v < o) {
-          o = v;
-          mask = 1 << j;
-        } else if (v === o) mask |= 1 << j;
-      }
-    }
-    if (mask === 0) break;
-    if (single === null) for (let j = 0; j < k; j++) if (mask & (1 << j)) pos[j]++;
+/** The query's fixed inputs for one execution. */
+interface Plan {
+  index: OrgIndex;
+  views: TermView[];
+  all: boolean;
+  mask: number;
+  /** ordinal window of the date filter: [lo, hi) */
+  lo: number;
+  hi: number;
+}
 
-    if (dir >= 0 && msgDirection[o] !== dir) continue;
-    if (channel >= 0 && msgChannel[o] !== channel) continue;
-    const c = msgContact[o];
-    if (s.contactStamp[c] !== gen) {
-      s.contactStamp[c] = gen;
-      s.contactCount[c] = 0;
-      s.contactMask[c] = 0;
-      s.contactConversations[c] = 0;
-      s.contactNewest[c] = o;
-      s.contactPageSlot[c] = -1;
-      s.touched[touched++] = c;
-    }
-    s.contactCount[c]++;
-    s.contactMask[c] |= mask;
-    s.contactOldest[c] = o;
-    const conv = msgConversation[o];
-    if (s.conversationStamp[conv] !== gen) {
-      s.conversationStamp[conv] = gen;
-      s.contactConversations[c]++;
-    }
-    s.counting[counting++] = o;
+/** Newest message of view position e that passes the filters and matches the term, or -1. */
+function newestCounting(plan: Plan, v: TermView, e: number): number {
+  const { index } = plan;
+  const g = v.entry === null ? e : v.entry[e];
+  if ((index.entryMask[g] & plan.mask) === 0) return -1;
+  const { msgCombo, postings } = index;
+  const end = index.entryPostStart[g + 1];
+  let p = index.entryPostStart[g];
+  if (plan.lo > 0) p = lowerBound(postings, p, end, plan.lo);
+  for (; p < end; p++) {
+    const o = postings[p];
+    if (o >= plan.hi) return -1;
+    if (((1 << msgCombo[o]) & plan.mask) !== 0 && (v.phrase === null || containsPhrase(index, o, v.phrase))) return o;
   }
-  return { touched, counting };
+  return -1;
 }
 
 /**
- * Matching contacts in answer order: last_matched_at descending, ties by contact id. `touched`
- * is already ordered by newest message, so only runs of equal sent_at need re-sorting.
+ * Answer-order key of a matching contact: contacts sort by last_matched_at descending, ties by
+ * id; the newest counting ordinal's first equal-time ordinal stands for the time.
  */
-function orderMatches(index: OrgIndex, req: SearchRequest, s: Scratch, touched: number, k: number): Uint32Array {
-  const full = (1 << k) - 1;
+function contactKey(index: OrgIndex, newest: number, contact: number): number {
+  const sentAt = index.msgSentAt;
+  let t = newest;
+  while (t > 0 && sentAt[t - 1] === sentAt[newest]) t--;
+  return t * index.contactCount + index.contactIdRank[contact];
+}
+
+/** Keys of every matching contact into s.keys; returns how many (the exact `count`). */
+function matchContacts(plan: Plan, s: Scratch): number {
+  const { views, index } = plan;
+  const keys = s.keys;
   let n = 0;
-  const out = new Uint32Array(touched);
-  for (let i = 0; i < touched; i++) {
-    const c = s.touched[i];
-    if (req.match === 'any' || s.contactMask[c] === full) out[n++] = c;
+  if (views.length === 1) {
+    const v = views[0];
+    for (let e = v.from; e < v.to; e++) {
+      const o = newestCounting(plan, v, e);
+      if (o >= 0) keys[n++] = contactKey(index, o, v.contact[e]);
+    }
+    return n;
   }
-  const { msgSentAt, contactIdRank } = index;
-  const rank = (c: number) => contactIdRank[c];
-  for (let i = 0; i < n; ) {
-    const t = msgSentAt[s.contactNewest[out[i]]];
-    let j = i + 1;
-    while (j < n && msgSentAt[s.contactNewest[out[j]]] === t) j++;
-    if (j - i > 1) out.subarray(i, j).sort((a, b) => rank(a) - rank(b));
-    i = j;
+  // k-way merge over contact ordinals
+  const k = views.length;
+  const pos = views.map((v) => v.from);
+  for (;;) {
+    let c = 0xffffffff;
+    for (let j = 0; j < k; j++) if (pos[j] < views[j].to && views[j].contact[pos[j]] < c) c = views[j].contact[pos[j]];
+    if (c === 0xffffffff) break;
+    let present = 0;
+    for (let j = 0; j < k; j++) if (pos[j] < views[j].to && views[j].contact[pos[j]] === c) present++;
+    let newest = 0xffffffff;
+    let passed = 0;
+    for (let j = 0; j < k; j++) {
+      const v = views[j];
+      if (pos[j] >= v.to || v.contact[pos[j]] !== c) continue;
+      const e = pos[j]++;
+      if (plan.all && present < k) continue;
+      const o = newestCounting(plan, v, e);
+      if (o >= 0) {
+        passed++;
+        if (o < newest) newest = o;
+      }
+    }
+    if (plan.all ? passed === k : passed > 0) keys[n++] = contactKey(index, newest, c);
   }
-  return out.subarray(0, n);
+  return n;
+}
+
+/** Position of contact c in a view, or -1. */
+function positionOf(v: TermView, c: number): number {
+  const e = lowerBound(v.contact, v.from, v.to, c);
+  return e < v.to && v.contact[e] === c ? e : -1;
 }
 
 function renderMessage(index: OrgIndex, o: number): ResultMessage {
+  const combo = index.msgCombo[o];
   return {
     id: index.msgId[o],
     conversation_id: index.conversationIds[index.msgConversation[o]],
-    channel: index.channelNames[index.msgChannel[o]],
-    direction: index.msgDirection[o] === 0 ? 'inbound' : 'outbound',
+    channel: CHANNELS[combo % CHANNELS.length],
+    direction: combo < CHANNELS.length ? 'inbound' : 'outbound',
     content: index.msgContent[o],
     sent_at: new Date(index.msgSentAt[o]).toISOString(),
   };
 }
 
+/** The result item of one matching contact: a merge of its messages over every term. */
+function contactResult(plan: Plan, s: Scratch, c: number, messagesLimit: number): ResultItem {
+  const { index, views } = plan;
+  const k = views.length;
+  const { postings, entryPostStart } = index;
+  const pos = new Array<number>(k);
+  const end = new Array<number>(k);
+  for (let j = 0; j < k; j++) {
+    const v = views[j];
+    const e = positionOf(v, c);
+    if (e < 0) {
+      pos[j] = end[j] = 0;
+      continue;
+    }
+    const g = v.entry === null ? e : v.entry[e];
+    end[j] = entryPostStart[g + 1];
+    pos[j] = plan.lo > 0 ? lowerBound(postings, entryPostStart[g], end[j], plan.lo) : entryPostStart[g];
+  }
+  const gen = s.generation;
+  let count = 0, conversations = 0, newest = -1, oldest = -1;
+  const messages: ResultMessage[] = [];
+  for (;;) {
+    // next ordinal over the contact's lists of every term; a message counts once
+    let o = 0xffffffff;
+    for (let j = 0; j < k; j++) if (pos[j] < end[j] && postings[pos[j]] < o) o = postings[pos[j]];
+    if (o >= plan.hi) break;
+    const passes = ((1 << index.msgCombo[o]) & plan.mask) !== 0;
+    let matched = false;
+    for (let j = 0; j < k; j++) {
+      if (pos[j] >= end[j] || postings[pos[j]] !== o) continue;
+      pos[j]++;
+      const phrase = views[j].phrase;
+      if (passes && !matched) matched = phrase === null || containsPhrase(index, o, phrase);
+    }
+    if (!matched) continue;
+    count++;
+    if (newest < 0) newest = o;
+    oldest = o;
+    const conv = index.msgConversation[o];
+    if (s.conversationStamp[conv] !== gen) {
+      s.conversationStamp[conv] = gen;
+      conversations++;
+    }
+    if (messages.length < messagesLimit) messages.push(renderMessage(index, o));
+  }
+  return {
+    contact: index.contacts[c],
+    match_count: count,
+    conversations_count: conversations,
+    first_matched_at: new Date(index.msgSentAt[oldest]).toISOString(),
+    last_matched_at: new Date(index.msgSentAt[newest]).toISOString(),
+    messages,
+  };
+}
+
 /**
  * Answers one search (CONTRACT 3). A null index (organization without a snapshot) gives an
- * empty page. Work grows with the matching messages in the date window, not the organization.
+ * empty page. Work grows with the contacts matching the terms and the page's messages, not
+ * with the organization.
  */
 export function executeSearch(index: OrgIndex | null, req: SearchRequest): SearchResponse {
   if (index === null || index.messageCount === 0) return emptyResponse(req, 0);
@@ -145,47 +201,26 @@ export function executeSearch(index: OrgIndex | null, req: SearchRequest): Searc
   const hi = req.from === null ? index.messageCount : firstOrdinal(index.msgSentAt, req.from, true);
   if (lo >= hi) return emptyResponse(req, 0);
 
-  const lists: TermMatches[] = [];
+  const all = req.match === 'all';
+  const views: TermView[] = [];
   for (const term of req.terms) {
-    const l = termMatches(index, term, lo, hi);
-    if (l.start === l.end && req.match === 'all') return emptyResponse(req, 0);
-    lists.push(l);
+    const v = termView(index, term);
+    if (v !== null) views.push(v);
+    else if (all) return emptyResponse(req, 0);
   }
-  const s = scratchFor(index);
-  const { touched, counting } = collect(index, req, lists, s);
-  const matches = orderMatches(index, req, s, touched, lists.length);
-  const count = matches.length;
-  const pageEnd = Math.min(count, req.offset + req.limit);
-  if (req.offset >= pageEnd) return emptyResponse(req, count);
+  if (views.length === 0) return emptyResponse(req, 0);
 
+  const plan: Plan = { index, views, all, mask: filterMask(req), lo, hi };
+  const s = scratchFor(index);
+  const count = matchContacts(plan, s);
+  const need = Math.min(count, req.offset + req.limit);
+  if (req.offset >= need) return emptyResponse(req, count);
+
+  const top = smallestKeys(s.keys, count, need, s.heap);
   const data: ResultItem[] = [];
-  for (let i = req.offset; i < pageEnd; i++) {
-    const c = matches[i];
-    s.contactPageSlot[c] = data.length;
-    data.push({
-      contact: index.contacts[c],
-      match_count: s.contactCount[c],
-      conversations_count: s.contactConversations[c],
-      first_matched_at: new Date(index.msgSentAt[s.contactOldest[c]]).toISOString(),
-      last_matched_at: new Date(index.msgSentAt[s.contactNewest[c]]).toISOString(),
-      messages: [],
-    });
-  }
-  // newest messages of the page's contacts: counting is already in answer order
-  if (req.messagesLimit > 0) {
-    let missing = data.length;
-    for (let i = 0; i < counting && missing > 0; i++) {
-      const o = s.counting[i];
-      const c = index.msgContact[o];
-      if (s.contactStamp[c] !== s.generation) continue;
-      const slot = s.contactPageSlot[c];
-      if (slot < 0) continue;
-      const msgs = data[slot].messages;
-      if (msgs.length < req.messagesLimit) {
-        msgs.push(renderMessage(index, o));
-        if (msgs.length === req.messagesLimit || msgs.length === s.contactCount[c]) missing--;
-      }
-    }
+  for (let i = req.offset; i < need; i++) {
+    const c = index.contactByIdRank[top[i] % index.contactCount];
+    data.push(contactResult(plan, s, c, req.messagesLimit));
   }
   const hasMore = req.offset + data.length < count;
   return {
