@@ -220,8 +220,11 @@ function indexOf(org: Pick<Org, 'contacts' | 'messages'>, orgId = ORG) {
   const b = new OrgDataBuilder(orgId);
   for (const c of org.contacts) b.addContact(c);
   for (const m of org.messages) b.addMessage(m, parseRfc3339(m.sent_at)!);
-  return buildIndex(b.build());
+  // every other index indexes the pairs of all adjacent tokens, so the pair postings that large
+  // organizations use for phrases of common words are compared with the reference too
+  return buildIndex(b.build(), { pairMinFrequency: pairVariant++ % 2 === 0 ? undefined : 1 });
 }
+let pairVariant = 0;
 
 describe('product vs brute-force reference', () => {
   it(`executeSearch equals referenceSearch (${SEARCH_RUNS} organizations x 1 request)`, () => {

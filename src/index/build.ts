@@ -52,8 +52,13 @@ class Growable {
 
 const NONE = 0xffffffff;
 
+export interface BuildOptions {
+  /** tokens in at least this many messages get postings for their adjacent pairs (tests lower it) */
+  pairMinFrequency?: number;
+}
+
 /** Builds the immutable index of one organization from its snapshot columns. */
-export function buildIndex(data: OrgData): OrgIndex {
+export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex {
   const m = data.messages;
   const n = m.count;
   const order = answerOrder(data);
@@ -120,60 +125,99 @@ export function buildIndex(data: OrgData): OrgIndex {
   const cursor = contactMessages.slice(0, contactCount);
   for (let o = 0; o < n; o++) byContact[cursor[msgContact[o]]++] = o;
 
-  // Pass 2: postings and entries per token, counted first, then filled. Walking messages
-  // contact by contact makes each token's postings come out grouped by contact.
+  // Adjacent pairs of frequent tokens get postings of their own ("pseudo-tokens" numbered after
+  // the vocabulary): a phrase of common words is then one lookup instead of verifying hundreds
+  // of thousands of messages, and a pair absent from the map proves the phrase matches nothing.
   const df = new Uint32Array(vocabulary);
-  const entries = new Uint32Array(vocabulary);
   const lastMessage = new Uint32Array(vocabulary).fill(NONE);
-  const lastContact = new Uint32Array(vocabulary).fill(NONE);
+  for (let o = 0; o < n; o++) {
+    for (let k = seqStart[o], end = seqStart[o + 1]; k < end; k++) {
+      const t = seq[k];
+      if (lastMessage[t] !== o) {
+        lastMessage[t] = o;
+        df[t]++;
+      }
+    }
+  }
+  const pairMinFrequency = options.pairMinFrequency ?? Math.max(1000, Math.ceil(n / 20));
+  const pairIds = new Map<number, number>();
+  // pairAt[k]: pseudo-token of (seq[k-1], seq[k]) within one message, or NONE
+  const pairAt = new Uint32Array(seq.length).fill(NONE);
+  for (let o = 0; o < n; o++) {
+    for (let k = seqStart[o] + 1, end = seqStart[o + 1]; k < end; k++) {
+      const a = seq[k - 1], b = seq[k];
+      if (df[a] < pairMinFrequency || df[b] < pairMinFrequency) continue;
+      const key = a * vocabulary + b;
+      let id = pairIds.get(key);
+      if (id === undefined) {
+        id = vocabulary + pairIds.size;
+        pairIds.set(key, id);
+      }
+      pairAt[k] = id;
+    }
+  }
+  const keyCount = vocabulary + pairIds.size;
+
+  // Postings and entries per token and pair, counted first, then filled. Walking messages
+  // contact by contact makes each token's postings come out grouped by contact.
+  const keyDf = new Uint32Array(keyCount);
+  const entries = new Uint32Array(keyCount);
+  const lastSeen = new Uint32Array(keyCount).fill(NONE);
+  const lastContact = new Uint32Array(keyCount).fill(NONE);
+  const visit = (c: number, o: number, t: number): void => {
+    if (lastSeen[t] === o) return;
+    lastSeen[t] = o;
+    keyDf[t]++;
+    if (lastContact[t] !== c) {
+      lastContact[t] = c;
+      entries[t]++;
+    }
+  };
   for (let c = 0; c < contactCount; c++) {
     for (let p = contactMessages[c]; p < contactMessages[c + 1]; p++) {
       const o = byContact[p];
       for (let k = seqStart[o], end = seqStart[o + 1]; k < end; k++) {
-        const t = seq[k];
-        if (lastMessage[t] === o) continue;
-        lastMessage[t] = o;
-        df[t]++;
-        if (lastContact[t] !== c) {
-          lastContact[t] = c;
-          entries[t]++;
-        }
+        visit(c, o, seq[k]);
+        if (pairAt[k] !== NONE) visit(c, o, pairAt[k]);
       }
     }
   }
-  const entryStart = new Uint32Array(vocabulary + 1);
-  const postStartOfToken = new Uint32Array(vocabulary + 1);
-  for (let t = 0; t < vocabulary; t++) {
+  const entryStart = new Uint32Array(keyCount + 1);
+  const postStartOfKey = new Uint32Array(keyCount + 1);
+  for (let t = 0; t < keyCount; t++) {
     entryStart[t + 1] = entryStart[t] + entries[t];
-    postStartOfToken[t + 1] = postStartOfToken[t] + df[t];
+    postStartOfKey[t + 1] = postStartOfKey[t] + keyDf[t];
   }
-  const entryCount = entryStart[vocabulary];
+  const entryCount = entryStart[keyCount];
   const entryContact = new Uint32Array(entryCount);
   const entryPostStart = new Uint32Array(entryCount + 1);
   const entryMask = new Uint16Array(entryCount);
-  const postings = new Uint32Array(postStartOfToken[vocabulary]);
-  const entryFill = entryStart.slice(0, vocabulary);
-  const postFill = postStartOfToken.slice(0, vocabulary);
-  lastMessage.fill(NONE);
+  const postings = new Uint32Array(postStartOfKey[keyCount]);
+  const entryFill = entryStart.slice(0, keyCount);
+  const postFill = postStartOfKey.slice(0, keyCount);
+  const currentEntry = new Uint32Array(keyCount);
+  lastSeen.fill(NONE);
   lastContact.fill(NONE);
-  const currentEntry = new Uint32Array(vocabulary);
+  const fill = (c: number, o: number, t: number, bit: number): void => {
+    if (lastSeen[t] === o) return;
+    lastSeen[t] = o;
+    if (lastContact[t] !== c) {
+      lastContact[t] = c;
+      const e = entryFill[t]++;
+      currentEntry[t] = e;
+      entryContact[e] = c;
+      entryPostStart[e] = postFill[t];
+    }
+    entryMask[currentEntry[t]] |= bit;
+    postings[postFill[t]++] = o;
+  };
   for (let c = 0; c < contactCount; c++) {
     for (let p = contactMessages[c]; p < contactMessages[c + 1]; p++) {
       const o = byContact[p];
       const bit = 1 << msgCombo[o];
       for (let k = seqStart[o], end = seqStart[o + 1]; k < end; k++) {
-        const t = seq[k];
-        if (lastMessage[t] === o) continue;
-        lastMessage[t] = o;
-        if (lastContact[t] !== c) {
-          lastContact[t] = c;
-          const e = entryFill[t]++;
-          currentEntry[t] = e;
-          entryContact[e] = c;
-          entryPostStart[e] = postFill[t];
-        }
-        entryMask[currentEntry[t]] |= bit;
-        postings[postFill[t]++] = o;
+        fill(c, o, seq[k], bit);
+        if (pairAt[k] !== NONE) fill(c, o, pairAt[k], bit);
       }
     }
   }
@@ -194,6 +238,8 @@ export function buildIndex(data: OrgData): OrgIndex {
     msgContent,
     conversationIds,
     tokenIds,
+    pairIds,
+    pairMinFrequency,
     entryStart,
     entryContact,
     entryPostStart,

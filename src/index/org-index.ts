@@ -39,6 +39,13 @@ export interface OrgIndex {
   // ---- text ----
   /** token text -> token id */
   readonly tokenIds: ReadonlyMap<string, number>;
+  /**
+   * (a * vocabulary + b) -> pseudo-token id (>= vocabulary) for adjacent tokens a b that are
+   * both in at least pairMinFrequency messages; pseudo-tokens have entries like tokens.
+   */
+  readonly pairIds: ReadonlyMap<number, number>;
+  readonly pairMinFrequency: number;
+  /** entries of token or pseudo-token t: entryStart[t] .. entryStart[t+1] */
   readonly entryStart: Uint32Array;
   readonly entryContact: Uint32Array;
   /** length entries + 1: the last value closes the last group */

@@ -44,24 +44,34 @@ export function termView(index: OrgIndex, term: string): TermView | null {
   const tokens = termTokens(term);
   if (tokens.length === 0) return null;
   const ids = new Uint32Array(tokens.length);
-  let driver = 0;
-  let driverSize = Infinity;
   for (let k = 0; k < tokens.length; k++) {
     const id = index.tokenIds.get(tokens[k]);
     if (id === undefined) return null;
     ids[k] = id;
-    const size = tokenFrequency(index, id);
-    if (size < driverSize) {
-      driverSize = size;
-      driver = k;
-    }
   }
   const { entryStart, entryContact } = index;
-  const d = ids[driver];
-  if (ids.length === 1) return { contact: entryContact, entry: null, from: entryStart[d], to: entryStart[d + 1], phrase: null };
+  if (ids.length === 1) return { contact: entryContact, entry: null, from: entryStart[ids[0]], to: entryStart[ids[0] + 1], phrase: null };
 
-  // keep the driver's contacts that have every other token of the phrase (sorted merges)
-  const others = [...new Set(ids)].filter((t) => t !== d);
+  // Every token, and every indexed pair of adjacent frequent tokens, must be in a matching
+  // message: the rarest of them drives, the others prune contacts.
+  const keys = [...new Set(ids)];
+  const vocabulary = index.tokenIds.size;
+  let pairs = 0;
+  for (let k = 1; k < ids.length; k++) {
+    const a = ids[k - 1], b = ids[k];
+    if (tokenFrequency(index, a) < index.pairMinFrequency || tokenFrequency(index, b) < index.pairMinFrequency) continue;
+    const pair = index.pairIds.get(a * vocabulary + b);
+    if (pair === undefined) return null; // these two are never adjacent in any message
+    if (!keys.includes(pair)) keys.push(pair);
+    pairs++;
+  }
+  let d = keys[0];
+  for (const t of keys) if (tokenFrequency(index, t) < tokenFrequency(index, d)) d = t;
+  // a two-token phrase whose pair is indexed is exact without any adjacency check
+  const phrase = ids.length === 2 && pairs === 1 ? null : ids;
+  if (phrase === null) return { contact: entryContact, entry: null, from: entryStart[keys[keys.length - 1]], to: entryStart[keys[keys.length - 1] + 1], phrase: null };
+
+  const others = keys.filter((t) => t !== d);
   const cursor = others.map((t) => entryStart[t]);
   const first = entryStart[d], last = entryStart[d + 1];
   const contact = new Uint32Array(last - first);
@@ -80,5 +90,5 @@ export function termView(index: OrgIndex, term: string): TermView | null {
     entry[n++] = e;
   }
   if (n === 0) return null;
-  return { contact, entry, from: 0, to: n, phrase: ids };
+  return { contact, entry, from: 0, to: n, phrase };
 }
