@@ -135,7 +135,7 @@ for (const kind of ['embedded', 'redis'] as const) {
       const bad = file('messages.ndjson', text);
       const r = await snapshotCli(['import', '--contacts', contacts, '--messages', bad], env);
       assert.equal(r.code, 1);
-      assert.match(r.stderr, /^snapshot: \d+-messages\.ndjson line 20101: field "sent_at": expected an RFC 3339 date-time with offset, got "2024-13-01"\n/);
+      assert.match(r.stderr, /^snapshot: \d+-messages\.ndjson line 20101: field "sent_at": expected an RFC 3339 date-time with offset, got "2024-13-01"\n/m);
       assert.doesNotMatch(r.stderr, /at .*\.ts:\d+/); // no stack trace
       assert.deepEqual(await store.latest(), before);
     });

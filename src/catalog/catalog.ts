@@ -13,9 +13,10 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { setImmediate as yieldToRequests } from 'node:timers/promises';
-import { buildIndex, type OrgIndex } from '../index/build.js';
+import type { OrgIndex } from '../index/build.js';
 import type { OrgData } from '../model/records.js';
 import type { ReloadAck, ReloadRequest, ServerEntry, SnapshotRef, Store } from '../store/store.js';
+import { IndexBuilder } from './index-builder.js';
 
 /** The subset of a pino logger the Catalog uses. */
 export interface CatalogLogger {
@@ -33,7 +34,7 @@ export interface CatalogOptions {
   pollMs?: number;
   /** registry heartbeat period in ms (default 1000); the entry expires after 5 periods */
   heartbeatMs?: number;
-  /** index builder (default buildIndex), replaceable in tests */
+  /** index builder, replaceable in tests; when given it runs on the main thread (default: buildIndex in a worker thread) */
   build?: (data: OrgData) => OrgIndex;
 }
 
@@ -71,7 +72,10 @@ export class Catalog {
   readonly serverId: string;
   private readonly store: Store;
   private readonly log: CatalogLogger;
-  private readonly opts: Required<Omit<CatalogOptions, 'logger' | 'adminUrl'>> & { adminUrl: string | null };
+  private readonly opts: Required<Omit<CatalogOptions, 'logger' | 'adminUrl' | 'build'>> & { adminUrl: string | null };
+  private readonly builder: IndexBuilder;
+  // Loaded organizations the store no longer lists (Redis restarted empty): warned about once.
+  private readonly missingInStore = new Set<string>();
   private readonly indexes = new Map<string, Loaded>();
   // Versions that failed to load: the poll does not retry them every second (an explicit reload does).
   private readonly failedVersions = new Map<string, number>();
@@ -94,8 +98,10 @@ export class Catalog {
       adminUrl: options.adminUrl ?? null,
       pollMs: options.pollMs ?? 1000,
       heartbeatMs: options.heartbeatMs ?? 1000,
-      build: options.build ?? buildIndex,
     };
+    // INDEX_BUILD_THREAD=main (a diagnostic knob, for comparisons) builds on the main thread.
+    const env = process.env.INDEX_BUILD_THREAD === 'main' ? null : store.reopenEnv?.() ?? null;
+    this.builder = new IndexBuilder(store, env, this.log, options.build);
     this.serverId = `${hostname().replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 32)}-${process.pid}-${randomBytes(4).toString('hex')}`;
   }
 
@@ -143,6 +149,7 @@ export class Catalog {
     this.unsubscribe = null;
     await this.store.unregisterServer(this.serverId).catch(() => {});
     await this.queue.catch(() => {});
+    await this.builder.close();
   }
 
   private enqueue<T>(fn: () => Promise<T>): Promise<T> {
@@ -154,7 +161,8 @@ export class Catalog {
   private async load(orgId: string | null, retryFailed: boolean): Promise<ReloadSummary> {
     const t0 = performance.now();
     let refs: SnapshotRef[] = await this.store.latest();
-    if (orgId !== null) refs = refs.filter((r) => r.organizationId === orgId);
+    if (orgId === null) this.noteMissing(refs);
+    else refs = refs.filter((r) => r.organizationId === orgId);
     const summary: ReloadSummary = { reloaded: [], unchanged: 0, failed: [] };
     for (const ref of refs) {
       const org = ref.organizationId;
@@ -166,13 +174,15 @@ export class Catalog {
         continue;
       }
       try {
-        const data = await this.store.loadSnapshot(ref);
-        const index = this.opts.build(data);
-        this.indexes.set(org, { index, version: ref.version, messages: data.messages.count, contacts: data.contacts.length, loadedAt: new Date() });
+        const t1 = performance.now();
+        const { index, messages, contacts } = await this.builder.load(ref);
+        // One Map.set: requests already holding the old index finish on it, later ones see this.
+        this.indexes.set(org, { index, version: ref.version, messages, contacts, loadedAt: new Date() });
         this.failedVersions.delete(org);
         this.loadsOk++;
-        summary.reloaded.push({ organization_id: org, version: ref.version, messages: data.messages.count, contacts: data.contacts.length });
-        this.log.info({ organization_id: org, version: ref.version, messages: data.messages.count }, 'catalog: snapshot loaded');
+        summary.reloaded.push({ organization_id: org, version: ref.version, messages, contacts });
+        const seconds = Math.round(performance.now() - t1) / 1000;
+        this.log.info({ organization_id: org, version: ref.version, messages, seconds, builder: this.builder.mode }, 'catalog: snapshot loaded');
       } catch (err) {
         const error = (err as Error).message ?? String(err);
         this.failedVersions.set(org, ref.version);
@@ -185,6 +195,18 @@ export class Catalog {
     }
     if (summary.reloaded.length > 0 || summary.failed.length > 0) this.lastReloadSeconds = (performance.now() - t0) / 1000;
     return summary;
+  }
+
+  // A loaded organization missing from the store's list (a Redis restarted without its data, a
+  // deleted folder) keeps being served from memory; say so once, not every second.
+  private noteMissing(refs: SnapshotRef[]): void {
+    const listed = new Set(refs.map((r) => r.organizationId));
+    for (const [org, l] of this.indexes) {
+      if (listed.has(org)) { this.missingInStore.delete(org); continue; }
+      if (this.missingInStore.has(org)) continue;
+      this.missingInStore.add(org);
+      this.log.warn({ organization_id: org, version: l.version }, 'catalog: the store has no snapshot of this organization any more; keeping the loaded index');
+    }
   }
 
   // The fallback for lost broadcasts and for imports without a reload; at most one queued at a time.

@@ -300,6 +300,10 @@ export class EmbeddedStore implements Store {
     return out;
   }
 
+  reopenEnv(): NodeJS.ProcessEnv {
+    return { DATA_DIR: this.dataDir };
+  }
+
   async close(): Promise<void> {}
 }
 

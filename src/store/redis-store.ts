@@ -37,6 +37,14 @@ if cur >= v then return -cur end
 redis.call('HSET', KEYS[1], 'version', v, 'previous', cur)
 return cur`;
 
+// Allocates a version. A fresh counter (new organization, or a Redis that lost its data) starts
+// at the current time in ms, so versions never repeat after a data loss: a server still holding
+// an old version 1 must not mistake a new version 1 for it.
+const NEXT_VERSION_SCRIPT = `
+local v = redis.call('INCR', KEYS[1])
+if v == 1 then v = tonumber(ARGV[1]); redis.call('SET', KEYS[1], v) end
+return v`;
+
 const snapKey = (org: string, rest: string): string => `snap:{${org}}:${rest}`;
 const versionKey = (ref: SnapshotRef): string => snapKey(ref.organizationId, `v:${ref.version}`);
 
@@ -63,11 +71,13 @@ export class RedisStore implements Store {
   readonly signals: ReloadSignals;
   private readonly redis: Redis;
   private readonly url: string;
+  private readonly rawUrl: string;
   private lastError: Error | null = null;
 
   private constructor(redis: Redis, url: string) {
     this.redis = redis;
     this.url = redactUrl(url);
+    this.rawUrl = url;
     redis.on('error', (err: Error) => { this.lastError = err; });
     this.signals = this.makeSignals();
   }
@@ -121,7 +131,7 @@ export class RedisStore implements Store {
     return this.run(`publishing organization ${org}`, async () => {
       const r = this.redis;
       await r.sadd('snap:orgs', org);
-      const version = await r.incr(snapKey(org, 'seq'));
+      const version = Number(await r.eval(NEXT_VERSION_SCRIPT, 1, snapKey(org, 'seq'), String(Date.now())));
       const ref = { organizationId: org, version };
       const key = versionKey(ref);
       // Recorded first, so a publisher killed midway leaves something the next clean-up finds.
@@ -315,6 +325,10 @@ export class RedisStore implements Store {
         return new Map(Object.entries(all).map(([id, json]) => [id, JSON.parse(json) as ReloadAck]));
       }),
     };
+  }
+
+  reopenEnv(): NodeJS.ProcessEnv {
+    return { REDIS_URL: this.rawUrl };
   }
 
   async close(): Promise<void> {

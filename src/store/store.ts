@@ -87,6 +87,8 @@ export interface Store {
   listServers(): Promise<ServerEntry[]>;
   /** Reload broadcast, or null when the reload CLI must call each server's admin URL (embedded). */
   readonly signals: ReloadSignals | null;
+  /** The environment (REDIS_URL / DATA_DIR) that makes `openStore` open this same store, e.g. in a worker thread. */
+  reopenEnv?(): NodeJS.ProcessEnv;
 
   close(): Promise<void>;
 }
