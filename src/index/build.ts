@@ -1,6 +1,7 @@
 import type { Contact, OrgData } from '../model/records.js';
 import { normalize, TOKEN } from '../text/normalize.js';
 import type { OrgIndex } from './org-index.js';
+import { StringColumnBuilder } from './string-column.js';
 
 export type { OrgIndex } from './org-index.js';
 
@@ -52,6 +53,11 @@ class Growable {
 
 const NONE = 0xffffffff;
 
+function columns<P extends string>(prefix: P, b: StringColumnBuilder): Record<`${P}Bytes`, Uint8Array> & Record<`${P}Offsets`, Uint32Array> {
+  const { bytes, offsets } = b.build();
+  return { [prefix + 'Bytes']: bytes, [prefix + 'Offsets']: offsets } as Record<`${P}Bytes`, Uint8Array> & Record<`${P}Offsets`, Uint32Array>;
+}
+
 export interface BuildOptions {
   /** tokens in at least this many messages get postings for their adjacent pairs (tests lower it) */
   pairMinFrequency?: number;
@@ -74,10 +80,10 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   const msgConversation = new Uint32Array(n);
   const msgCombo = new Uint8Array(n);
   const msgSentAt = new Float64Array(n);
-  const msgId: string[] = new Array(n);
-  const msgContent: string[] = new Array(n);
+  const msgId = new StringColumnBuilder();
+  const msgContent = new StringColumnBuilder();
   const conversationOrdinal = new Map<string, number>();
-  const conversationIds: string[] = [];
+  const conversationIds = new StringColumnBuilder();
 
   // Pass 1, in ordinal order: columns, token-id sequences, vocabulary.
   const tokenIds = new Map<string, number>();
@@ -91,12 +97,12 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     contactMessages[contact + 1]++;
     msgCombo[o] = m.direction[i] * 5 + m.channel[i];
     msgSentAt[o] = m.sentAt[i];
-    msgId[o] = m.id[i];
-    msgContent[o] = m.content[i];
+    msgId.push(m.id[i]);
+    msgContent.push(m.content[i]);
     const convKey = contact + ':' + m.conversationId[i];
     let conv = conversationOrdinal.get(convKey);
     if (conv === undefined) {
-      conv = conversationIds.length;
+      conv = conversationOrdinal.size;
       conversationOrdinal.set(convKey, conv);
       conversationIds.push(m.conversationId[i]);
     }
@@ -234,9 +240,9 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     msgConversation,
     msgCombo,
     msgSentAt,
-    msgId,
-    msgContent,
-    conversationIds,
+    ...columns('msgId', msgId),
+    ...columns('msgContent', msgContent),
+    ...columns('conversationId', conversationIds),
     tokenIds,
     pairIds,
     pairMinFrequency,

@@ -32,9 +32,14 @@ export interface OrgIndex {
   readonly msgCombo: Uint8Array;
   /** epoch ms, non-increasing with the ordinal */
   readonly msgSentAt: Float64Array;
-  readonly msgId: readonly string[];
-  readonly msgContent: readonly string[];
-  readonly conversationIds: readonly string[];
+  /** message ids, contents and conversation ids as UTF-8 string columns (see string-column.ts) */
+  readonly msgIdBytes: Uint8Array;
+  readonly msgIdOffsets: Uint32Array;
+  readonly msgContentBytes: Uint8Array;
+  readonly msgContentOffsets: Uint32Array;
+  readonly conversationIdBytes: Uint8Array;
+  /** one more than the number of conversations */
+  readonly conversationIdOffsets: Uint32Array;
 
   // ---- text ----
   /** token text -> token id */
@@ -71,6 +76,12 @@ export const TYPED_ARRAY_FIELDS = [
   'msgConversation',
   'msgCombo',
   'msgSentAt',
+  'msgIdBytes',
+  'msgIdOffsets',
+  'msgContentBytes',
+  'msgContentOffsets',
+  'conversationIdBytes',
+  'conversationIdOffsets',
   'entryStart',
   'entryContact',
   'entryPostStart',

@@ -4,6 +4,7 @@ import { filterMask } from './filter-mask.js';
 import { scratchFor, type Scratch } from './scratch.js';
 import type { ResultItem, ResultMessage, SearchRequest, SearchResponse } from './search-request.js';
 import { smallestKeys } from './select.js';
+import { stringAt } from '../index/string-column.js';
 import { containsPhrase, lowerBound, termView, type TermView } from './term-view.js';
 
 /** First ordinal whose sent_at is below `ms` (`strict`) or at most `ms`; sent_at is non-increasing. */
@@ -122,14 +123,14 @@ function positionOf(v: TermView, c: number): number {
   return e < v.to && v.contact[e] === c ? e : -1;
 }
 
-function renderMessage(index: OrgIndex, o: number): ResultMessage {
+function renderMessage(index: OrgIndex, s: Scratch, o: number): ResultMessage {
   const combo = index.msgCombo[o];
   return {
-    id: index.msgId[o],
-    conversation_id: index.conversationIds[index.msgConversation[o]],
+    id: stringAt(s.ids, index.msgIdOffsets, o),
+    conversation_id: stringAt(s.conversations, index.conversationIdOffsets, index.msgConversation[o]),
     channel: CHANNELS[combo % CHANNELS.length],
     direction: combo < CHANNELS.length ? 'inbound' : 'outbound',
-    content: index.msgContent[o],
+    content: stringAt(s.contents, index.msgContentOffsets, o),
     sent_at: new Date(index.msgSentAt[o]).toISOString(),
   };
 }
@@ -177,7 +178,7 @@ function contactResult(plan: Plan, s: Scratch, c: number, messagesLimit: number)
       s.conversationStamp[conv] = gen;
       conversations++;
     }
-    if (messages.length < messagesLimit) messages.push(renderMessage(index, o));
+    if (messages.length < messagesLimit) messages.push(renderMessage(index, s, o));
   }
   return {
     contact: index.contacts[c],

@@ -1,4 +1,5 @@
 import type { OrgIndex } from '../index/org-index.js';
+import { textView } from '../index/string-column.js';
 
 /**
  * Per-index working memory reused by every query on that index (queries run synchronously on
@@ -11,6 +12,10 @@ export interface Scratch {
   /** max-heap for choosing the smallest keys of a page */
   heap: Float64Array;
   conversationStamp: Uint32Array;
+  /** Buffer views of the index's string columns */
+  ids: Buffer;
+  contents: Buffer;
+  conversations: Buffer;
 }
 
 const scratches = new WeakMap<OrgIndex, Scratch>();
@@ -22,7 +27,10 @@ export function scratchFor(index: OrgIndex): Scratch {
       generation: 0,
       keys: new Float64Array(index.contactCount),
       heap: new Float64Array(index.contactCount),
-      conversationStamp: new Uint32Array(index.conversationIds.length),
+      conversationStamp: new Uint32Array(index.conversationIdOffsets.length - 1),
+      ids: textView(index.msgIdBytes),
+      contents: textView(index.msgContentBytes),
+      conversations: textView(index.conversationIdBytes),
     };
     scratches.set(index, s);
   }

@@ -1,0 +1,48 @@
+/**
+ * Many strings as one UTF-8 byte array plus offsets: string i is bytes[offsets[i] ..
+ * offsets[i+1]). Two typed arrays instead of millions of JS strings, so an index moves between
+ * threads without copying and costs 4 bytes a string beyond its text.
+ */
+export class StringColumnBuilder {
+  private bytes = Buffer.allocUnsafe(1 << 16);
+  private length = 0;
+  private offsets = new Uint32Array(1024);
+  private count = 0;
+
+  push(s: string): void {
+    const need = Buffer.byteLength(s, 'utf8');
+    if (this.length + need > this.bytes.length) {
+      const size = Math.max(this.bytes.length * 2, this.length + need);
+      if (size > 0xffffffff) throw new Error('index: more than 4 GiB of text in one column');
+      const next = Buffer.allocUnsafe(size);
+      this.bytes.copy(next, 0, 0, this.length);
+      this.bytes = next;
+    }
+    if (this.count + 1 >= this.offsets.length) {
+      const next = new Uint32Array(this.offsets.length * 2);
+      next.set(this.offsets);
+      this.offsets = next;
+    }
+    this.offsets[this.count++] = this.length;
+    this.length += this.bytes.write(s, this.length, 'utf8');
+  }
+
+  /** The bytes (an exact-size copy, not a view of the growable buffer) and count + 1 offsets. */
+  build(): { bytes: Uint8Array; offsets: Uint32Array } {
+    const bytes = new Uint8Array(this.length);
+    bytes.set(this.bytes.subarray(0, this.length));
+    const offsets = this.offsets.slice(0, this.count + 1);
+    offsets[this.count] = this.length;
+    return { bytes, offsets };
+  }
+}
+
+/** String i of a column; `text` is a Buffer view of the column's bytes. */
+export function stringAt(text: Buffer, offsets: Uint32Array, i: number): string {
+  return text.toString('utf8', offsets[i], offsets[i + 1]);
+}
+
+/** A Buffer over the same memory as a column's bytes (no copy), for stringAt. */
+export function textView(bytes: Uint8Array): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
