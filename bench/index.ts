@@ -1,8 +1,29 @@
-/** `npm run bench`: runs every benchmark of bench/ in turn (each prints a Markdown table). */
+/**
+ * `npm run bench`: runs every benchmark of bench/ in turn (each prints Markdown tables).
+ * `npm run bench -- --only search|http|store[,...]` runs the named ones; other flags pass through
+ * (e.g. `--messages N`, `--duration S`, `--big`).
+ */
 import { spawnSync } from 'node:child_process';
 
-const passThrough = process.argv.slice(2);
-for (const file of ['bench/search.bench.ts']) {
-  const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', file, ...passThrough], { stdio: 'inherit' });
+const BENCHES: Record<string, string> = {
+  search: 'bench/search.bench.ts',
+  http: 'bench/http.bench.ts',
+  store: 'bench/store.bench.ts',
+};
+
+const args = process.argv.slice(2);
+let only = Object.keys(BENCHES);
+const i = args.indexOf('--only');
+if (i >= 0) {
+  only = (args[i + 1] ?? '').split(',').filter((x) => x !== '');
+  args.splice(i, 2);
+  const unknown = only.filter((x) => !(x in BENCHES));
+  if (only.length === 0 || unknown.length > 0) {
+    process.stderr.write(`bench: --only takes ${Object.keys(BENCHES).join(', ')} (comma-separated), got ${JSON.stringify(unknown.join(',') || '')}\n`);
+    process.exit(2);
+  }
+}
+for (const name of only) {
+  const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', BENCHES[name], ...args], { stdio: 'inherit' });
   if (r.status !== 0) process.exit(r.status ?? 1);
 }
