@@ -229,6 +229,33 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   }
   entryPostStart[entryCount] = postings.length;
 
+  // Per entry, the time rank of its newest inbound and newest outbound message (NONE if none):
+  // an unfiltered-by-channel, undated query then decides a contact without reading postings.
+  // The time rank of ordinal o is the first ordinal with the same sent_at, so equal times tie.
+  const entryNewestIn = new Uint32Array(entryCount).fill(NONE);
+  const entryNewestOut = new Uint32Array(entryCount).fill(NONE);
+  const timeRank = (o: number): number => {
+    while (o > 0 && msgSentAt[o - 1] === msgSentAt[o]) o--;
+    return o;
+  };
+  const CHANNEL_COUNT = 5;
+  for (let e = 0; e < entryCount; e++) {
+    let needIn = (entryMask[e] & ((1 << CHANNEL_COUNT) - 1)) !== 0;
+    let needOut = entryMask[e] >> CHANNEL_COUNT !== 0;
+    for (let p = entryPostStart[e]; p < entryPostStart[e + 1] && (needIn || needOut); p++) {
+      const o = postings[p];
+      if (msgCombo[o] < CHANNEL_COUNT) {
+        if (needIn) {
+          entryNewestIn[e] = timeRank(o);
+          needIn = false;
+        }
+      } else if (needOut) {
+        entryNewestOut[e] = timeRank(o);
+        needOut = false;
+      }
+    }
+  }
+
   return {
     organizationId: data.organizationId,
     messageCount: n,
@@ -250,6 +277,8 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     entryContact,
     entryPostStart,
     entryMask,
+    entryNewestIn,
+    entryNewestOut,
     postings,
     seqStart,
     tokenSeq: seq,

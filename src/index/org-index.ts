@@ -57,6 +57,10 @@ export interface OrgIndex {
   readonly entryPostStart: Uint32Array;
   /** bit (direction * 5 + channel) set when the entry's group has such a message */
   readonly entryMask: Uint16Array;
+  /** time rank (first ordinal of equal sent_at) of the entry's newest inbound message, or 0xffffffff */
+  readonly entryNewestIn: Uint32Array;
+  /** the same for outbound */
+  readonly entryNewestOut: Uint32Array;
   readonly postings: Uint32Array;
   /** token-id sequence of message m: tokenSeq[seqStart[m] .. seqStart[m+1]), for phrase adjacency */
   readonly seqStart: Uint32Array;
@@ -86,6 +90,8 @@ export const TYPED_ARRAY_FIELDS = [
   'entryContact',
   'entryPostStart',
   'entryMask',
+  'entryNewestIn',
+  'entryNewestOut',
   'postings',
   'seqStart',
   'tokenSeq',

@@ -47,6 +47,10 @@ interface Plan {
   /** ordinal window of the date filter: [lo, hi) */
   lo: number;
   hi: number;
+  /** 0 inbound, 1 outbound, 2 both */
+  direction: number;
+  /** no date and no channel filter: the per-entry newest ranks answer matchContacts */
+  precomputed: boolean;
 }
 
 /** Newest message of view position e that passes the filters and matches the term, or -1. */
@@ -66,27 +70,44 @@ function newestCounting(plan: Plan, v: TermView, e: number): number {
   return -1;
 }
 
-/**
- * Answer-order key of a matching contact: contacts sort by last_matched_at descending, ties by
- * id; the newest counting ordinal's first equal-time ordinal stands for the time.
- */
-function contactKey(index: OrgIndex, newest: number, contact: number): number {
-  const sentAt = index.msgSentAt;
-  let t = newest;
-  while (t > 0 && sentAt[t - 1] === sentAt[newest]) t--;
-  return t * index.contactCount + index.contactIdRank[contact];
+const NONE = 0xffffffff;
+
+/** First ordinal with the same sent_at as o: equal times share it, so ties go to the contact id. */
+function timeRank(sentAt: Float64Array, o: number): number {
+  const t = sentAt[o];
+  while (o > 0 && sentAt[o - 1] === t) o--;
+  return o;
 }
 
-/** Keys of every matching contact into s.keys; returns how many (the exact `count`). */
+/** Time rank of the newest counting message of view position e, or NONE. */
+function newestRank(plan: Plan, v: TermView, e: number): number {
+  if (plan.precomputed && v.entry === null && v.phrase === null) {
+    // no date or channel filter and a plain token: read the precomputed newest per direction
+    const { entryNewestIn, entryNewestOut } = plan.index;
+    if (plan.direction === 0) return entryNewestIn[e];
+    if (plan.direction === 1) return entryNewestOut[e];
+    const a = entryNewestIn[e], b = entryNewestOut[e];
+    return a < b ? a : b;
+  }
+  const o = newestCounting(plan, v, e);
+  return o < 0 ? NONE : timeRank(plan.index.msgSentAt, o);
+}
+
+/**
+ * Keys of every matching contact into s.keys; returns how many (the exact `count`). A key sorts
+ * like the answer: time rank of the newest counting message, then the contact's id rank.
+ */
 function matchContacts(plan: Plan, s: Scratch): number {
   const { views, index } = plan;
   const keys = s.keys;
+  const contactCount = index.contactCount;
+  const idRank = index.contactIdRank;
   let n = 0;
   if (views.length === 1) {
     const v = views[0];
     for (let e = v.from; e < v.to; e++) {
-      const o = newestCounting(plan, v, e);
-      if (o >= 0) keys[n++] = contactKey(index, o, v.contact[e]);
+      const r = newestRank(plan, v, e);
+      if (r !== NONE) keys[n++] = r * contactCount + idRank[v.contact[e]];
     }
     return n;
   }
@@ -94,25 +115,25 @@ function matchContacts(plan: Plan, s: Scratch): number {
   const k = views.length;
   const pos = views.map((v) => v.from);
   for (;;) {
-    let c = 0xffffffff;
+    let c = NONE;
     for (let j = 0; j < k; j++) if (pos[j] < views[j].to && views[j].contact[pos[j]] < c) c = views[j].contact[pos[j]];
-    if (c === 0xffffffff) break;
+    if (c === NONE) break;
     let present = 0;
     for (let j = 0; j < k; j++) if (pos[j] < views[j].to && views[j].contact[pos[j]] === c) present++;
-    let newest = 0xffffffff;
+    let newest = NONE;
     let passed = 0;
     for (let j = 0; j < k; j++) {
       const v = views[j];
       if (pos[j] >= v.to || v.contact[pos[j]] !== c) continue;
       const e = pos[j]++;
       if (plan.all && present < k) continue;
-      const o = newestCounting(plan, v, e);
-      if (o >= 0) {
+      const r = newestRank(plan, v, e);
+      if (r !== NONE) {
         passed++;
-        if (o < newest) newest = o;
+        if (r < newest) newest = r;
       }
     }
-    if (plan.all ? passed === k : passed > 0) keys[n++] = contactKey(index, newest, c);
+    if (plan.all ? passed === k : passed > 0) keys[n++] = newest * contactCount + idRank[c];
   }
   return n;
 }
@@ -211,7 +232,9 @@ export function executeSearch(index: OrgIndex | null, req: SearchRequest): Searc
   }
   if (views.length === 0) return emptyResponse(req, 0);
 
-  const plan: Plan = { index, views, all, mask: filterMask(req), lo, hi };
+  const precomputed = req.channel === null && lo === 0 && hi === index.messageCount;
+  const direction = req.direction === 'inbound' ? 0 : req.direction === 'outbound' ? 1 : 2;
+  const plan: Plan = { index, views, all, mask: filterMask(req), lo, hi, direction, precomputed };
   const s = scratchFor(index);
   const count = matchContacts(plan, s);
   const need = Math.min(count, req.offset + req.limit);
