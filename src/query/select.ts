@@ -1,9 +1,14 @@
 /**
- * The `need` smallest of keys[0..n), ascending. A full sort when the page reaches deep into the
- * result; otherwise a bounded max-heap, so a first page costs about n comparisons.
+ * The `need` smallest of keys[0..n), ascending; keys may be reordered. A first page uses a
+ * bounded max-heap (about n comparisons); a deep page partitions with quickselect and sorts
+ * only the `need` smallest.
  */
 export function smallestKeys(keys: Float64Array, n: number, need: number, heap: Float64Array): Float64Array {
-  if (need * 8 >= n) return keys.subarray(0, n).sort().subarray(0, need);
+  if (need >= n) return keys.subarray(0, n).sort();
+  if (need * 16 >= n) {
+    partition(keys, 0, n - 1, need - 1);
+    return keys.subarray(0, need).sort();
+  }
   let size = 0;
   for (let i = 0; i < n; i++) {
     const k = keys[i];
@@ -32,4 +37,29 @@ export function smallestKeys(keys: Float64Array, n: number, need: number, heap: 
     }
   }
   return heap.subarray(0, size).sort();
+}
+
+/** Quickselect (Hoare): afterwards a[lo..k] are the k - lo + 1 smallest of a[lo..hi]. Keys are distinct. */
+function partition(a: Float64Array, lo: number, hi: number, k: number): void {
+  while (lo < hi) {
+    // median of three as pivot keeps sorted inputs linear
+    const mid = (lo + hi) >>> 1;
+    const x = a[lo], y = a[mid], z = a[hi];
+    const pivot = x < y ? (y < z ? y : x < z ? z : x) : x < z ? x : y < z ? z : y;
+    let i = lo, j = hi;
+    while (i <= j) {
+      while (a[i] < pivot) i++;
+      while (a[j] > pivot) j--;
+      if (i <= j) {
+        const t = a[i];
+        a[i] = a[j];
+        a[j] = t;
+        i++;
+        j--;
+      }
+    }
+    if (k <= j) hi = j;
+    else if (k >= i) lo = i;
+    else return;
+  }
 }

@@ -1,0 +1,16 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import fc from 'fast-check';
+import { smallestKeys } from '../src/query/select.js';
+
+test('smallestKeys equals sorting and slicing, for every page depth', () => {
+  fc.assert(
+    fc.property(fc.uniqueArray(fc.integer({ min: 0, max: 1e9 }), { maxLength: 400 }), fc.nat(), (xs, r) => {
+      const need = xs.length === 0 ? 0 : 1 + (r % xs.length);
+      const keys = Float64Array.from(xs);
+      const got = Array.from(smallestKeys(keys, xs.length, need, new Float64Array(xs.length)));
+      assert.deepEqual(got, [...xs].sort((a, b) => a - b).slice(0, need));
+    }),
+    { numRuns: 2000 },
+  );
+});
