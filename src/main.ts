@@ -3,6 +3,8 @@ import { Catalog } from './catalog/catalog.js';
 import { ConfigError, loadConfig, storeEnv, type Config } from './config/config.js';
 import { createAdminApp } from './http/admin-app.js';
 import { createPublicApp } from './http/public-app.js';
+import { RateLimiter } from './auth/rate-limit.js';
+import { inFlight } from './http/respond.js';
 import { loadUws, type TemplatedApp, type us_listen_socket, type UwsModule } from './http/uws.js';
 import { createLogger, type Logger } from './log/logger.js';
 import { Metrics } from './metrics/metrics.js';
@@ -50,6 +52,9 @@ async function main(): Promise<void> {
   }
   const logger: Logger = createLogger(config.logLevel);
   process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'));
+  // Request handlers catch their own errors; this is the net for everything else (a timer, a
+  // callback after a response ended). One failed request or task must not take the server down.
+  process.on('uncaughtException', (err) => logger.error({ err }, 'uncaught exception; the server keeps serving'));
 
   const store = await openStore(storeEnv(config));
   const catalog = new Catalog(store, { logger, adminUrl: adminUrlOf(config) });
@@ -63,7 +68,10 @@ async function main(): Promise<void> {
   const metrics = new Metrics(() => catalogOrgStats(catalog));
   metrics.addReloadStats(() => catalogReloadStats(catalog));
   const isReady = () => catalogIsReady(catalog);
-  const publicApp = createPublicApp({ uws, keys, metrics, logger, sunsetAt: config.sunsetAt, indexes: { isReady, get: (org) => catalog.get(org) } });
+  const rateLimiter = config.rateLimit ? new RateLimiter(config.rateLimit) : null;
+  const publicApp = createPublicApp({
+    uws, keys, metrics, logger, sunsetAt: config.sunsetAt, rateLimiter, indexes: { isReady, get: (org) => catalog.get(org) },
+  });
   const adminApp = createAdminApp({ uws, metrics, logger, catalog: { isReady, reload: (org) => catalog.reload(org) } });
 
   const sockets = [await listen(publicApp, config.host, config.port), await listen(adminApp, config.adminHost, config.adminPort)];
@@ -76,9 +84,15 @@ async function main(): Promise<void> {
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, 'shutting down');
-    // Stop accepting; requests are answered synchronously, so none is half-done on this thread.
+    logger.info({ signal, in_flight: inFlight.count }, 'shutting down: no new connections, draining responses in flight');
+    // Stop accepting. Answers are computed synchronously; what can still be in flight is a large
+    // body a slow client is reading (backpressure) or an admin reload: wait for those, bounded.
     for (const s of sockets) uws.us_listen_socket_close(s);
+    const drained = await Promise.race([
+      inFlight.idle().then(() => true),
+      new Promise<false>((resolve) => setTimeout(() => resolve(false), config.shutdownTimeoutMs).unref()),
+    ]);
+    if (!drained) logger.warn({ in_flight: inFlight.count, timeout_ms: config.shutdownTimeoutMs }, 'shutdown: responses still in flight after the timeout');
     try {
       await keys.stop();
       await catalog.stop();
@@ -86,6 +100,7 @@ async function main(): Promise<void> {
     } catch (err) {
       logger.error({ err }, 'error during shutdown');
     }
+    logger.info({ drained }, 'stopped');
     logger.flush?.();
     process.exit(0);
   };

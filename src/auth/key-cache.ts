@@ -31,6 +31,11 @@ export interface KeyCacheOptions {
   refreshMs?: number;
   /** how often last_used_at is flushed to the store */
   flushMs?: number;
+  /**
+   * The digest comparison (default `crypto.timingSafeEqual`). Tests inject a spy to check that an
+   * unknown prefix and a wrong secret take the same path: one SHA-256, one 32-byte comparison.
+   */
+  compare?: (a: Buffer, b: Buffer) => boolean;
 }
 
 /**
@@ -47,12 +52,14 @@ export class KeyCache {
   private readonly logger: Logger;
   private readonly refreshMs: number;
   private readonly flushMs: number;
+  private readonly compare: (a: Buffer, b: Buffer) => boolean;
 
   constructor(store: Store, opts: KeyCacheOptions) {
     this.store = store;
     this.logger = opts.logger;
     this.refreshMs = opts.refreshMs ?? 1000;
     this.flushMs = opts.flushMs ?? 5000;
+    this.compare = opts.compare ?? timingSafeEqual;
   }
 
   /** True once the first read of the keys succeeded. */
@@ -99,7 +106,7 @@ export class KeyCache {
     const cached = this.keys.get(parts.prefix);
     const digest = createHash('sha256').update(parts.secret, 'utf8').digest();
     // Same work whether or not the prefix exists.
-    const equal = timingSafeEqual(digest, cached ? cached.digest : DUMMY_DIGEST);
+    const equal = this.compare(digest, cached ? cached.digest : DUMMY_DIGEST);
     if (!cached || !equal || cached.revoked || now >= cached.expiresAt) return { ok: false, prefix: parts.prefix };
     this.lastUsed.set(parts.prefix, new Date(now).toISOString());
     const scopes = cached.principal.scopes;

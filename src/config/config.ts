@@ -12,6 +12,10 @@ export interface Config {
   logLevel: LogLevel;
   /** epoch ms of SUNSET_AT, or null when no sunset is configured */
   sunsetAt: number | null;
+  /** per-key token bucket (RATE_LIMIT_RPS, RATE_LIMIT_BURST), or null when off (the default) */
+  rateLimit: { rps: number; burst: number } | null;
+  /** SHUTDOWN_TIMEOUT_MS: how long SIGTERM waits for responses still being written (default 10 s) */
+  shutdownTimeoutMs: number;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -65,6 +69,27 @@ const sunsetAt = v.pipe(
   v.transform((s) => parseRfc3339(s)!),
 );
 
+const rateRps = v.pipe(
+  v.string(),
+  v.check(
+    (s) => /^[0-9]{1,7}(\.[0-9]{1,6})?$/.test(s) && Number(s) <= 1_000_000,
+    (i) => `config: RATE_LIMIT_RPS must be a number of requests a second per key from 0 (off) to 1000000, ${got(i)}`,
+  ),
+  v.transform(Number),
+);
+
+const rateBurst = v.pipe(
+  v.string(),
+  v.check((s) => /^[0-9]{1,7}$/.test(s) && +s >= 1 && +s <= 1_000_000, (i) => `config: RATE_LIMIT_BURST must be an integer 1-1000000, ${got(i)}`),
+  v.transform(Number),
+);
+
+const shutdownMs = v.pipe(
+  v.string(),
+  v.check((s) => /^[0-9]{1,6}$/.test(s) && +s <= 600_000, (i) => `config: SHUTDOWN_TIMEOUT_MS must be an integer 0-600000 (milliseconds), ${got(i)}`),
+  v.transform(Number),
+);
+
 const EnvSchema = v.object({
   PORT: v.optional(port('PORT'), '3000'),
   HOST: v.optional(host('HOST'), '0.0.0.0'),
@@ -74,6 +99,9 @@ const EnvSchema = v.object({
   DATA_DIR: v.optional(dataDir, './data'),
   LOG_LEVEL: v.optional(logLevel, 'info'),
   SUNSET_AT: v.optional(sunsetAt),
+  RATE_LIMIT_RPS: v.optional(rateRps),
+  RATE_LIMIT_BURST: v.optional(rateBurst),
+  SHUTDOWN_TIMEOUT_MS: v.optional(shutdownMs, '10000'),
 });
 
 /** Validates the environment; an empty variable counts as unset. Throws ConfigError listing every problem. */
@@ -86,6 +114,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const result = v.safeParse(EnvSchema, input, { abortPipeEarly: true });
   if (!result.success) throw new ConfigError(result.issues.map((i) => i.message));
   const o = result.output;
+  const rps = (o.RATE_LIMIT_RPS as number | undefined) ?? 0;
+  const burst = o.RATE_LIMIT_BURST as number | undefined;
+  if (burst !== undefined && rps === 0) {
+    throw new ConfigError([`config: RATE_LIMIT_BURST is set (${burst}) but RATE_LIMIT_RPS is not; set RATE_LIMIT_RPS to enable rate limiting`]);
+  }
   return {
     port: o.PORT as number,
     host: o.HOST,
@@ -95,6 +128,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: o.DATA_DIR,
     logLevel: o.LOG_LEVEL,
     sunsetAt: o.SUNSET_AT ?? null,
+    rateLimit: rps > 0 ? { rps, burst: burst ?? Math.max(1, Math.ceil(rps)) } : null,
+    shutdownTimeoutMs: o.SHUTDOWN_TIMEOUT_MS as number,
   };
 }
 

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics/metrics.js';
 import { HttpError } from './errors.js';
-import { commonHeaders, type Exchange, requestIdFor, send, sendError } from './respond.js';
+import { commonHeaders, type Exchange, inFlight, requestIdFor, send, sendError } from './respond.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, UwsModule } from './uws.js';
 
 import { API_VERSION as VERSION } from './openapi.js';
@@ -78,14 +78,18 @@ export function createAdminApp(deps: AdminAppDeps): TemplatedApp {
     ex.res.onAborted(() => {
       ex.aborted = true;
     });
-    (ex as Pending).pending = done.then(
-      (status) => status,
-      (thrown: unknown) => {
-        const err = toError(thrown, ex.requestId);
-        sendError(ex, common, err);
-        return err.status;
-      },
-    );
+    // Shutdown waits for it (an admin reload may take a while).
+    inFlight.add();
+    (ex as Pending).pending = done
+      .then(
+        (status) => status,
+        (thrown: unknown) => {
+          const err = toError(thrown, ex.requestId);
+          sendError(ex, common, err);
+          return err.status;
+        },
+      )
+      .finally(() => inFlight.done());
   }
 
   function toError(thrown: unknown, requestId: string): HttpError {
@@ -118,7 +122,17 @@ export function createAdminApp(deps: AdminAppDeps): TemplatedApp {
       else done(200);
     } catch (thrown) {
       const err = toError(thrown, ex.requestId);
-      sendError(ex, common, err);
+      try {
+        sendError(ex, common, err);
+      } catch (writeErr) {
+        // Never return from a uWS handler without answering: that terminates the process.
+        logger.error({ request_id: ex.requestId, err: writeErr }, 'admin: failed to write a response');
+        try {
+          res.close();
+        } catch {
+          /* already closed */
+        }
+      }
       done(err.status);
     }
   });

@@ -11,7 +11,9 @@ export const ERROR_CODES = {
   403: 'forbidden',
   404: 'not_found',
   405: 'method_not_allowed',
+  414: 'uri_too_long',
   429: 'too_many_requests',
+  431: 'headers_too_large',
   500: 'internal_error',
   503: 'unavailable',
 } as const;
@@ -24,7 +26,9 @@ const DEFAULT_MESSAGES: Record<ErrorStatus, string> = {
   403: 'The API key is not allowed to perform this request.',
   404: 'No endpoint exists at this path.',
   405: 'This method is not allowed on this path.',
+  414: 'The request line is too long.',
   429: 'Too many requests; retry later.',
+  431: 'The request headers are too large.',
   500: 'An internal error occurred; retry with backoff.',
   503: 'The service is not ready yet; retry shortly.',
 };

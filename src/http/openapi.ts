@@ -77,6 +77,12 @@ export function openApiDocument(): object {
             '403': errorResponse('key lacks a scope, or is not authorized for the organization'),
             '404': errorResponse('no such path'),
             '405': errorResponse('method other than GET or HEAD (Allow: GET, HEAD)'),
+            '414': errorResponse('request target longer than 32768 characters'),
+            '429': {
+              ...errorResponse('per-key rate limit exceeded (only when the operator enables it)'),
+              headers: { 'Retry-After': { schema: { type: 'integer', minimum: 1 }, description: 'seconds until a request may succeed' } },
+            },
+            '431': errorResponse('request headers larger than 32768 characters'),
             '500': errorResponse('internal error; retry with backoff'),
             '503': errorResponse('not ready yet'),
           },

@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { KeyCache } from '../auth/key-cache.js';
+import type { RateLimiter } from '../auth/rate-limit.js';
 import type { OrgIndex } from '../index/build.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { executeSearch } from '../query/execute.js';
@@ -10,6 +12,16 @@ import type { HttpRequest, HttpResponse, TemplatedApp, UwsModule } from './uws.j
 
 export const SEARCH_PATH = '/contacts/message-search';
 const ALLOW: Array<readonly [string, string]> = [['Allow', 'GET, HEAD']];
+
+/**
+ * Our own limits on what reaches the handler: the request target (path, `?`, query) and the
+ * header block (names + values + 4 bytes a line), counted in characters. Over them: 414 / 431
+ * with the contract body. A 1000-character `keywords` of 4-byte characters is 12,000 characters
+ * percent-encoded, so 32 KiB leaves room for every parameter at its contract maximum.
+ * uWS itself (this build) refuses earlier in some cases, without our body: see README/limits test.
+ */
+export const MAX_TARGET_CHARS = 32 * 1024;
+export const MAX_HEADER_CHARS = 32 * 1024;
 
 /** What the public endpoint needs from the catalog of loaded indexes. */
 export interface IndexSource {
@@ -25,7 +37,11 @@ export interface PublicAppDeps {
   metrics: Metrics;
   logger: Logger;
   sunsetAt: number | null;
+  /** per-key token buckets, or null when rate limiting is off */
+  rateLimiter?: RateLimiter | null;
 }
+
+const ANSWERED = Symbol('answered');
 
 /** Per-request facts for the log line; never the key itself. */
 interface Outcome {
@@ -40,27 +56,59 @@ interface Outcome {
  */
 export function createPublicApp(deps: PublicAppDeps): TemplatedApp {
   const { uws, keys, indexes, metrics, logger } = deps;
+  const rateLimiter = deps.rateLimiter ?? null;
   const common = commonHeaders(deps.sunsetAt);
 
   return uws.App().any('/*', (res: HttpResponse, req: HttpRequest) => {
+    let ex: Exchange | null = null;
+    try {
+      ex = serve(res, req);
+    } catch (thrown) {
+      // Last line of defence: something outside the per-request error handling threw. uWS
+      // terminates the process if the handler returns without answering, so answer (or close).
+      logger.error({ request_id: ex?.requestId ?? null, err: thrown }, 'unexpected error in the request handler');
+      try {
+        if (!answered(res)) sendError(ex ?? { res, requestId: randomUUID(), head: false, aborted: false }, common, new HttpError(500));
+      } catch {
+        try {
+          res.close();
+        } catch {
+          /* already closed */
+        }
+      }
+    }
+  });
+
+  /** Whether a response was already ended or handed to backpressure on this res. */
+  function answered(res: HttpResponse): boolean {
+    return (res as HttpResponse & { [ANSWERED]?: boolean })[ANSWERED] === true;
+  }
+
+  function serve(res: HttpResponse, req: HttpRequest): Exchange {
     const startedAt = process.hrtime.bigint();
     // Copy everything needed from req now: it is invalid once this handler returns.
     const method = req.getCaseSensitiveMethod();
     const path = req.getUrl();
     const query = req.getQuery() ?? '';
     const authorization = req.getHeader('authorization');
+    let headerChars = 0;
+    req.forEach((k, v) => {
+      headerChars += k.length + v.length + 4;
+    });
     const ex: Exchange = { res, requestId: requestIdFor(req.getHeader('x-request-id')), head: method === 'HEAD', aborted: false };
     const outcome: Outcome = { organizationId: null, keyPrefix: null };
     let status = 200;
     let body: string | null = null;
     let error: HttpError | null = null;
     try {
-      body = handle(method, path, query, authorization, outcome);
+      const targetChars = path.length + (query.length > 0 ? query.length + 1 : 0);
+      body = handle(method, path, query, authorization, targetChars, headerChars, outcome);
     } catch (thrown) {
       error = toHttpError(thrown, logger, ex.requestId);
       status = error.status;
     }
     try {
+      (res as HttpResponse & { [ANSWERED]?: boolean })[ANSWERED] = true;
       if (error) sendError(ex, common, error);
       else send(ex, common, 200, body!);
     } catch (thrown) {
@@ -79,7 +127,7 @@ export function createPublicApp(deps: PublicAppDeps): TemplatedApp {
       {
         request_id: ex.requestId,
         method,
-        path,
+        path: path.length > 256 ? path.slice(0, 256) + '...' : path,
         status,
         duration_ms: Number(process.hrtime.bigint() - startedAt) / 1e6,
         organization_id: outcome.organizationId,
@@ -87,10 +135,13 @@ export function createPublicApp(deps: PublicAppDeps): TemplatedApp {
       },
       'request',
     );
-  });
+    return ex;
+  }
 
   /** The CONTRACT 5 order: route, 401, 403 scope, 400, 403 organization, then the search. */
-  function handle(method: string, path: string, query: string, authorization: string, outcome: Outcome): string {
+  function handle(method: string, path: string, query: string, authorization: string, targetChars: number, headerChars: number, outcome: Outcome): string {
+    if (targetChars > MAX_TARGET_CHARS) throw new HttpError(414, `The request target is longer than ${MAX_TARGET_CHARS} characters.`);
+    if (headerChars > MAX_HEADER_CHARS) throw new HttpError(431, `The request headers are larger than ${MAX_HEADER_CHARS} characters.`);
     if (path !== SEARCH_PATH) throw new HttpError(404);
     if (method !== 'GET' && method !== 'HEAD') {
       throw new HttpError(405, 'Only GET and HEAD are allowed on this path.', { headers: ALLOW });
@@ -102,6 +153,14 @@ export function createPublicApp(deps: PublicAppDeps): TemplatedApp {
       throw unauthorized();
     }
     outcome.keyPrefix = auth.principal.prefix;
+    if (rateLimiter) {
+      const decision = rateLimiter.take(auth.principal.prefix);
+      if (!decision.ok) {
+        throw new HttpError(429, 'Too many requests for this API key; retry after the time in Retry-After.', {
+          headers: [['Retry-After', String(decision.retryAfterSeconds)]],
+        });
+      }
+    }
     if (!auth.hasRequiredScopes) {
       throw new HttpError(403, 'The API key lacks a required scope: contacts:read and messages:read are both needed.');
     }

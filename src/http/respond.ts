@@ -9,7 +9,9 @@ const STATUS_LINES: Record<number, string> = {
   403: '403 Forbidden',
   404: '404 Not Found',
   405: '405 Method Not Allowed',
+  414: '414 URI Too Long',
   429: '429 Too Many Requests',
+  431: '431 Request Header Fields Too Large',
   500: '500 Internal Server Error',
   503: '503 Service Unavailable',
 };
@@ -48,8 +50,33 @@ export function commonHeaders(sunsetAt: number | null): CommonHeaders {
 }
 
 /**
+ * Responses whose body is still being written because the client reads slowly. Shutdown waits for
+ * them (bounded) before exiting.
+ */
+class InFlight {
+  private n = 0;
+  private waiters: Array<() => void> = [];
+  get count(): number {
+    return this.n;
+  }
+  add(): void {
+    this.n++;
+  }
+  done(): void {
+    this.n--;
+    if (this.n === 0) for (const w of this.waiters.splice(0)) w();
+  }
+  /** Resolves once no response is being written any more. */
+  idle(): Promise<void> {
+    return this.n === 0 ? Promise.resolve() : new Promise((resolve) => this.waiters.push(resolve));
+  }
+}
+export const inFlight = new InFlight();
+
+/**
  * Writes a whole response. Safe to call after an await (it corks) and after an abort (it does
- * nothing). HEAD gets the same headers, Content-Length included, and no body.
+ * nothing). HEAD gets the same headers, Content-Length included, and no body. The body goes out
+ * with backpressure (see writeBody).
  */
 export function send(
   ex: Exchange,
@@ -73,7 +100,46 @@ export function send(
       res.writeHeader('Content-Length', String(Buffer.byteLength(body)));
       res.endWithoutBody();
     } else {
-      res.end(body);
+      writeBody(ex, body);
+    }
+  });
+}
+
+/**
+ * Ends the response with `body` without ever holding more than the body itself for a slow reader:
+ * `res.end()` would copy whatever the socket does not take into uWS's own buffer, and a client
+ * pipelining requests it never reads would grow that buffer without bound. `tryEnd` writes what
+ * the socket takes; the rest is written from `onWritable` as the client reads. While such a
+ * response is pending, uWS closes the connection if the client pipelines another request on it.
+ */
+function writeBody(ex: Exchange, body: string): void {
+  const res = ex.res;
+  const total = Buffer.byteLength(body);
+  const start = res.getWriteOffset();
+  const [ok, done] = res.tryEnd(body, total);
+  if (ok || done) return;
+  const bytes = Buffer.from(body, 'utf8');
+  let finished = false;
+  const finish = () => {
+    if (finished) return;
+    finished = true;
+    inFlight.done();
+  };
+  inFlight.add();
+  res.onAborted(() => {
+    ex.aborted = true;
+    finish();
+  });
+  res.onWritable((offset) => {
+    if (ex.aborted) return true;
+    try {
+      const [sent, ended] = res.tryEnd(bytes.subarray(offset - start), total);
+      if (ended) finish();
+      return sent;
+    } catch {
+      // The response is gone (closed under us): nothing more to write.
+      finish();
+      return true;
     }
   });
 }

@@ -6,8 +6,17 @@ export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from '
 export type UwsModule = typeof UWS;
 
 /**
- * uWS reads its header-size limit once, when the binary loads. A 1000-character accented
- * `keywords` is up to ~12 KB percent-encoded, so the default 4096 bytes would answer 400 itself.
+ * Newer uWS builds read UWS_HTTP_MAX_HEADERS_SIZE once, when the binary loads; set for them. This
+ * build (20.30 unofficial) ignores it (the binary has no such string): what it does, measured with
+ * raw sockets (test/limits.test.ts, test/helpers/fuzz.ts):
+ * - a request head that arrives in one read is parsed whatever its size (tested to ~90 KB on
+ *   loopback); our handler then answers 414 / 431 over MAX_TARGET_CHARS / MAX_HEADER_CHARS;
+ * - a head split over several reads is buffered up to a compiled-in 4096 bytes, then the
+ *   connection is closed without an answer (a 12 KB `keywords` over a real network may hit this);
+ * - more than ~47 header lines, a header name with a character other than [A-Za-z0-9-], a version
+ *   other than `HTTP/1.1`, control characters or bare LF: no answer, closed at the idle timeout
+ *   (~10 s); an unknown method, a missing Host, bad Content-Length: closed at once.
+ * None of these reach JavaScript, so none can get the contract's JSON body.
  */
 const MAX_HEADERS_SIZE = '65536';
 

@@ -29,7 +29,7 @@ export function tempDataDir(): { dir: string; cleanup: () => void } {
 /** Environment for children: the parent's, minus anything that could point at a real deployment. */
 export function baseEnv(extra: Record<string, string | undefined>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const k of ['PORT', 'HOST', 'ADMIN_PORT', 'ADMIN_HOST', 'REDIS_URL', 'DATA_DIR', 'LOG_LEVEL', 'SUNSET_AT', 'NODE_OPTIONS']) delete env[k];
+  for (const k of ['PORT', 'HOST', 'ADMIN_PORT', 'ADMIN_HOST', 'REDIS_URL', 'DATA_DIR', 'LOG_LEVEL', 'SUNSET_AT', 'NODE_OPTIONS', 'RATE_LIMIT_RPS', 'RATE_LIMIT_BURST', 'SHUTDOWN_TIMEOUT_MS']) delete env[k];
   for (const [k, v] of Object.entries(extra)) if (v !== undefined) env[k] = v;
   return env;
 }
@@ -91,11 +91,14 @@ export interface RunningServer {
 }
 
 /** Starts `src/main.ts` on free ports and waits until /readyz answers 200. */
-export async function startServer(extraEnv: Record<string, string | undefined>, opts: { waitReady?: boolean } = {}): Promise<RunningServer> {
+export async function startServer(
+  extraEnv: Record<string, string | undefined>,
+  opts: { waitReady?: boolean; /** extra node options before the script, e.g. ['--import', './x.ts'] */ nodeArgs?: string[] } = {},
+): Promise<RunningServer> {
   const port = await freePort();
   const adminPort = await freePort();
   const env = baseEnv({ LOG_LEVEL: 'info', ...extraEnv, PORT: String(port), ADMIN_PORT: String(adminPort), HOST: '127.0.0.1' });
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', ...(opts.nodeArgs ?? []), 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));

@@ -1,0 +1,276 @@
+/**
+ * `npx tsx scripts/soak.ts [--duration 10m] [--rate N] [--messages 50000] [--connections 64]`
+ *
+ * A bounded soak of the real server on the embedded store, loopback only:
+ * 1. generates data (scripts/gen.ts), imports it with the real import CLI, creates keys with the
+ *    real keys CLI, starts `src/main.ts`;
+ * 2. measures a quick maximum (closed loop, 3 s) unless --rate is given, then holds about half of it
+ *    open-loop for --duration (e.g. 60s, 10m, 1h; default 10 minutes);
+ * 3. every 10 s a full reload: the import CLI publishes new snapshots of every organization and
+ *    `POST /admin/reload` loads them; every 30 s a key is revoked and a new one created (CLI);
+ * 4. reports per 10 s interval: requests, errors, expected 401s, p50/p99, server RSS; and at the
+ *    end the totals, RSS at start and end, reload and rotation counts.
+ * Errors are anything but 200, except 401 for requests made with the rotating key around a
+ * rotation (the revoked key, or the new key before the server's 1 s key refresh). Exit 1 on errors.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { RawConnection, rawGet } from '../test/helpers/raw-http.js';
+import { baseEnv, ROOT, startServer, tempDataDir } from '../test/helpers/server.js';
+
+const { values } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '10m' },
+    rate: { type: 'string' },
+    messages: { type: 'string', default: '50000' },
+    connections: { type: 'string', default: '64' },
+  },
+});
+
+function parseDuration(s: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(s);
+  if (!m) throw new Error(`soak: --duration must look like 90s, 10m or 1h, got ${JSON.stringify(s)}`);
+  return Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
+}
+const durationMs = parseDuration(values.duration!);
+const messages = Number(values.messages);
+const connections = Number(values.connections);
+const SEARCH = '/contacts/message-search';
+
+const data = tempDataDir();
+const env = baseEnv({ DATA_DIR: data.dir, LOG_LEVEL: 'warn' });
+const input = path.join(data.dir, 'input');
+
+function run(script: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
+  const t0 = Date.now();
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('close', (code) => resolve({ code, stdout, stderr, ms: Date.now() - t0 }));
+  });
+}
+
+async function must(script: string, args: string[]): Promise<string> {
+  const r = await run(script, args);
+  if (r.code !== 0) throw new Error(`${script} ${args.join(' ')} failed (${r.code}): ${r.stderr.slice(0, 2000)}`);
+  return r.stdout;
+}
+
+const importArgs = ['import', '--contacts', path.join(input, 'contacts.ndjson'), '--messages', path.join(input, 'messages.ndjson'), '--json'];
+
+async function createKey(orgs: string[], name: string): Promise<{ key: string; prefix: string }> {
+  const out = await must('src/cli/keys.ts', ['create', ...orgs.flatMap((o) => ['--organization-id', o]), '--scopes', 'contacts:read,messages:read', '--name', name, '--json']);
+  return JSON.parse(out) as { key: string; prefix: string };
+}
+
+function rssOf(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) * 1024 : NaN;
+}
+
+function quantile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+const ms = (x: number) => (Number.isNaN(x) ? '-' : x.toFixed(2));
+const mb = (x: number) => (x / 1e6).toFixed(0);
+
+// ---- setup -------------------------------------------------------------------------------------
+console.log(`soak: generating ${messages} messages in 3 organizations ...`);
+await must('scripts/gen.ts', ['--messages', String(messages), '--contacts', String(Math.max(3, Math.round(messages / 20))), '--organizations', '3', '--seed', '11', '--out', input]);
+const firstImport = await run('src/cli/snapshot.ts', importArgs);
+if (firstImport.code !== 0) throw new Error(`import failed: ${firstImport.stderr}`);
+console.log(`soak: imported in ${firstImport.ms} ms`);
+const orgs = [...new Set(readFileSync(path.join(input, 'contacts.ndjson'), 'utf8').split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { organization_id: string }).organization_id))];
+// Terms that occur in the data: words of the first messages.
+const vocab = [...new Set(readFileSync(path.join(input, 'messages.ndjson'), 'utf8').slice(0, 400_000).split('\n').slice(0, -1).slice(0, 2000).filter(Boolean)
+  .flatMap((l) => ((JSON.parse(l) as { content: string }).content.toLowerCase().match(/\p{L}{3,}/gu) ?? [])))].slice(0, 300);
+const stable = await createKey(orgs, 'soak-stable');
+let rotating = await createKey(orgs, 'soak-rotating-0');
+const server = await startServer({ DATA_DIR: data.dir, LOG_LEVEL: 'warn' });
+const port = Number(new URL(server.url).port);
+const pid = server.child.pid!;
+console.log(`soak: server pid ${pid} on ${server.url}, ${orgs.length} organizations, ${vocab.length} terms`);
+
+let seq = 0;
+function target(): string {
+  seq++;
+  const org = orgs[seq % orgs.length];
+  const t = (k: number) => encodeURIComponent(vocab[(seq * 7 + k * 13) % vocab.length]);
+  const shapes = [
+    `q=${t(0)}`,
+    `keywords=${t(0)},${t(1)},${t(2)}&match=any`,
+    `q=${t(0)}&direction=all&limit=20&messages_limit=5`,
+    `keyword=${t(0)}&keyword=${t(1)}&match=all&direction=all`,
+    `q=${t(0)}&from=2024-01-01&to=2025-12-31&limit=10`,
+  ];
+  return `${SEARCH}?organization_id=${org}&${shapes[seq % shapes.length]}`;
+}
+
+// ---- connections -------------------------------------------------------------------------------
+const pool: RawConnection[] = Array.from({ length: connections }, () => new RawConnection(port));
+const free: number[] = pool.map((_, i) => i);
+
+interface Interval {
+  latencies: number[];
+  requests: number;
+  errors: number;
+  expected401: number;
+  dropped: number;
+}
+const newInterval = (): Interval => ({ latencies: [], requests: 0, errors: 0, expected401: 0, dropped: 0 });
+let cur = newInterval();
+const all: number[] = [];
+const errorSamples: string[] = [];
+/** rotating-key requests may be 401 from the revocation until the new key is used, and for ~1 s after */
+let rotationWindowUntil = 0;
+
+async function one(i: number, useRotating: boolean): Promise<void> {
+  const key = useRotating ? rotating.key : stable.key;
+  const sentAt = process.hrtime.bigint();
+  if (pool[i].closed) pool[i] = new RawConnection(port);
+  const out = await pool[i].request(rawGet(target(), [['Authorization', `Bearer ${key}`]]), { timeoutMs: 10_000 });
+  const lat = Number(process.hrtime.bigint() - sentAt) / 1e6;
+  cur.requests++;
+  cur.latencies.push(lat);
+  all.push(lat);
+  if (out.kind === 'response' && out.status === 200) return;
+  if (out.kind === 'response' && out.status === 401 && useRotating && Date.now() < rotationWindowUntil) {
+    cur.expected401++;
+    return;
+  }
+  cur.errors++;
+  if (errorSamples.length < 10) errorSamples.push(out.kind === 'response' ? `${out.status} ${out.body.toString().slice(0, 200)}` : out.kind);
+  if (out.kind !== 'response') pool[i].destroy();
+}
+
+function fire(useRotating: boolean): boolean {
+  const i = free.pop();
+  if (i === undefined) return false;
+  void one(i, useRotating).finally(() => free.push(i));
+  return true;
+}
+
+// ---- quick maximum -----------------------------------------------------------------------------
+let rate: number;
+if (values.rate !== undefined) {
+  rate = Number(values.rate);
+} else {
+  const until = Date.now() + 3000;
+  let done = 0;
+  await Promise.all(pool.slice(0, 32).map(async (_, i) => {
+    while (Date.now() < until) {
+      await pool[i].request(rawGet(target(), [['Authorization', `Bearer ${stable.key}`]]), { timeoutMs: 10_000 });
+      done++;
+    }
+  }));
+  const max = done / 3;
+  rate = Math.max(10, Math.round(max / 2));
+  console.log(`soak: quick maximum ${max.toFixed(0)} req/s (32 connections, closed loop); soak rate ${rate} req/s`);
+  all.length = 0;
+  cur = newInterval();
+}
+
+// ---- soak --------------------------------------------------------------------------------------
+await new Promise((r) => setTimeout(r, 500));
+const rssStart = rssOf(pid);
+const started = Date.now();
+const intervals: Array<{ at: number; requests: number; errors: number; expected401: number; dropped: number; p50: number; p99: number; rss: number }> = [];
+let reloadsOk = 0;
+let reloadsFailed = 0;
+const reloadMs: number[] = [];
+let rotations = 0;
+let busy = false;
+
+console.log(`soak: ${rate} req/s for ${durationMs / 1000} s; RSS at start ${mb(rssStart)} MB`);
+console.log('soak: t(s)  requests  errors  401(exp)  dropped  p50(ms)  p99(ms)  RSS(MB)');
+
+const tickMs = 10;
+let owed = 0;
+const ticker = setInterval(() => {
+  owed += (rate * tickMs) / 1000;
+  while (owed >= 1) {
+    owed -= 1;
+    if (!fire(seq % 20 === 0)) cur.dropped++;
+  }
+}, tickMs);
+
+const reloader = setInterval(() => {
+  if (busy) return;
+  busy = true;
+  const t0 = Date.now();
+  run('src/cli/snapshot.ts', importArgs)
+    .then(async (imp) => {
+      if (imp.code !== 0) throw new Error(`import: ${imp.stderr.slice(0, 500)}`);
+      const r = await fetch(`${server.adminUrl}/admin/reload`, { method: 'POST' });
+      if (r.status !== 200) throw new Error(`reload ${r.status}: ${await r.text()}`);
+      await r.arrayBuffer();
+      reloadsOk++;
+      reloadMs.push(Date.now() - t0);
+    })
+    .catch((err: unknown) => {
+      reloadsFailed++;
+      console.error(`soak: reload failed: ${(err as Error).message}`);
+    })
+    .finally(() => (busy = false));
+}, 10_000);
+
+const rotator = setInterval(() => {
+  const old = rotating;
+  rotationWindowUntil = Date.now() + 60_000;
+  rotations++;
+  const n = rotations;
+  void (async () => {
+    try {
+      await must('src/cli/keys.ts', ['revoke', old.prefix]);
+      rotating = await createKey(orgs, `soak-rotating-${n}`);
+      // the new key is known to the server within its 1 s refresh; allow 3 s
+      rotationWindowUntil = Date.now() + 3000;
+    } catch (err) {
+      console.error(`soak: key rotation failed: ${(err as Error).message}`);
+      reloadsFailed++;
+    }
+  })();
+}, 30_000);
+
+const reporter = setInterval(() => {
+  const i = cur;
+  cur = newInterval();
+  const sorted = i.latencies.sort((a, b) => a - b);
+  const row = { at: (Date.now() - started) / 1000, requests: i.requests, errors: i.errors, expected401: i.expected401, dropped: i.dropped, p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), rss: rssOf(pid) };
+  intervals.push(row);
+  console.log(`soak: ${row.at.toFixed(0).padStart(4)}  ${String(row.requests).padStart(8)}  ${String(row.errors).padStart(6)}  ${String(row.expected401).padStart(8)}  ${String(row.dropped).padStart(7)}  ${ms(row.p50).padStart(7)}  ${ms(row.p99).padStart(7)}  ${mb(row.rss).padStart(7)}`);
+}, 10_000);
+
+await new Promise((r) => setTimeout(r, durationMs));
+clearInterval(ticker);
+clearInterval(reloader);
+clearInterval(rotator);
+clearInterval(reporter);
+// let requests in flight finish
+const drainUntil = Date.now() + 10_000;
+while (free.length < pool.length && Date.now() < drainUntil) await new Promise((r) => setTimeout(r, 20));
+while (busy && Date.now() < drainUntil + 20_000) await new Promise((r) => setTimeout(r, 50));
+const rssEnd = rssOf(pid);
+const tail = cur;
+intervals.push({ at: (Date.now() - started) / 1000, requests: tail.requests, errors: tail.errors, expected401: tail.expected401, dropped: tail.dropped, p50: NaN, p99: NaN, rss: rssEnd });
+for (const c of pool) c.destroy();
+const code = await server.stop();
+data.cleanup();
+
+const total = intervals.reduce((a, r) => ({ requests: a.requests + r.requests, errors: a.errors + r.errors, expected401: a.expected401 + r.expected401, dropped: a.dropped + r.dropped }), { requests: 0, errors: 0, expected401: 0, dropped: 0 });
+const sortedAll = all.sort((a, b) => a - b);
+const seconds = (Date.now() - started) / 1000;
+console.log('');
+console.log(`soak: duration ${seconds.toFixed(0)} s at ${rate} req/s target (${(total.requests / seconds).toFixed(0)} req/s achieved), ${messages} messages, ${orgs.length} organizations`);
+console.log(`soak: requests ${total.requests}, errors ${total.errors}, expected 401s (rotating key) ${total.expected401}, dropped by the client (all connections busy) ${total.dropped}`);
+console.log(`soak: latency overall p50 ${ms(quantile(sortedAll, 0.5))} ms, p99 ${ms(quantile(sortedAll, 0.99))} ms, max ${ms(sortedAll.at(-1) ?? NaN)} ms`);
+console.log(`soak: full reloads ${reloadsOk} ok, ${reloadsFailed} failed (import + POST /admin/reload, median ${ms(quantile(reloadMs.sort((a, b) => a - b), 0.5))} ms); key rotations ${rotations}`);
+console.log(`soak: server RSS start ${mb(rssStart)} MB, end ${mb(rssEnd)} MB (${(((rssEnd - rssStart) / rssStart) * 100).toFixed(1)}%), max ${mb(Math.max(...intervals.map((r) => r.rss)))} MB; exit code on SIGTERM ${code}`);
+if (errorSamples.length) console.log(`soak: error samples: ${JSON.stringify(errorSamples)}`);
+process.exit(total.errors === 0 && reloadsFailed === 0 && code === 0 ? 0 : 1);
