@@ -239,12 +239,13 @@ describe('Redis stopped while serving, then restarted empty', () => {
     assert.match(server.output(), /catalog: store unavailable, serving from memory/);
 
     await h.redis!.restart();
-    // The restarted Redis is empty: put the key records back (an operator restoring them), wait
-    // until the server registered again, then reload.
+    // The restarted Redis is empty, keys included: the server keeps its last known keys (keys
+    // are revoked, never deleted, so a vanished key means lost store data) and says so.
     const store = await openStore(h.env);
     try {
-      for (const k of keys) await store.putKey(k);
       await waitFor('the server to register again', 5000, async () => (await store.listServers()).length === 1);
+      await waitFor('the lost keys to be noticed', 5000, async () => /keys missing from the store/.test(server.output()));
+      await assertServesSmall(server, key.key, 'keys gone from the restarted Redis');
     } finally { await store.close(); }
     const again = await reloadCli(h.env);
     assert.equal(again.code, 0, again.stderr);

@@ -47,6 +47,7 @@ export class KeyCache {
   private lastUsed = new Map<string, string>();
   private loaded = false;
   private refreshing: Promise<void> | null = null;
+  private warnedLost = false;
   private timers: NodeJS.Timeout[] = [];
   private readonly store: Store;
   private readonly logger: Logger;
@@ -85,7 +86,21 @@ export class KeyCache {
       this.refreshing = this.store
         .listKeys()
         .then((records) => {
-          this.keys = new Map(records.map((r) => [r.prefix, toCached(r)]));
+          const next = new Map(records.map((r) => [r.prefix, toCached(r)]));
+          // Keys are revoked, never deleted: a key that vanished means the store lost data (a
+          // Redis restarted empty). Keep serving it as last known rather than lock everyone out.
+          const lost: string[] = [];
+          for (const [prefix, key] of this.keys) {
+            if (!next.has(prefix)) {
+              next.set(prefix, key);
+              lost.push(prefix);
+            }
+          }
+          if (lost.length > 0 && !this.warnedLost) {
+            this.logger.warn({ key_prefixes: lost }, 'keys: keys missing from the store, keeping their last known records');
+          }
+          this.warnedLost = lost.length > 0;
+          this.keys = next;
           this.loaded = true;
         })
         .finally(() => {
