@@ -57,7 +57,7 @@ async function main(): Promise<void> {
   process.on('uncaughtException', (err) => logger.error({ err }, 'uncaught exception; the server keeps serving'));
 
   const store = await openStore(storeEnv(config));
-  const catalog = new Catalog(store, { logger, adminUrl: adminUrlOf(config) });
+  const catalog = new Catalog(store, { logger, adminUrl: adminUrlOf(config), buildThread: config.indexBuildThread });
   // Loading may take a while; the listeners open now so /readyz can say 503 meanwhile.
   const loading = catalog.start();
   Promise.resolve(loading).catch((err: unknown) => logger.error({ err }, 'catalog: initial load failed'));

@@ -31,7 +31,7 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
   it('defaults', () => {
     assert.deepEqual(loadConfig({}), {
       port: 3000, host: '0.0.0.0', adminPort: 9464, adminHost: '127.0.0.1', redisUrl: null, dataDir: './data', logLevel: 'info', sunsetAt: null,
-      rateLimit: null, shutdownTimeoutMs: 10000,
+      rateLimit: null, shutdownTimeoutMs: 10000, indexBuildThread: 'worker',
     });
   });
   it('a port already in use stops the start with exit 1', async () => {

@@ -36,6 +36,8 @@ export interface CatalogOptions {
   heartbeatMs?: number;
   /** index builder, replaceable in tests; when given it runs on the main thread (default: buildIndex in a worker thread) */
   build?: (data: OrgData) => OrgIndex;
+  /** 'main' builds on the request thread (a diagnostic, for comparisons); default 'worker' */
+  buildThread?: 'worker' | 'main';
 }
 
 /** What one reload did; JSON-able, the body of `POST /admin/reload`. */
@@ -98,9 +100,9 @@ export class Catalog {
       adminUrl: options.adminUrl ?? null,
       pollMs: options.pollMs ?? 1000,
       heartbeatMs: options.heartbeatMs ?? 1000,
+      buildThread: options.buildThread ?? 'worker',
     };
-    // INDEX_BUILD_THREAD=main (a diagnostic knob, for comparisons) builds on the main thread.
-    const env = process.env.INDEX_BUILD_THREAD === 'main' ? null : store.reopenEnv?.() ?? null;
+    const env = options.buildThread === 'main' ? null : store.reopenEnv?.() ?? null;
     this.builder = new IndexBuilder(store, env, this.log, options.build);
     this.serverId = `${hostname().replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 32)}-${process.pid}-${randomBytes(4).toString('hex')}`;
   }

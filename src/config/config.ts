@@ -16,6 +16,8 @@ export interface Config {
   rateLimit: { rps: number; burst: number } | null;
   /** SHUTDOWN_TIMEOUT_MS: how long SIGTERM waits for responses still being written (default 10 s) */
   shutdownTimeoutMs: number;
+  /** INDEX_BUILD_THREAD: 'worker' (default) builds indexes off the request thread; 'main' is a diagnostic for comparisons */
+  indexBuildThread: 'worker' | 'main';
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -102,6 +104,10 @@ const EnvSchema = v.object({
   RATE_LIMIT_RPS: v.optional(rateRps),
   RATE_LIMIT_BURST: v.optional(rateBurst),
   SHUTDOWN_TIMEOUT_MS: v.optional(shutdownMs, '10000'),
+  INDEX_BUILD_THREAD: v.optional(
+    v.picklist(['worker', 'main'], (i) => `config: INDEX_BUILD_THREAD must be worker or main, got ${JSON.stringify(i.input)}`),
+    'worker',
+  ),
 });
 
 /** Validates the environment; an empty variable counts as unset. Throws ConfigError listing every problem. */
@@ -130,6 +136,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sunsetAt: o.SUNSET_AT ?? null,
     rateLimit: rps > 0 ? { rps, burst: burst ?? Math.max(1, Math.ceil(rps)) } : null,
     shutdownTimeoutMs: o.SHUTDOWN_TIMEOUT_MS as number,
+    indexBuildThread: o.INDEX_BUILD_THREAD,
   };
 }
 
