@@ -1,4 +1,4 @@
-import type { Channel } from '../model/records.js';
+import type { Channel, Contact } from '../model/records.js';
 
 /** A fully validated search (CONTRACT 2 and 4 applied): what the index and the reference both answer. */
 export interface SearchRequest {
@@ -30,15 +30,9 @@ export interface ResultMessage {
 
 /** spec 2.2 */
 export interface ResultItem {
-  contact: {
-    id: string;
-    organization_id: string;
-    name: string | null;
-    phone: string | null;
-    email: string | null;
-    avatar_url: string | null;
-    source: string | null;
-  };
+  /** full form, key order of spec 2.1 */
+  contact: Contact;
+
   match_count: number;
   conversations_count: number;
   first_matched_at: string;

@@ -1,9 +1,10 @@
 /** Starts a throwaway redis-server on a free port in a temp dir, for tests; `stop()` kills it and removes the dir. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { freePort } from './server.js';
 
 export interface TestRedis {
   url: string;
@@ -15,16 +16,6 @@ export interface TestRedis {
   restart(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 function ping(port: number): Promise<boolean> {
   return new Promise((resolve) => {
