@@ -2,6 +2,7 @@
  * The import pipeline: readContacts → readMessages → publishImport. Everything is validated
  * before anything is published, so one bad line leaves the store untouched (CONTRACT 9).
  */
+import { randomBytes } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import * as v from 'valibot';
@@ -11,7 +12,7 @@ import type { SnapshotRef, Store } from '../store/store.js';
 import { parseRfc3339 } from '../time/rfc3339.js';
 import { IdSet } from './id-set.js';
 import { ImportError, show } from './import-error.js';
-import { readLines } from './line-reader.js';
+import { firstInvalidUtf8, readLines, type Line } from './line-reader.js';
 import { silentProgress, type Progress } from './progress.js';
 import { ContactLineSchema, MessageLineSchema } from './schemas.js';
 
@@ -27,8 +28,33 @@ interface OrgState {
   messageIds: IdSet;
 }
 
+/**
+ * The error for a line that is not valid UTF-8, naming the field whose value holds the first bad
+ * sequence when the line is otherwise a JSON object: the bad bytes are replaced by a random marker
+ * that is valid inside a JSON string, and the field holding the marker is the culprit.
+ */
+function utf8Error(bytes: Buffer, file: string, line: number): ImportError {
+  const bad = firstInvalidUtf8(bytes) ?? { at: 0, length: 0 };
+  const hex = [...bytes.subarray(bad.at, bad.at + bad.length)].map((b) => `0x${b.toString(16).toUpperCase().padStart(2, '0')}`).join(' ');
+  const problem = `invalid UTF-8 (${hex} at byte ${bad.at + 1} of the line)`;
+  // Plain ASCII: valid inside a JSON string, a syntax error anywhere else.
+  const marker = `~${randomBytes(8).toString('hex')}~`;
+  let field: string | null = null;
+  try {
+    const text = Buffer.concat([bytes.subarray(0, bad.at), Buffer.from(marker), bytes.subarray(bad.at + bad.length)]).toString('utf8');
+    const json = JSON.parse(text) as unknown;
+    if (json !== null && typeof json === 'object' && !Array.isArray(json)) {
+      for (const [k, val] of Object.entries(json)) {
+        if (JSON.stringify(val)?.includes(marker)) { field = k; break; }
+      }
+    }
+  } catch { /* not JSON apart from the bad bytes: the line only */ }
+  return new ImportError(file, line, field, problem);
+}
+
 /** Parses one line; throws ImportError naming the first problem. */
-function parseLine<S extends v.GenericSchema>(schema: S, text: string, file: string, line: number): v.InferOutput<S> {
+function parseLine<S extends v.GenericSchema>(schema: S, { text, invalidUtf8 }: Line, file: string, line: number): v.InferOutput<S> {
+  if (invalidUtf8 !== undefined) throw utf8Error(invalidUtf8, file, line);
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -46,7 +72,7 @@ function parseLine<S extends v.GenericSchema>(schema: S, text: string, file: str
   throw new ImportError(file, line, field, missing ? 'missing' : `${issue.message}, got ${show(issue.input)}`);
 }
 
-async function* linesWithProgress(file: string, progress: Progress): AsyncGenerator<{ number: number; text: string }> {
+async function* linesWithProgress(file: string, progress: Progress): AsyncGenerator<Line> {
   const size = (await stat(file)).size;
   progress.start(path.basename(file), size);
   let bytes = 0, lines = 0;
@@ -66,8 +92,9 @@ export async function readImport(contactsFile: string, messagesFile: string, pro
   let contacts = 0, messages = 0;
 
   const cname = path.basename(contactsFile);
-  for await (const { number, text } of linesWithProgress(contactsFile, progress)) {
-    const c: Contact = parseLine(ContactLineSchema, text, cname, number);
+  for await (const l of linesWithProgress(contactsFile, progress)) {
+    const number = l.number;
+    const c: Contact = parseLine(ContactLineSchema, l, cname, number);
     let org = orgs.get(c.organization_id);
     if (org === undefined) {
       org = { builder: new OrgDataBuilder(c.organization_id), messageIds: new IdSet() };
@@ -81,8 +108,9 @@ export async function readImport(contactsFile: string, messagesFile: string, pro
   }
 
   const mname = path.basename(messagesFile);
-  for await (const { number, text } of linesWithProgress(messagesFile, progress)) {
-    const m: MessageLine = parseLine(MessageLineSchema, text, mname, number);
+  for await (const l of linesWithProgress(messagesFile, progress)) {
+    const number = l.number;
+    const m: MessageLine = parseLine(MessageLineSchema, l, mname, number);
     const org = orgs.get(m.organization_id);
     if (org === undefined || !org.builder.hasContact(m.contact_id)) {
       const owner = contactOrg.get(m.contact_id);

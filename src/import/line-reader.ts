@@ -1,12 +1,22 @@
-/** Streams an NDJSON file line by line, never holding more than readline's buffer. */
+/**
+ * Streams an NDJSON file line by line over raw bytes, never holding more than one read block and
+ * the current line. Lines end at LF (a CR before it is dropped). Every line is checked to be valid
+ * UTF-8: a decoder would otherwise turn bad bytes into U+FFFD silently and import altered text.
+ */
+import { isUtf8 } from 'node:buffer';
 import { createReadStream } from 'node:fs';
-import { createInterface } from 'node:readline';
 
 export interface Line {
   /** 1-based, counting blank lines too, as an editor shows them */
   number: number;
+  /** the line decoded as UTF-8 (invalid sequences replaced by U+FFFD when `invalidUtf8` is set) */
   text: string;
+  /** the line's raw bytes, present only when they are not valid UTF-8 */
+  invalidUtf8?: Buffer;
 }
+
+const LF = 0x0a;
+const CR = 0x0d;
 
 /**
  * Yields the non-blank lines of `file`: a UTF-8 BOM is dropped, CRLF and LF both end a line.
@@ -14,22 +24,78 @@ export interface Line {
  */
 export async function* readLines(file: string, onBytes?: (n: number) => void): AsyncGenerator<Line> {
   const stream = createReadStream(file, { highWaterMark: 1 << 20 });
-  if (onBytes) stream.on('data', (chunk) => onBytes(chunk.length));
-  const rl = createInterface({ input: stream, crlfDelay: Infinity });
   let number = 0;
+  // Bytes of the line begun in earlier blocks and not ended yet.
+  let pending: Buffer[] = [];
+  let pendingSize = 0;
+
+  function* emit(bytes: Buffer): Generator<Line> {
+    number++;
+    let b = bytes;
+    if (b.length > 0 && b[b.length - 1] === CR) b = b.subarray(0, b.length - 1);
+    if (number === 1 && b.length >= 3 && b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf) b = b.subarray(3);
+    if (b.length === 0) return;
+    const text = b.toString('utf8');
+    if (isBlank(text)) return;
+    if (!isUtf8(b)) yield { number, text, invalidUtf8: Buffer.from(b) };
+    else yield { number, text };
+  }
+
   try {
-    for await (let text of rl) {
-      number++;
-      if (number === 1 && text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-      if (text.length === 0 || (isSpace(text.charCodeAt(0)) && text.trim() === '')) continue;
-      yield { number, text };
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      onBytes?.(chunk.length);
+      let start = 0;
+      for (;;) {
+        const nl = chunk.indexOf(LF, start);
+        if (nl < 0) break;
+        let line = chunk.subarray(start, nl);
+        if (pendingSize > 0) {
+          line = Buffer.concat([...pending, line], pendingSize + line.length);
+          pending = [];
+          pendingSize = 0;
+        }
+        yield* emit(line);
+        start = nl + 1;
+      }
+      if (start < chunk.length) {
+        // A copy: the read block must not stay alive for the sake of a line's tail.
+        const rest = Buffer.from(chunk.subarray(start));
+        pending.push(rest);
+        pendingSize += rest.length;
+      }
     }
+    if (pendingSize > 0) yield* emit(Buffer.concat(pending, pendingSize));
   } finally {
-    rl.close();
     stream.destroy();
   }
 }
 
-function isSpace(c: number): boolean {
-  return c === 32 || c === 9 || c === 13 || c === 0xa0 || c === 0xfeff || c > 0x1000;
+function isBlank(text: string): boolean {
+  const c = text.charCodeAt(0);
+  return (c === 32 || c === 9 || c === 13 || c === 0xa0 || c === 0xfeff || c > 0x1000) && text.trim() === '';
+}
+
+/** The first invalid UTF-8 sequence of `b`: its offset and length in bytes, or null when `b` is valid. */
+export function firstInvalidUtf8(b: Uint8Array): { at: number; length: number } | null {
+  const n = b.length;
+  let i = 0;
+  while (i < n) {
+    const c = b[i];
+    if (c < 0x80) { i++; continue; }
+    let need: number;
+    if (c >= 0xc2 && c <= 0xdf) need = 1;
+    else if (c >= 0xe0 && c <= 0xef) need = 2;
+    else if (c >= 0xf0 && c <= 0xf4) need = 3;
+    else return { at: i, length: 1 };
+    // Second-byte ranges that exclude overlong forms, surrogates and code points above U+10FFFF.
+    const lo = c === 0xe0 ? 0xa0 : c === 0xf0 ? 0x90 : 0x80;
+    const hi = c === 0xed ? 0x9f : c === 0xf4 ? 0x8f : 0xbf;
+    const c1 = b[i + 1];
+    if (i + 1 >= n || c1 < lo || c1 > hi) return { at: i, length: 1 };
+    for (let j = 2; j <= need; j++) {
+      if (i + j >= n || (b[i + j] & 0xc0) !== 0x80) return { at: i, length: j };
+    }
+    i += need + 1;
+  }
+  return null;
 }
