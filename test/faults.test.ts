@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
 import { Unpackr } from 'msgpackr';
 import { mulberry32 } from '../scripts/gen-lib.js';
 import { OrgDataBuilder } from '../src/model/org-data-builder.js';
@@ -22,7 +23,8 @@ import {
   assertBody, expected, gen, generateRequest, importCli, loadDataset, openHarness, organizationsOf, reloadCli, search, tempDir,
   vocabulary, waitFor, type Dataset, type GeneratedRequest, type StoreHarness,
 } from './helpers/e2e.js';
-import { ROOT, createKey, startServer, type CreatedKey, type RunningServer } from './helpers/server.js';
+import { startRedis, type TestRedis } from './helpers/redis-server.js';
+import { ROOT, baseEnv, createKey, startServer, type CreatedKey, type RunningServer } from './helpers/server.js';
 
 const SEED = 4242;
 const work = tempDir('faults-gen-');
@@ -146,6 +148,14 @@ for (const storeName of ['embedded', 'redis'] as const) {
   });
 }
 
+/** The server's count of refused snapshot loads, from its /metrics. */
+async function failedLoads(server: RunningServer): Promise<number> {
+  const text = await (await fetch(`${server.adminUrl}/metrics`)).text();
+  const m = /^catalog_snapshot_loads\{result="failed"\} (\d+)$/m.exec(text);
+  assert.ok(m, `catalog_snapshot_loads{result="failed"} in /metrics`);
+  return Number(m[1]);
+}
+
 /** Rewrites an embedded snapshot file with its manifest's format version changed. */
 function rewriteFormat(file: string, format: number): void {
   const buf = readFileSync(file);
@@ -193,6 +203,7 @@ for (const storeName of ['embedded', 'redis'] as const) {
 
     for (const [name, damage, error] of damages) {
       test(`${name}: refused at load with a log line naming organization and version; the previous index stays`, async () => {
+        const failedBefore = await failedLoads(server);
         const ref = await store.publishSnapshot(smallOrgData(small, 700));
         await damage(ref);
         const rel = await reloadCli(h.env);
@@ -203,6 +214,8 @@ for (const storeName of ['embedded', 'redis'] as const) {
         const log = JSON.parse(line) as { organization_id: string; version: number; err: string };
         assert.equal(log.organization_id, org);
         assert.match(log.err, error);
+        // ... and the metric of refused loads went up (the poll may have tried it too before the reload).
+        assert.ok(await failedLoads(server) > failedBefore, 'catalog_snapshot_loads{result="failed"} counts the refusal');
         await assertServesSmall(server, key.key, `after ${name}`);
       });
     }
@@ -267,3 +280,148 @@ describe('Redis stopped while serving, then restarted empty', () => {
     for (const p of probes) assertBody((await search(server.url, key.key, p.query)).text, expected(now, p.request), `after a fresh publish: ?${p.query}`);
   });
 });
+
+describe('Redis killed while an import publishes (persistent Redis, restarted on the same data)', () => {
+  let redis: TestRedis, data: { dir: string; cleanup: () => void }, env: NodeJS.ProcessEnv, serverEnv: Record<string, string>;
+  let store: RedisStore, key: CreatedKey, server: RunningServer, v1: number;
+  before(async () => {
+    redis = await startRedis({ persist: true });
+    data = tempDir('faults-redis-aof-');
+    serverEnv = { REDIS_URL: redis.url, DATA_DIR: data.dir };
+    env = baseEnv(serverEnv);
+    const imp = await importCli(env, small);
+    assert.equal(imp.code, 0, imp.stderr);
+    store = await RedisStore.connect(redis.url);
+    v1 = (await latestVersion(store))!;
+    key = await createKey(env, [org], 'contacts:read,messages:read');
+    server = await startServer(serverEnv);
+  });
+  after(async () => {
+    await server?.stop();
+    await store?.close();
+    await redis?.stop();
+    data?.cleanup();
+  });
+
+  test('chunks written, pointer not switched: the import fails clearly, the restarted Redis still names the previous version', async (t) => {
+    // Told by Redis itself the moment the first chunk of the new version lands, this test freezes
+    // every client (CLIENT PAUSE ALL) at once, so the import cannot get to the pointer switch,
+    // then SIGKILLs redis-server.
+    await store.client.config('SET', 'notify-keyspace-events', 'Kh');
+    // Own connections with ioredis' defaults (the store's refuse to queue before connecting).
+    const sub = new Redis(redis.url, { maxRetriesPerRequest: 0, retryStrategy: () => null });
+    // Connected beforehand: the pause must not wait for a connection setup.
+    const ctl = new Redis(redis.url, { maxRetriesPerRequest: 0, retryStrategy: () => null });
+    ctl.on('error', () => {});
+    await ctl.ping();
+    let sawChunk = false;
+    let killing: Promise<void> | null = null;
+    const killed = new Promise<void>((resolve) => {
+      sub.on('pmessage', (_p: string, channel: string) => {
+        if (killing || !channel.endsWith(`:v:${v1 + 1}`)) return;
+        sawChunk = true;
+        killing = (async () => {
+          await ctl.call('CLIENT', 'PAUSE', '30000', 'ALL').catch(() => {});
+          ctl.disconnect();
+          await redis.kill();
+          resolve();
+        })();
+      });
+    });
+    sub.on('error', () => {});
+    let r;
+    try {
+      await sub.psubscribe(`__keyspace@0__:snap:{${org}}:v:*`);
+      r = await importCli(env, big);
+    } finally {
+      sub.disconnect();
+      if (!killing) ctl.disconnect();
+    }
+    if (!sawChunk) assert.fail(`the import never wrote a chunk (${r.code}): ${r.stderr}`);
+    await killed;
+    t.diagnostic(`import exit ${r.code}`);
+    assert.match(r.stderr, /snapshot: reading messages\.ndjson/, 'killed after reading, while publishing');
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, /^snapshot: store: redis unavailable at redis:\/\/127\.0\.0\.1:\d+\/?: /m);
+
+    // Meanwhile the running server answers from memory.
+    await assertServesSmall(server, key.key, 'Redis down after a broken import');
+
+    await redis.restart();
+    await waitFor('the store to answer again', 10_000, async () => (await latestVersion(store).catch(() => undefined)) !== undefined);
+    assert.equal(await latestVersion(store), v1, 'the pointer still names the previous version');
+    // Half of the new version survived the restart (the AOF): it exists, but nothing names it.
+    assert.ok((await store.client.hlen(`snap:{${org}}:v:${v1 + 1}`)) >= 1, 'some chunks of the broken version were persisted');
+    assert.equal(await store.client.hexists(`snap:{${org}}:v:${v1 + 1}`, 'manifest'), 0);
+    assert.deepEqual(await store.loadSnapshot({ organizationId: org, version: v1 }), smallOrgData(small, small.messages.length));
+    await assertServesSmall(server, key.key, 'after Redis came back');
+    const rel = await reloadCli(env);
+    assert.equal(rel.code, 0, rel.stderr);
+    await assertServesSmall(server, key.key, 'after a reload');
+    // A fresh server reads the store from scratch: the previous snapshot, not the broken one.
+    const fresh = await startServer(serverEnv);
+    try { await assertServesSmall(fresh, key.key, 'a server started after the broken import'); } finally { await fresh.stop(); }
+
+    // The next import publishes over the orphan and removes it.
+    const again = await importCli(env, small);
+    assert.equal(again.code, 0, again.stderr);
+    assert.ok((await latestVersion(store))! > v1 + 1);
+    assert.equal(await store.client.exists(`snap:{${org}}:v:${v1 + 1}`), 0, 'the orphaned half version was removed');
+  });
+});
+
+describe('server killed with SIGKILL while it loads a reload (embedded store)', () => {
+  let h: StoreHarness, key: CreatedKey;
+  before(async () => {
+    h = await openHarness('embedded');
+    assert.equal((await importCli(h.env, small)).code, 0);
+    key = await createKey(h.env, [org], 'contacts:read,messages:read');
+  });
+  after(async () => { await h?.cleanup(); });
+
+  test('a restarted server serves the whole new snapshot; the reload CLI exits 0 with it', async (t) => {
+    const server = await startServer(h.serverEnv);
+    let newVersion: number;
+    try {
+      await assertServesSmall(server, key.key, 'before');
+      const imp = await importCli(h.env, big, ['--json']);
+      assert.equal(imp.code, 0, imp.stderr);
+      newVersion = (JSON.parse(imp.stdout) as { organizations: { version: number }[] }).organizations[0].version;
+      // The server may already have begun loading it on its own (it polls every second): either way it is loading now.
+      const reload = fetch(`${server.adminUrl}/admin/reload`, { method: 'POST' }).catch((err: Error) => err);
+      await new Promise((r) => setTimeout(r, 30));
+      const loadedAlready = server.output().includes(`"version":${newVersion},"messages"`);
+      server.child.kill('SIGKILL');
+      const answer = await reload;
+      t.diagnostic(loadedAlready ? 'the load had finished before the kill' : 'killed while loading');
+      assert.ok(answer instanceof Error || answer.status === 200, 'the reload was cut off, or had answered');
+    } finally {
+      await server.stop();
+    }
+    assert.equal(server.child.signalCode, 'SIGKILL');
+
+    const restarted = await startServer(h.serverEnv);
+    try {
+      const metrics = await (await fetch(`${restarted.adminUrl}/metrics`)).text();
+      assert.match(metrics, new RegExp(`^index_snapshot_version\\{organization_id="${org}"\\} ${newVersion}$`, 'm'));
+      assert.match(metrics, new RegExp(`^index_messages\\{organization_id="${org}"\\} ${150_000}$`, 'm'));
+      // Whole: a few probes answer exactly the reference over the new data.
+      const now = { contacts: small.contacts, messages: readNdjsonMessages(big.messagesFile) };
+      for (const p of probes.slice(0, 3)) {
+        const r = await search(restarted.url, key.key, p.query);
+        assert.equal(r.status, 200, r.text);
+        assertBody(r.text, expected(now, p.request), `restarted: ?${p.query}`);
+      }
+      const rel = await reloadCli(h.env);
+      assert.equal(rel.code, 0, `the killed server's registry entry does not fail the reload: ${rel.stderr}`);
+      const dir = path.dirname(snapshotFile(h.serverEnv.DATA_DIR, { organizationId: org, version: 1 }));
+      assert.deepEqual(readdirSync(dir).filter((n) => n.startsWith('.tmp-') || n === '.lock'), []);
+    } finally {
+      await restarted.stop();
+    }
+  });
+});
+
+function readNdjsonMessages(file: string): MessageLine[] {
+  return readFileSync(file, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as MessageLine);
+}

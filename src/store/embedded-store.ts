@@ -80,8 +80,10 @@ export class EmbeddedStore implements Store {
       await this.removeDeadTemps(dir);
       let version = Math.max((await this.readPointer(org))?.version ?? 0, ...(await this.versionsOn(dir))) + 1;
       const tmp = tempName(dir);
-      await this.writeSnapshotFile(tmp, data, version);
+      let linked = false;
       try {
+        // Written inside the try: a failed write (disk full, I/O error) leaves no temp file behind.
+        await this.writeSnapshotFile(tmp, data, version);
         // link() fails when the name exists, unlike rename(): a concurrent publisher keeps its version.
         for (;;) {
           try { await fs.link(tmp, snapshotFile(this.dataDir, { organizationId: org, version })); break; } catch (err) {
@@ -91,18 +93,30 @@ export class EmbeddedStore implements Store {
             await this.writeSnapshotFile(tmp, data, version);
           }
         }
-      } finally {
-        await fs.rm(tmp, { force: true });
-      }
-      await syncDir(dir);
-      await withLock(path.join(dir, '.lock'), async () => {
-        const cur = await this.readPointer(org);
-        if (cur !== null && cur.version >= version) {
-          throw new Error(`store: a newer snapshot (version ${cur.version}) of organization ${org} was published concurrently`);
+        linked = true;
+        await syncDir(dir);
+        await withLock(path.join(dir, '.lock'), async () => {
+          const cur = await this.readPointer(org);
+          if (cur !== null && cur.version >= version) {
+            throw new Error(`store: a newer snapshot (version ${cur.version}) of organization ${org} was published concurrently`);
+          }
+          await writeFileAtomic(path.join(dir, 'CURRENT'), JSON.stringify({ version, previous: cur?.version ?? null }));
+          // Best effort: the new version is published now, a failed clean-up must not say otherwise
+          // (the next publish removes what is left).
+          await this.removeOldVersions(dir, version, cur?.version ?? null).catch(() => {});
+        });
+      } catch (err) {
+        // Our version file, when the pointer never came to name it, is garbage: remove it now
+        // rather than at the next publish. (When the pointer did switch, e.g. only the directory
+        // fsync failed afterwards, the file is live and stays.)
+        if (linked) {
+          const cur = await this.readPointer(org).catch(() => null);
+          if (cur?.version !== version) await fs.rm(snapshotFile(this.dataDir, { organizationId: org, version }), { force: true }).catch(() => {});
         }
-        await writeFileAtomic(path.join(dir, 'CURRENT'), JSON.stringify({ version, previous: cur?.version ?? null }));
-        await this.removeOldVersions(dir, version, cur?.version ?? null);
-      });
+        throw err;
+      } finally {
+        await fs.rm(tmp, { force: true }).catch(() => {});
+      }
       return { organizationId: org, version };
     } catch (err) {
       throw wrap(`publishing organization ${org}`, err);

@@ -18,17 +18,18 @@ export function tempName(dir: string): string {
 export async function writeFileAtomic(file: string, data: string | Uint8Array, durable = true): Promise<void> {
   const dir = path.dirname(file);
   const tmp = tempName(dir);
-  const fh = await fs.open(tmp, 'w');
   try {
-    await fh.writeFile(data);
-    if (durable) await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  try {
+    const fh = await fs.open(tmp, 'w');
+    try {
+      await fh.writeFile(data);
+      if (durable) await fh.sync();
+    } finally {
+      await fh.close();
+    }
     await fs.rename(tmp, file);
   } catch (err) {
-    await fs.rm(tmp, { force: true });
+    // Disk full or an I/O error: `file` is untouched, and no half-written temp file stays behind.
+    await fs.rm(tmp, { force: true }).catch(() => {});
     throw err;
   }
   if (durable) await syncDir(dir);

@@ -28,12 +28,18 @@ function ping(port: number): Promise<boolean> {
   });
 }
 
-export async function startRedis(): Promise<TestRedis> {
+export interface StartRedisOptions {
+  /** append-only file with an fsync per write, so data survives kill() and restart() (default: no persistence) */
+  persist?: boolean;
+}
+
+export async function startRedis(options: StartRedisOptions = {}): Promise<TestRedis> {
   const port = await freePort();
   const dir = mkdtempSync(path.join(tmpdir(), 'redis-test-'));
   let proc: ChildProcess | null = null;
   const launch = async (): Promise<void> => {
-    proc = spawn('redis-server', ['--save', '', '--appendonly', 'no', '--port', String(port), '--bind', '127.0.0.1', '--dir', dir], { stdio: 'ignore' });
+    const persistence = options.persist ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no'];
+    proc = spawn('redis-server', ['--save', '', ...persistence, '--port', String(port), '--bind', '127.0.0.1', '--dir', dir], { stdio: 'ignore' });
     const deadline = Date.now() + 10_000;
     while (!(await ping(port))) {
       if (Date.now() > deadline) throw new Error(`test: redis-server did not answer PING on port ${port}`);
