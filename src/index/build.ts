@@ -1,5 +1,5 @@
 import type { Contact, OrgData } from '../model/records.js';
-import { normalize, TOKEN } from '../text/normalize.js';
+import { tokensOf } from '../text/fast-tokens.js';
 import type { OrgIndex } from './org-index.js';
 import { StringColumnBuilder } from './string-column.js';
 
@@ -109,16 +109,13 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     msgConversation[o] = conv;
 
     seqStart[o] = tokenSeq.length;
-    const tokens = normalize(m.content[i]).match(TOKEN);
-    if (tokens !== null) {
-      for (const t of tokens) {
-        let id = tokenIds.get(t);
-        if (id === undefined) {
-          id = tokenIds.size;
-          tokenIds.set(t, id);
-        }
-        tokenSeq.push(id);
+    for (const t of tokensOf(m.content[i])) {
+      let id = tokenIds.get(t);
+      if (id === undefined) {
+        id = tokenIds.size;
+        tokenIds.set(t, id);
       }
+      tokenSeq.push(id);
     }
   }
   seqStart[n] = tokenSeq.length;

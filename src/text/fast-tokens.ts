@@ -1,0 +1,144 @@
+/**
+ * The tokens of CONTRACT 1 (`N(text).match(TOKEN)`) in one pass over the text, for the index
+ * build, where normalizing whole messages (NFKD, a regex over marks, toLowerCase, a regex over
+ * tokens: four passes and three new strings a message) was half of the build time.
+ *
+ * Why a per-code-point table gives the same answer: NFKD decomposes each code point on its own and
+ * then only reorders runs of combining marks, which N() removes; toLowerCase() maps each code point
+ * on its own except Greek capital sigma (final sigma depends on the neighbours). So
+ * N(text) = concat of N(code point) for every text whose N() holds no U+03A3, and those texts take
+ * the plain path. test/text.test.ts checks the equality for every code point, in context.
+ */
+import { normalize, TOKEN } from './normalize.js';
+
+/** How a BMP code unit maps under N(): */
+const SEP = 0; // to text without a letter or digit (space, punctuation, most symbols): ends a token
+const ONE = 1; // to one letter or digit, LOWER[c]
+const NONE = 2; // to nothing (a mark): invisible, "cafe\u0301s" is one token
+const MANY = 3; // to several code units, or letters and separators mixed: MAPPED[c]
+const PLAIN = 4; // anything the table does not decide (capital sigma, surrogates): plain path
+
+let KIND: Uint8Array | null = null;
+let LOWER: Uint16Array;
+let MAPPED: Array<string | undefined>;
+/** 1 for a BMP code unit of \p{L} or \p{N} (for the code units of MAPPED strings, already N()). */
+let IS_LN: Uint8Array;
+/** N() of astral code points met so far, or null when it holds a capital sigma. */
+const astral = new Map<number, string | null>();
+
+const LETTER_OR_DIGIT = /^[\p{L}\p{N}]$/u;
+const SIGMA = 'Σ';
+
+function mapOne(ch: string): string | null {
+  const decomposed = ch.normalize('NFKD').replace(/\p{M}/gu, '');
+  return decomposed.includes(SIGMA) ? null : decomposed.toLowerCase();
+}
+
+function buildTables(): Uint8Array {
+  const kind = new Uint8Array(0x10000);
+  LOWER = new Uint16Array(0x10000);
+  IS_LN = new Uint8Array(0x10000);
+  MAPPED = [];
+  for (let c = 0; c < 0x10000; c++) {
+    if (c >= 0xd800 && c <= 0xdfff) { kind[c] = PLAIN; continue; }
+    const ch = String.fromCharCode(c);
+    if (LETTER_OR_DIGIT.test(ch)) IS_LN[c] = 1;
+    const m = mapOne(ch);
+    if (m === null) kind[c] = PLAIN;
+    else if (m.length === 0) kind[c] = NONE;
+    else if (m.length === 1 && LETTER_OR_DIGIT.test(m)) { kind[c] = ONE; LOWER[c] = m.charCodeAt(0); }
+    else if (!/[\p{L}\p{N}]/u.test(m)) kind[c] = SEP;
+    else { kind[c] = MANY; MAPPED[c] = m; }
+  }
+  return kind;
+}
+
+// Code units of the token being read, reused between calls.
+let buf = new Uint16Array(256);
+let len = 0;
+let out: string[] = [];
+
+function push(code: number): void {
+  if (len === buf.length) {
+    const g = new Uint16Array(buf.length * 2);
+    g.set(buf);
+    buf = g;
+  }
+  buf[len++] = code;
+}
+
+function endToken(): void {
+  if (len > 0) { out.push(fromCodes(buf, len)); len = 0; }
+}
+
+/** Appends an already normalized mapping: its letters and digits join the token, the rest ends it. */
+function pushMapped(m: string): void {
+  for (let j = 0; j < m.length; j++) {
+    const d = m.charCodeAt(j);
+    if (d >= 0xd800 && d <= 0xdbff && j + 1 < m.length) {
+      const pair = m.slice(j, j + 2);
+      if (LETTER_OR_DIGIT.test(pair)) { push(d); push(m.charCodeAt(j + 1)); } else endToken();
+      j++;
+    } else if (IS_LN[d] === 1) push(d);
+    else endToken();
+  }
+}
+
+/** Same as `normalize(text).match(TOKEN) ?? []`. */
+export function tokensOf(text: string): string[] {
+  const kind = KIND ?? (KIND = buildTables());
+  out = [];
+  len = 0;
+  const n = text.length;
+  // While the current token is the untouched source text[start, i) (ASCII lower case letters and
+  // digits only), it is taken with slice() rather than rebuilt from code units.
+  let start = 0;
+  let plainRun = true;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    const k = kind[c];
+    if (k === ONE) {
+      const l = LOWER[c];
+      if (len === 0) { start = i; plainRun = true; }
+      if (plainRun && (l !== c || c >= 0x80)) plainRun = false;
+      push(l);
+    } else if (k === SEP) {
+      if (len > 0) {
+        out.push(plainRun ? text.slice(start, i) : fromCodes(buf, len));
+        len = 0;
+      }
+    } else if (k === NONE) {
+      plainRun = false;
+    } else if (k === MANY) {
+      plainRun = false;
+      pushMapped(MAPPED[c]!);
+    } else {
+      // A surrogate pair: its N(), cached; a lone surrogate or a capital sigma: the plain path.
+      const d = i + 1 < n ? text.charCodeAt(i + 1) : 0;
+      if (c >= 0xd800 && c <= 0xdbff && d >= 0xdc00 && d <= 0xdfff) {
+        const cp = ((c - 0xd800) << 10) + (d - 0xdc00) + 0x10000;
+        let m = astral.get(cp);
+        if (m === undefined) {
+          m = mapOne(String.fromCodePoint(cp));
+          if (astral.size < 65536) astral.set(cp, m);
+        }
+        if (m !== null) {
+          plainRun = false;
+          pushMapped(m);
+          i++;
+          continue;
+        }
+      }
+      return normalize(text).match(TOKEN) ?? [];
+    }
+  }
+  if (len > 0) out.push(plainRun ? text.slice(start) : fromCodes(buf, len));
+  return out;
+}
+
+function fromCodes(b: Uint16Array, len: number): string {
+  if (len <= 64) return String.fromCharCode.apply(null, b.subarray(0, len) as unknown as number[]);
+  let s = '';
+  for (let i = 0; i < len; i += 4096) s += String.fromCharCode.apply(null, b.subarray(i, Math.min(len, i + 4096)) as unknown as number[]);
+  return s;
+}
