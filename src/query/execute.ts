@@ -5,6 +5,7 @@ import { scratchFor, type Scratch } from './scratch.js';
 import type { ResultItem, ResultMessage, SearchRequest, SearchResponse } from './search-request.js';
 import { smallestKeys } from './select.js';
 import { stringAt } from '../index/string-column.js';
+import { isoString } from '../time/iso-string.js';
 import { containsPhrase, lowerBound, termView, type TermView } from './term-view.js';
 
 /** First ordinal whose sent_at is below `ms` (`strict`) or at most `ms`; sent_at is non-increasing. */
@@ -152,7 +153,7 @@ function renderMessage(index: OrgIndex, s: Scratch, o: number): ResultMessage {
     channel: CHANNELS[combo % CHANNELS.length],
     direction: combo < CHANNELS.length ? 'inbound' : 'outbound',
     content: stringAt(s.contents, index.msgContentOffsets, o),
-    sent_at: new Date(index.msgSentAt[o]).toISOString(),
+    sent_at: isoString(index.msgSentAt[o]),
   };
 }
 
@@ -205,8 +206,8 @@ function contactResult(plan: Plan, s: Scratch, c: number, messagesLimit: number)
     contact: index.contacts[c],
     match_count: count,
     conversations_count: conversations,
-    first_matched_at: new Date(index.msgSentAt[oldest]).toISOString(),
-    last_matched_at: new Date(index.msgSentAt[newest]).toISOString(),
+    first_matched_at: isoString(index.msgSentAt[oldest]),
+    last_matched_at: isoString(index.msgSentAt[newest]),
     messages,
   };
 }
