@@ -123,29 +123,37 @@ function matchContacts(plan: Plan, s: Scratch): number {
     }
     return n;
   }
-  // k-way merge over contact ordinals
-  const k = views.length;
-  const pos = views.map((v) => v.from);
-  for (;;) {
-    let c = NONE;
-    for (let j = 0; j < k; j++) if (pos[j] < views[j].to && views[j].contact[pos[j]] < c) c = views[j].contact[pos[j]];
-    if (c === NONE) break;
-    let present = 0;
-    for (let j = 0; j < k; j++) if (pos[j] < views[j].to && views[j].contact[pos[j]] === c) present++;
-    let newest = NONE;
-    let passed = 0;
-    for (let j = 0; j < k; j++) {
-      const v = views[j];
-      if (pos[j] >= v.to || v.contact[pos[j]] !== c) continue;
-      const e = pos[j]++;
-      if (plan.all && present < k) continue;
+  // Several terms: each view walked on its own (sequential reads), the newest rank and the number
+  // of terms passed kept per contact ordinal. Under `all`, views go from the smallest and a
+  // contact that failed an earlier one is skipped before any of its postings is read.
+  const gen = s.generation;
+  const { contactStamp: stamp, contactBest: best, contactHits: hits, touched } = s;
+  const order = plan.all ? [...views].sort((a, b) => a.to - a.from - (b.to - b.from)) : views;
+  const k = order.length;
+  let t = 0;
+  for (let j = 0; j < k; j++) {
+    const v = order[j];
+    const contact = v.contact;
+    for (let e = v.from; e < v.to; e++) {
+      const c = contact[e];
+      const seen = stamp[c] === gen;
+      if (plan.all && j > 0 && (!seen || hits[c] !== j)) continue;
       const r = newestRank(plan, v, e);
-      if (r !== NONE) {
-        passed++;
-        if (r < newest) newest = r;
+      if (r === NONE) continue;
+      if (!seen) {
+        stamp[c] = gen;
+        best[c] = r;
+        hits[c] = 1;
+        touched[t++] = c;
+      } else {
+        if (r < best[c]) best[c] = r;
+        hits[c]++;
       }
     }
-    if (plan.all ? passed === k : passed > 0) keys[n++] = newest * contactCount + idRank[c];
+  }
+  for (let i = 0; i < t; i++) {
+    const c = touched[i];
+    if (!plan.all || hits[c] === k) keys[n++] = best[c] * contactCount + idRank[c];
   }
   return n;
 }

@@ -12,6 +12,12 @@ export interface Scratch {
   /** max-heap for choosing the smallest keys of a page */
   heap: Float64Array;
   conversationStamp: Uint32Array;
+  /** per contact ordinal, for several terms: generation seen, newest rank, terms passed */
+  contactStamp: Uint32Array;
+  contactBest: Uint32Array;
+  contactHits: Uint8Array;
+  /** contact ordinals seen by this query, in first-seen order */
+  touched: Uint32Array;
   /** Buffer views of the index's string columns */
   ids: Buffer;
   contents: Buffer;
@@ -28,6 +34,10 @@ export function scratchFor(index: OrgIndex): Scratch {
       keys: new Float64Array(index.contactCount),
       heap: new Float64Array(index.contactCount),
       conversationStamp: new Uint32Array(index.conversationIdOffsets.length - 1),
+      contactStamp: new Uint32Array(index.contactCount),
+      contactBest: new Uint32Array(index.contactCount),
+      contactHits: new Uint8Array(index.contactCount),
+      touched: new Uint32Array(index.contactCount),
       ids: textView(index.msgIdBytes),
       contents: textView(index.msgContentBytes),
       conversations: textView(index.conversationIdBytes),
@@ -37,6 +47,7 @@ export function scratchFor(index: OrgIndex): Scratch {
   if (++s.generation === 0xffffffff) {
     s.generation = 1;
     s.conversationStamp.fill(0);
+    s.contactStamp.fill(0);
   }
   return s;
 }
