@@ -9,7 +9,7 @@
  * N(text) = concat of N(code point) for every text whose N() holds no U+03A3, and those texts take
  * the plain path. test/text.test.ts checks the equality for every code point, in context.
  */
-import { normalize, TOKEN } from './normalize.js';
+import { foldMarks, normalize, TOKEN } from './normalize.js';
 
 /** How a BMP code unit maps under N(): */
 const SEP = 0; // to text without a letter or digit (space, punctuation, most symbols): ends a token
@@ -26,11 +26,13 @@ let IS_LN: Uint8Array;
 /** N() of astral code points met so far, or null when it holds a capital sigma. */
 const astral = new Map<number, string | null>();
 
-const LETTER_OR_DIGIT = /^[\p{L}\p{N}]$/u;
+// Both from TOKEN, the one definition of the token class: one whole token, or some token inside.
+const LETTER_OR_DIGIT = new RegExp(`^${TOKEN.source}$`, 'u');
+const HAS_TOKEN = new RegExp(TOKEN.source, 'u');
 const SIGMA = 'Σ';
 
 function mapOne(ch: string): string | null {
-  const decomposed = ch.normalize('NFKD').replace(/\p{M}/gu, '');
+  const decomposed = foldMarks(ch);
   return decomposed.includes(SIGMA) ? null : decomposed.toLowerCase();
 }
 
@@ -47,7 +49,7 @@ function buildTables(): Uint8Array {
     if (m === null) kind[c] = PLAIN;
     else if (m.length === 0) kind[c] = NONE;
     else if (m.length === 1 && LETTER_OR_DIGIT.test(m)) { kind[c] = ONE; LOWER[c] = m.charCodeAt(0); }
-    else if (!/[\p{L}\p{N}]/u.test(m)) kind[c] = SEP;
+    else if (!HAS_TOKEN.test(m)) kind[c] = SEP;
     else { kind[c] = MANY; MAPPED[c] = m; }
   }
   return kind;
