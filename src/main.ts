@@ -56,7 +56,8 @@ async function main(): Promise<void> {
   // callback after a response ended). One failed request or task must not take the server down.
   process.on('uncaughtException', (err) => logger.error({ err }, 'uncaught exception; the server keeps serving'));
 
-  const store = await openStore(storeEnv(config));
+  // A store that is down now does not stop the start: the server listens, answers 503 and retries.
+  const store = await openStore(storeEnv(config), (err) => logger.warn({ err: err.message }, 'store: unavailable at start; serving 503 and retrying'));
   const catalog = new Catalog(store, { logger, adminUrl: adminUrlOf(config), buildThread: config.indexBuildThread });
   // Loading may take a while; the listeners open now so /readyz can say 503 meanwhile.
   const loading = catalog.start();
@@ -70,9 +71,12 @@ async function main(): Promise<void> {
   const isReady = () => catalogIsReady(catalog);
   const rateLimiter = config.rateLimit ? new RateLimiter(config.rateLimit) : null;
   const publicApp = createPublicApp({
-    uws, keys, metrics, logger, sunsetAt: config.sunsetAt, rateLimiter, indexes: { isReady, get: (org) => catalog.get(org) },
+    uws, keys, metrics, logger, sunsetAt: config.sunsetAt, rateLimiter,
+    indexes: { isReady, get: (org) => catalog.get(org), unavailable: (org) => catalog.unavailable(org) },
   });
-  const adminApp = createAdminApp({ uws, metrics, logger, catalog: { isReady, reload: (org) => catalog.reload(org) } });
+  const adminApp = createAdminApp({
+    uws, metrics, logger, catalog: { isReady, reload: (org) => catalog.reload(org), failed: () => catalog.failed() },
+  });
 
   const sockets = [await listen(publicApp, config.host, config.port), await listen(adminApp, config.adminHost, config.adminPort)];
   logger.info(

@@ -12,7 +12,16 @@ export interface Principal {
 
 export type AuthResult =
   | { ok: true; principal: Principal; hasRequiredScopes: boolean }
-  | { ok: false; prefix: string | null };
+  | {
+      ok: false;
+      prefix: string | null;
+      /**
+       * Set when the prefix is unknown here and one store lookup was started (or is in flight) for
+       * it: a key created since the last refresh. Once it settles, authenticate again (without a
+       * new lookup): the key is cached if it exists.
+       */
+      lookup?: Promise<void>;
+    };
 
 interface CachedKey {
   digest: Buffer;
@@ -20,6 +29,8 @@ interface CachedKey {
   revoked: boolean;
   /** epoch ms, or Infinity */
   expiresAt: number;
+  /** epoch ms when it was read from the store by a single-key lookup, else 0 */
+  lookedUpAt: number;
 }
 
 // Compared against when the prefix is unknown, so unknown and wrong-secret keys cost the same.
@@ -36,11 +47,23 @@ export interface KeyCacheOptions {
    * unknown prefix and a wrong secret take the same path: one SHA-256, one 32-byte comparison.
    */
   compare?: (a: Buffer, b: Buffer) => boolean;
+  /** store lookups of unknown prefixes allowed per second, and as a burst (default 20) */
+  lookupsPerSecond?: number;
+  /** how long a prefix the store does not know is remembered as unknown (default 1000 ms) */
+  missTtlMs?: number;
 }
 
+// Bounds of the lookup path, so random prefixes cannot flood the store or grow memory.
+const MAX_LOOKUPS_IN_FLIGHT = 32;
+const MAX_MISSES = 10_000;
+
 /**
- * All API keys in memory, re-read from the store every second, so a request never waits on the
+ * All API keys in memory, re-read from the store every second, so a known key never waits on the
  * store; `last_used_at` is collected in memory and written in batches.
+ *
+ * A prefix not in memory (a key created since the last refresh) gets one store lookup, shared by
+ * concurrent requests; a prefix the store does not know is remembered for `missTtlMs`, and lookups
+ * are rate-limited (a token bucket), so random prefixes cost the store at most that rate.
  */
 export class KeyCache {
   private keys = new Map<string, CachedKey>();
@@ -54,6 +77,13 @@ export class KeyCache {
   private readonly refreshMs: number;
   private readonly flushMs: number;
   private readonly compare: (a: Buffer, b: Buffer) => boolean;
+  private readonly lookups = new Map<string, Promise<void>>();
+  /** prefix -> epoch ms until which it is known to be absent from the store */
+  private readonly misses = new Map<string, number>();
+  private readonly lookupRate: number;
+  private readonly missTtlMs: number;
+  private lookupTokens: number;
+  private lookupTokensAt = 0;
 
   constructor(store: Store, opts: KeyCacheOptions) {
     this.store = store;
@@ -61,6 +91,9 @@ export class KeyCache {
     this.refreshMs = opts.refreshMs ?? 1000;
     this.flushMs = opts.flushMs ?? 5000;
     this.compare = opts.compare ?? timingSafeEqual;
+    this.lookupRate = opts.lookupsPerSecond ?? 20;
+    this.missTtlMs = opts.missTtlMs ?? 1000;
+    this.lookupTokens = this.lookupRate;
   }
 
   /** True once the first read of the keys succeeded. */
@@ -68,9 +101,12 @@ export class KeyCache {
     return this.loaded;
   }
 
-  /** Loads the keys once (rejects on failure) and starts the refresh and flush timers. */
+  /**
+   * Loads the keys once and starts the refresh and flush timers. A store that is down now is
+   * logged, not thrown: `ready` stays false (searches answer 503) until a refresh succeeds.
+   */
   async start(): Promise<void> {
-    await this.refresh();
+    await this.refresh().catch((err) => this.logger.warn({ err: (err as Error).message }, 'keys: cannot read the keys yet; retrying every refresh'));
     const r = setInterval(() => {
       this.refresh().catch((err) => this.logger.warn({ err: (err as Error).message }, 'keys: refresh failed, serving the previous key set'));
     }, this.refreshMs);
@@ -83,6 +119,7 @@ export class KeyCache {
   /** Re-reads every key from the store; concurrent calls share one read. */
   refresh(): Promise<void> {
     if (!this.refreshing) {
+      const startedAt = Date.now();
       this.refreshing = this.store
         .listKeys()
         .then((records) => {
@@ -93,7 +130,8 @@ export class KeyCache {
           for (const [prefix, key] of this.keys) {
             if (!next.has(prefix)) {
               next.set(prefix, key);
-              lost.push(prefix);
+              // A key looked up while this listing was read is new, not lost.
+              if (key.lookedUpAt < startedAt) lost.push(prefix);
             }
           }
           if (lost.length > 0 && !this.warnedLost) {
@@ -114,7 +152,7 @@ export class KeyCache {
    * Checks an Authorization header value: well-formed, known, secret matching in constant time,
    * not revoked, not expired. Records last use on success.
    */
-  authenticate(authorization: string, now = Date.now()): AuthResult {
+  authenticate(authorization: string, now = Date.now(), allowLookup = true): AuthResult {
     const token = bearerToken(authorization);
     const parts = token === null ? null : parseKey(token);
     if (parts === null) return { ok: false, prefix: null };
@@ -122,10 +160,56 @@ export class KeyCache {
     const digest = createHash('sha256').update(parts.secret, 'utf8').digest();
     // Same work whether or not the prefix exists.
     const equal = this.compare(digest, cached ? cached.digest : DUMMY_DIGEST);
-    if (!cached || !equal || cached.revoked || now >= cached.expiresAt) return { ok: false, prefix: parts.prefix };
+    if (!cached) {
+      const lookup = allowLookup ? this.lookup(parts.prefix, now) : null;
+      return lookup ? { ok: false, prefix: parts.prefix, lookup } : { ok: false, prefix: parts.prefix };
+    }
+    if (!equal || cached.revoked || now >= cached.expiresAt) return { ok: false, prefix: parts.prefix };
     this.lastUsed.set(parts.prefix, new Date(now).toISOString());
     const scopes = cached.principal.scopes;
     return { ok: true, principal: cached.principal, hasRequiredScopes: REQUIRED_SCOPES.every((s) => scopes.has(s)) };
+  }
+
+  /**
+   * One store read of `prefix`, shared by concurrent callers; null when no lookup is due: the
+   * prefix is a recent miss, too many are in flight, or the rate limit is spent (then: 401).
+   */
+  private lookup(prefix: string, now: number): Promise<void> | null {
+    const pending = this.lookups.get(prefix);
+    if (pending) return pending;
+    const missUntil = this.misses.get(prefix);
+    if (missUntil !== undefined) {
+      if (now < missUntil) return null;
+      this.misses.delete(prefix);
+    }
+    if (this.lookups.size >= MAX_LOOKUPS_IN_FLIGHT || !this.takeLookupToken(now)) return null;
+    const done = Promise.resolve()
+      .then(() => this.store.getKey(prefix))
+      .then(
+        (record) => {
+          if (record === null || record.prefix !== prefix) {
+            if (this.misses.size >= MAX_MISSES) this.misses.delete(this.misses.keys().next().value!);
+            this.misses.set(prefix, Date.now() + this.missTtlMs);
+            return;
+          }
+          // Into the live map: a refresh that read the list before this key existed keeps it (see refresh).
+          this.keys.set(prefix, { ...toCached(record), lookedUpAt: Date.now() });
+        },
+        // A store that cannot answer: this request is refused (401); a later one may look again.
+        (err) => this.logger.debug({ err: (err as Error)?.message, key_prefix: prefix }, 'keys: lookup of an unknown prefix failed'),
+      )
+      .finally(() => this.lookups.delete(prefix));
+    this.lookups.set(prefix, done);
+    return done;
+  }
+
+  // Token bucket over all prefixes: `lookupRate` a second, bursts of as many.
+  private takeLookupToken(now: number): boolean {
+    this.lookupTokens = Math.min(this.lookupRate, this.lookupTokens + ((now - this.lookupTokensAt) / 1000) * this.lookupRate);
+    this.lookupTokensAt = now;
+    if (this.lookupTokens < 1) return false;
+    this.lookupTokens -= 1;
+    return true;
   }
 
   /** Writes the collected last_used_at values in one batch; failures only log (it is best effort). */
@@ -158,6 +242,7 @@ function toCached(r: KeyRecord): CachedKey {
     digest,
     revoked,
     expiresAt: Number.isNaN(expires) ? -Infinity : expires,
+    lookedUpAt: 0,
     principal: {
       prefix: r.prefix,
       organizationIds: new Set(r.organization_ids.map((o) => o.toLowerCase())),

@@ -8,14 +8,20 @@
  *
  * Cross-process reload: the Catalog registers its server in the store (heartbeat every second,
  * entry expiring after a few), answers broadcast reload requests when the store has a signal
- * channel (Redis), and polls `latest()` every second as the fallback for lost broadcasts.
+ * channel (Redis), and polls `listLatest()` every second as the fallback for lost broadcasts.
+ *
+ * Failures stay with their organization (issue 13): an organization whose pointer or snapshot
+ * cannot be read or verified is recorded as failed, with the reason, and retried with backoff;
+ * the others load and serve, and an older version already in memory keeps serving. A store that
+ * cannot be read at all (down at start) is retried by the same once-a-second check, which runs
+ * before `ready` too; `ready` turns true once every organization listed has been tried.
  */
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { setImmediate as yieldToRequests } from 'node:timers/promises';
 import type { OrgIndex } from '../index/build.js';
 import type { OrgData } from '../model/records.js';
-import type { ReloadAck, ReloadRequest, ServerEntry, SnapshotRef, Store } from '../store/store.js';
+import type { ReloadAck, ReloadRequest, ServerEntry, Store } from '../store/store.js';
 import { IndexBuilder } from './index-builder.js';
 
 /** The subset of a pino logger the Catalog uses. */
@@ -44,7 +50,23 @@ export interface CatalogOptions {
 export interface ReloadSummary {
   reloaded: { organization_id: string; version: number; messages: number; contacts: number }[];
   unchanged: number;
-  failed: { organization_id: string; version: number; error: string }[];
+  /** version null: the organization's pointer itself could not be read */
+  failed: { organization_id: string; version: number | null; error: string }[];
+}
+
+/** An organization whose last load attempt failed, as /readyz and the metrics report it. */
+export interface OrgFailure {
+  organization_id: string;
+  /** the version that failed, or null when the pointer could not be read */
+  version: number | null;
+  error: string;
+  /** first failure of this episode (ISO) */
+  since: string;
+  attempts: number;
+  /** the older version still served from memory, or null (then searches answer 503) */
+  serving_version: number | null;
+  /** when the next automatic attempt is due (ISO) */
+  next_attempt_at: string;
 }
 
 /** For /metrics. */
@@ -52,6 +74,9 @@ export interface CatalogStats {
   ready: boolean;
   organizations: { organization_id: string; version: number; messages: number; contacts: number; loaded_at: string }[];
   loads: { ok: number; failed: number };
+  /** loads by organization and result, since start */
+  loadsByOrganization: { organization_id: string; ok: number; failed: number }[];
+  failures: OrgFailure[];
   /** duration of the last reload that loaded or failed something, in seconds, or null */
   lastReloadSeconds: number | null;
 }
@@ -64,7 +89,19 @@ interface Loaded {
   loadedAt: Date;
 }
 
+interface Failure {
+  version: number | null;
+  error: string;
+  since: Date;
+  attempts: number;
+  /** epoch ms; the poll does not retry before (an explicit reload does) */
+  nextAttemptAt: number;
+}
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+// Retry backoff of a failed organization: 1 s, 2 s, 4 s ... at most 30 s.
+const RETRY_FIRST_MS = 1000;
+const RETRY_MAX_MS = 30_000;
 // Answers to broadcast requests are kept this long, so a re-sent request gets the same answer.
 const ANSWERED_MAX = 100;
 
@@ -79,8 +116,9 @@ export class Catalog {
   // Loaded organizations the store no longer lists (Redis restarted empty): warned about once.
   private readonly missingInStore = new Set<string>();
   private readonly indexes = new Map<string, Loaded>();
-  // Versions that failed to load: the poll does not retry them every second (an explicit reload does).
-  private readonly failedVersions = new Map<string, number>();
+  // Organizations whose last attempt failed: retried with backoff by the poll, at once by a reload.
+  private readonly failures = new Map<string, Failure>();
+  private readonly loadsByOrg = new Map<string, { ok: number; failed: number }>();
   private queue: Promise<unknown> = Promise.resolve();
   private pollQueued = false;
   private timers: NodeJS.Timeout[] = [];
@@ -107,23 +145,70 @@ export class Catalog {
     this.serverId = `${hostname().replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 32)}-${process.pid}-${randomBytes(4).toString('hex')}`;
   }
 
-  /** Loads every organization's newest snapshot, then joins the reload protocol; `ready` is true after. */
+  /**
+   * Joins the reload protocol and tries every organization's newest snapshot once; `ready` is
+   * true after, whatever failed. Never rejects: a store that cannot be read is retried by the
+   * once-a-second check (which runs before `ready` too) until it answers.
+   */
   async start(): Promise<void> {
-    const summary = await this.enqueue(() => this.load(null, true));
-    this.ready = true;
-    this.log.info({ organizations: this.indexes.size, failed: summary.failed.length, seconds: this.lastReloadSeconds }, 'catalog: snapshots loaded');
-    if (this.store.signals) {
-      this.unsubscribe = await this.store.signals.subscribe((req) => this.onRequest(req), () => this.poll());
+    // The check runs from the start: it is what retries a store that is down now.
+    this.timers.push(setInterval(() => this.poll(), this.opts.pollMs).unref());
+    // Joining does not wait for the load: `npm run reload` must see a server that is still loading.
+    const joined = this.join();
+    try {
+      const summary = await this.enqueue(() => this.load(null, true));
+      this.storeState(null);
+      this.log.info({ organizations: this.indexes.size, failed: summary.failed.length, seconds: this.lastReloadSeconds }, 'catalog: snapshots loaded');
+    } catch (err) {
+      this.storeState(err as Error);
+    }
+    // In tests with a live store, start() resolving means joined too (the CLI can reach it).
+    await Promise.race([joined, new Promise((r) => setTimeout(r, this.opts.heartbeatMs).unref())]);
+  }
+
+  /** Subscribes to reload broadcasts (retrying while the store is down), then starts the heartbeat. */
+  private async join(): Promise<void> {
+    let delay = this.opts.pollMs;
+    while (!this.stopped && this.store.signals && !this.unsubscribe) {
+      try {
+        this.unsubscribe = await this.store.signals.subscribe((req) => this.onRequest(req), () => this.poll());
+      } catch (err) {
+        this.log.debug({ err: (err as Error).message }, 'catalog: cannot subscribe to reload requests yet; retrying');
+        await new Promise((r) => setTimeout(r, delay).unref());
+        delay = Math.min(delay * 2, 5 * this.opts.pollMs);
+      }
+    }
+    if (this.stopped) {
+      await this.unsubscribe?.().catch(() => {});
+      return;
     }
     // Registered only once subscribed: a reload CLI that sees this server can reach it.
     await this.heartbeat();
-    this.timers.push(setInterval(() => void this.heartbeat(), this.opts.heartbeatMs).unref());
-    this.timers.push(setInterval(() => this.poll(), this.opts.pollMs).unref());
+    if (!this.stopped) this.timers.push(setInterval(() => void this.heartbeat(), this.opts.heartbeatMs).unref());
   }
 
   /** The index of `orgId`, or null when the organization has no snapshot loaded. Synchronous: the request path. */
   get(orgId: string): OrgIndex | null {
     return this.indexes.get(orgId)?.index ?? null;
+  }
+
+  /**
+   * Why `orgId` cannot be served, or null: its last load failed and no older version is in
+   * memory. `retryAfterSeconds` is the wait until the next attempt (at least 1). Synchronous.
+   */
+  unavailable(orgId: string): { retryAfterSeconds: number } | null {
+    if (this.indexes.has(orgId)) return null;
+    const f = this.failures.get(orgId);
+    if (f === undefined) return null;
+    return { retryAfterSeconds: Math.max(1, Math.ceil((f.nextAttemptAt - Date.now()) / 1000)) };
+  }
+
+  /** Organizations whose last load failed, for /readyz. */
+  failed(): OrgFailure[] {
+    return [...this.failures].map(([org, f]) => ({
+      organization_id: org, version: f.version, error: f.error, since: f.since.toISOString(), attempts: f.attempts,
+      serving_version: this.indexes.get(org)?.version ?? null, next_attempt_at: new Date(f.nextAttemptAt).toISOString(),
+    })).sort((a, b) => (a.organization_id < b.organization_id ? -1 : 1));
   }
 
   /** Loads newer snapshots of every organization, or of `orgId` only. Rejects when the store cannot be read. */
@@ -138,6 +223,8 @@ export class Catalog {
         organization_id: id, version: l.version, messages: l.messages, contacts: l.contacts, loaded_at: l.loadedAt.toISOString(),
       })),
       loads: { ok: this.loadsOk, failed: this.loadsFailed },
+      loadsByOrganization: [...this.loadsByOrg].map(([id, n]) => ({ organization_id: id, ok: n.ok, failed: n.failed })),
+      failures: this.failed(),
       lastReloadSeconds: this.lastReloadSeconds,
     };
   }
@@ -160,18 +247,37 @@ export class Catalog {
     return run;
   }
 
-  private async load(orgId: string | null, retryFailed: boolean): Promise<ReloadSummary> {
+  /**
+   * One pass over the store's listing. `explicit` (start, admin reload, broadcast) retries failed
+   * organizations at once; the poll waits for their backoff. Only the listing itself can reject.
+   */
+  private async load(orgId: string | null, explicit: boolean): Promise<ReloadSummary> {
     const t0 = performance.now();
-    let refs: SnapshotRef[] = await this.store.latest();
-    if (orgId === null) this.noteMissing(refs);
-    else refs = refs.filter((r) => r.organizationId === orgId);
+    let { refs, unreadable } = await this.store.listLatest();
+    if (orgId === null) this.noteMissing([...refs.map((r) => r.organizationId), ...unreadable.map((u) => u.organizationId)]);
+    else {
+      refs = refs.filter((r) => r.organizationId === orgId);
+      unreadable = unreadable.filter((u) => u.organizationId === orgId);
+    }
     const summary: ReloadSummary = { reloaded: [], unchanged: 0, failed: [] };
+    for (const u of unreadable) {
+      const f = this.failures.get(u.organizationId);
+      if (!explicit && f && f.version === null && Date.now() < f.nextAttemptAt) continue;
+      this.fail(u.organizationId, null, u.error, summary);
+    }
     for (const ref of refs) {
       const org = ref.organizationId;
       const cur = this.indexes.get(org);
+      const f = this.failures.get(org);
       // !== rather than <: a store that lost its data (Redis restarted without persistence)
       // numbers versions from 1 again, and the store's newest is what must be served.
-      if ((cur && cur.version === ref.version) || (!retryFailed && this.failedVersions.get(org) === ref.version)) {
+      if (cur && cur.version === ref.version) {
+        // A pointer that was unreadable and now names the version in memory: recovered.
+        if (f) this.recovered(org, ref.version);
+        summary.unchanged++;
+        continue;
+      }
+      if (!explicit && f && f.version === ref.version && Date.now() < f.nextAttemptAt) {
         summary.unchanged++;
         continue;
       }
@@ -180,29 +286,58 @@ export class Catalog {
         const { index, messages, contacts } = await this.builder.load(ref);
         // One Map.set: requests already holding the old index finish on it, later ones see this.
         this.indexes.set(org, { index, version: ref.version, messages, contacts, loadedAt: new Date() });
-        this.failedVersions.delete(org);
-        this.loadsOk++;
+        if (f) this.recovered(org, ref.version);
+        this.count(org, 'ok');
         summary.reloaded.push({ organization_id: org, version: ref.version, messages, contacts });
         const seconds = Math.round(performance.now() - t1) / 1000;
         this.log.info({ organization_id: org, version: ref.version, messages, seconds, builder: this.builder.mode }, 'catalog: snapshot loaded');
       } catch (err) {
-        const error = (err as Error).message ?? String(err);
-        this.failedVersions.set(org, ref.version);
-        this.loadsFailed++;
-        summary.failed.push({ organization_id: org, version: ref.version, error });
-        this.log.error({ organization_id: org, version: ref.version, err: error }, 'catalog: snapshot refused, keeping the loaded one');
+        this.fail(org, ref.version, (err as Error).message ?? String(err), summary);
       }
       // Loading is CPU-heavy; let requests in between organizations.
       await yieldToRequests();
     }
     if (summary.reloaded.length > 0 || summary.failed.length > 0) this.lastReloadSeconds = (performance.now() - t0) / 1000;
+    // Every organization listed has now been tried: the start is over, whatever failed.
+    if (orgId === null && !this.ready) this.ready = true;
     return summary;
+  }
+
+  // Records a failed attempt and schedules the next one (backoff restarts for a new version).
+  private fail(org: string, version: number | null, error: string, summary: ReloadSummary): void {
+    const prev = this.failures.get(org);
+    const same = prev !== undefined && prev.version === version;
+    const attempts = same ? prev.attempts + 1 : 1;
+    const wait = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** Math.min(attempts - 1, 15));
+    this.failures.set(org, { version, error, since: same ? prev.since : new Date(), attempts, nextAttemptAt: Date.now() + wait });
+    this.count(org, 'failed');
+    summary.failed.push({ organization_id: org, version, error });
+    const serving = this.indexes.get(org)?.version ?? null;
+    const fields = { organization_id: org, version, err: error, attempts, serving_version: serving, retry_in_seconds: wait / 1000 };
+    const msg = serving === null ? 'catalog: snapshot refused, organization unavailable until it loads' : 'catalog: snapshot refused, keeping the loaded one';
+    // The first failure of an episode is an error; the retries of the same one, warnings.
+    if (same && prev.error === error) this.log.warn(fields, msg);
+    else this.log.error(fields, msg);
+  }
+
+  private recovered(org: string, version: number): void {
+    const f = this.failures.get(org)!;
+    this.failures.delete(org);
+    this.log.info({ organization_id: org, version, failed_since: f.since.toISOString(), attempts: f.attempts }, 'catalog: organization recovered');
+  }
+
+  private count(org: string, result: 'ok' | 'failed'): void {
+    let n = this.loadsByOrg.get(org);
+    if (n === undefined) this.loadsByOrg.set(org, (n = { ok: 0, failed: 0 }));
+    n[result]++;
+    if (result === 'ok') this.loadsOk++;
+    else this.loadsFailed++;
   }
 
   // A loaded organization missing from the store's list (a Redis restarted without its data, a
   // deleted folder) keeps being served from memory; say so once, not every second.
-  private noteMissing(refs: SnapshotRef[]): void {
-    const listed = new Set(refs.map((r) => r.organizationId));
+  private noteMissing(orgs: string[]): void {
+    const listed = new Set(orgs);
     for (const [org, l] of this.indexes) {
       if (listed.has(org)) { this.missingInStore.delete(org); continue; }
       if (this.missingInStore.has(org)) continue;
@@ -213,7 +348,8 @@ export class Catalog {
 
   // The fallback for lost broadcasts and for imports without a reload; at most one queued at a time.
   private poll(): void {
-    if (this.pollQueued || this.stopped || !this.ready) return;
+    // Also before `ready`: a store down at start is retried here.
+    if (this.pollQueued || this.stopped) return;
     this.pollQueued = true;
     this.enqueue(async () => {
       this.pollQueued = false;

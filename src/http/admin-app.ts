@@ -13,7 +13,12 @@ export interface AdminCatalog {
   isReady(): boolean;
   /** Loads the newest snapshots (of one organization when given); resolves to a JSON-able summary. */
   reload(organizationId?: string): Promise<unknown>;
+  /** Organizations whose last load failed, listed by /readyz (CONTRACT 6). */
+  failed?(): unknown[];
 }
+
+// Seconds a client waits before asking again while the service loads or the store is down.
+const RETRY_AFTER: Array<readonly [string, string]> = [['Retry-After', '1']];
 
 export interface AdminAppDeps {
   uws: UwsModule;
@@ -38,8 +43,9 @@ export function createAdminApp(deps: AdminAppDeps): TemplatedApp {
     '/readyz': {
       method: 'GET',
       run: (ex) => {
-        if (!catalog.isReady()) throw new HttpError(503, 'The snapshots present at start are still loading.');
-        send(ex, common, 200, JSON.stringify({ status: 'ready' }));
+        if (!catalog.isReady()) throw new HttpError(503, 'The snapshots present at start are still loading.', { headers: RETRY_AFTER });
+        // Ready means every organization was tried; those that failed are named (and retried).
+        send(ex, common, 200, JSON.stringify({ status: 'ready', failed_organizations: catalog.failed?.() ?? [] }));
       },
     },
     '/metrics': {
@@ -66,6 +72,12 @@ export function createAdminApp(deps: AdminAppDeps): TemplatedApp {
           },
           (err: unknown) => {
             metrics.reloads.inc({ result: 'error' });
+            // The store could not be listed at all (down): the operator may retry, nothing broke here.
+            const msg = (err as Error)?.message ?? '';
+            if (msg.startsWith('store:')) {
+              logger.warn({ request_id: ex.requestId, organization_id: org ?? null, err: msg }, 'admin: reload failed, store unavailable');
+              throw new HttpError(503, 'The store cannot be read; nothing was reloaded. Retry after the time in Retry-After.', { headers: RETRY_AFTER });
+            }
             throw err;
           },
         ));

@@ -7,7 +7,7 @@ import type { Metrics } from '../metrics/metrics.js';
 import { executeSearch } from '../query/execute.js';
 import { parseSearchParams } from '../query/parse-params.js';
 import { HttpError, unauthorized } from './errors.js';
-import { commonHeaders, type Exchange, requestIdFor, send, sendError } from './respond.js';
+import { commonHeaders, type Exchange, inFlight, requestIdFor, send, sendError } from './respond.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, UwsModule } from './uws.js';
 
 export const SEARCH_PATH = '/contacts/message-search';
@@ -28,6 +28,16 @@ export interface IndexSource {
   /** true once the snapshots present at start are loaded */
   isReady(): boolean;
   get(organizationId: string): OrgIndex | null;
+  /** Set when the organization's snapshot failed to load and no older version is in memory: 503. */
+  unavailable?(organizationId: string): { retryAfterSeconds: number } | null;
+}
+
+// Retry-After of the 503 answered while the service loads (CONTRACT 5).
+const LOADING: Array<readonly [string, string]> = [['Retry-After', '1']];
+
+/** Thrown by `handle` when the key's prefix is being looked up in the store: answer once it settles. */
+class AwaitingKeyLookup {
+  constructor(readonly lookup: Promise<void>) {}
 }
 
 export interface PublicAppDeps {
@@ -51,8 +61,10 @@ interface Outcome {
 
 /**
  * The public listener: GET/HEAD /contacts/message-search, 405 for other methods there, 404
- * elsewhere. Everything is synchronous (keys and indexes are in memory), so each request is
- * answered before the handler returns and `req` is never used after.
+ * elsewhere. Keys and indexes are in memory, so a request is answered before the handler returns;
+ * the one exception is a key prefix not in memory yet (a key just created): the handler attaches
+ * onAborted, returns, and answers (corked) once the one store lookup settles. `req` is never
+ * used after the handler returns: everything is copied first.
  */
 export function createPublicApp(deps: PublicAppDeps): TemplatedApp {
   const { uws, keys, indexes, metrics, logger } = deps;
@@ -96,59 +108,88 @@ export function createPublicApp(deps: PublicAppDeps): TemplatedApp {
       headerChars += k.length + v.length + 4;
     });
     const ex: Exchange = { res, requestId: requestIdFor(req.getHeader('x-request-id')), head: method === 'HEAD', aborted: false };
-    const outcome: Outcome = { organizationId: null, keyPrefix: null };
-    let status = 200;
-    let body: string | null = null;
-    let error: HttpError | null = null;
-    try {
-      const targetChars = path.length + (query.length > 0 ? query.length + 1 : 0);
-      body = handle(method, path, query, authorization, targetChars, headerChars, outcome);
-    } catch (thrown) {
-      error = toHttpError(thrown, logger, ex.requestId);
-      status = error.status;
-    }
-    try {
-      (res as HttpResponse & { [ANSWERED]?: boolean })[ANSWERED] = true;
-      if (error) sendError(ex, common, error);
-      else send(ex, common, 200, body!);
-    } catch (thrown) {
-      // Writing itself failed: nothing sensible can reach the client any more; never leave the
-      // response unanswered (uWS would terminate the process).
-      logger.error({ request_id: ex.requestId, err: thrown }, 'failed to write a response');
-      status = 500;
+    const targetChars = path.length + (query.length > 0 ? query.length + 1 : 0);
+    const answer = (allowLookup: boolean): void => {
+      const outcome: Outcome = { organizationId: null, keyPrefix: null };
+      let status = 200;
+      let body: string | null = null;
+      let error: HttpError | null = null;
       try {
-        res.close();
-      } catch {
-        /* already closed */
+        body = handle(method, path, query, authorization, targetChars, headerChars, outcome, allowLookup);
+      } catch (thrown) {
+        if (thrown instanceof AwaitingKeyLookup) {
+          // uWS terminates the process if the handler returns unanswered without onAborted.
+          res.onAborted(() => {
+            ex.aborted = true;
+          });
+          inFlight.add();
+          const again = () => {
+            try {
+              answer(false);
+            } catch (late) {
+              logger.error({ request_id: ex.requestId, err: late }, 'unexpected error after a key lookup');
+              try {
+                if (!ex.aborted) res.close();
+              } catch {
+                /* already closed */
+              }
+            } finally {
+              inFlight.done();
+            }
+          };
+          thrown.lookup.then(again, again);
+          return;
+        }
+        error = toHttpError(thrown, logger, ex.requestId);
+        status = error.status;
       }
-    }
-    metrics.observe('public', status, startedAt);
-    logger.info(
-      {
-        request_id: ex.requestId,
-        method,
-        path: path.length > 256 ? path.slice(0, 256) + '...' : path,
-        status,
-        duration_ms: Number(process.hrtime.bigint() - startedAt) / 1e6,
-        organization_id: outcome.organizationId,
-        key_prefix: outcome.keyPrefix,
-      },
-      'request',
-    );
+      try {
+        (res as HttpResponse & { [ANSWERED]?: boolean })[ANSWERED] = true;
+        if (error) sendError(ex, common, error);
+        else send(ex, common, 200, body!);
+      } catch (thrown) {
+        // Writing itself failed: nothing sensible can reach the client any more; never leave the
+        // response unanswered (uWS would terminate the process).
+        logger.error({ request_id: ex.requestId, err: thrown }, 'failed to write a response');
+        status = 500;
+        try {
+          res.close();
+        } catch {
+          /* already closed */
+        }
+      }
+      metrics.observe('public', status, startedAt);
+      logger.info(
+        {
+          request_id: ex.requestId,
+          method,
+          path: path.length > 256 ? path.slice(0, 256) + '...' : path,
+          status,
+          duration_ms: Number(process.hrtime.bigint() - startedAt) / 1e6,
+          organization_id: outcome.organizationId,
+          key_prefix: outcome.keyPrefix,
+        },
+        'request',
+      );
+    };
+    answer(true);
     return ex;
   }
 
   /** The CONTRACT 5 order: route, 401, 403 scope, 400, 403 organization, then the search. */
-  function handle(method: string, path: string, query: string, authorization: string, targetChars: number, headerChars: number, outcome: Outcome): string {
+  function handle(
+    method: string, path: string, query: string, authorization: string, targetChars: number, headerChars: number, outcome: Outcome, allowLookup: boolean,
+  ): string {
     if (targetChars > MAX_TARGET_CHARS) throw new HttpError(414, `The request target is longer than ${MAX_TARGET_CHARS} characters.`);
     if (headerChars > MAX_HEADER_CHARS) throw new HttpError(431, `The request headers are larger than ${MAX_HEADER_CHARS} characters.`);
     if (path !== SEARCH_PATH) throw new HttpError(404);
     if (method !== 'GET' && method !== 'HEAD') {
       throw new HttpError(405, 'Only GET and HEAD are allowed on this path.', { headers: ALLOW });
     }
-    if (!keys.ready) throw new HttpError(503);
-    const auth = keys.authenticate(authorization);
+    if (!keys.ready) throw new HttpError(503, undefined, { headers: LOADING });
+    const auth = keys.authenticate(authorization, Date.now(), allowLookup);
     if (!auth.ok) {
+      if (auth.lookup) throw new AwaitingKeyLookup(auth.lookup);
       outcome.keyPrefix = auth.prefix;
       throw unauthorized();
     }
@@ -171,8 +212,15 @@ export function createPublicApp(deps: PublicAppDeps): TemplatedApp {
     if (!auth.principal.organizationIds.has(request.organizationId)) {
       throw new HttpError(403, 'The API key is not authorized for this organization.');
     }
-    if (!indexes.isReady()) throw new HttpError(503);
-    return JSON.stringify(executeSearch(indexes.get(request.organizationId), request));
+    if (!indexes.isReady()) throw new HttpError(503, undefined, { headers: LOADING });
+    const index = indexes.get(request.organizationId);
+    const down = index === null ? indexes.unavailable?.(request.organizationId) : null;
+    if (down) {
+      throw new HttpError(503, 'The data of this organization failed to load; retry after the time in Retry-After.', {
+        headers: [['Retry-After', String(down.retryAfterSeconds)]],
+      });
+    }
+    return JSON.stringify(executeSearch(index, request));
   }
 }
 

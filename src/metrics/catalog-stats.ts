@@ -14,5 +14,11 @@ export function catalogOrgStats(catalog: Catalog): OrgStat[] {
 /** Catalog-wide snapshot load totals (admin reloads, polls and broadcasts alike). */
 export function catalogReloadStats(catalog: Catalog): ReloadStat {
   const s = catalog.stats();
-  return { loadsOk: s.loads.ok, loadsFailed: s.loads.failed, lastReloadSeconds: s.lastReloadSeconds };
+  return {
+    loadsOk: s.loads.ok,
+    loadsFailed: s.loads.failed,
+    lastReloadSeconds: s.lastReloadSeconds,
+    byOrganization: s.loadsByOrganization.map((o) => ({ organizationId: o.organization_id, ok: o.ok, failed: o.failed })),
+    failing: s.failures.map((f) => f.organization_id),
+  };
 }

@@ -14,6 +14,10 @@ export interface ReloadStat {
   loadsFailed: number;
   /** duration of the last reload that loaded or failed something, or null */
   lastReloadSeconds: number | null;
+  /** loads by organization and result, since start */
+  byOrganization?: { organizationId: string; ok: number; failed: number }[];
+  /** organizations whose last load failed */
+  failing?: string[];
 }
 
 /** The Prometheus registry of one server process and the instruments the HTTP layer feeds. */
@@ -83,6 +87,29 @@ export class Metrics {
           this.set({ result: 'ok' }, r.loadsOk);
           this.set({ result: 'failed' }, r.loadsFailed);
         }
+      },
+    });
+    new Gauge({
+      name: 'catalog_organization_snapshot_loads',
+      help: 'Snapshot loads done by the catalog since start, by organization and result.',
+      labelNames: ['organization_id', 'result'],
+      registers: reg,
+      collect() {
+        this.reset();
+        for (const o of read()?.byOrganization ?? []) {
+          this.set({ organization_id: o.organizationId, result: 'ok' }, o.ok);
+          this.set({ organization_id: o.organizationId, result: 'failed' }, o.failed);
+        }
+      },
+    });
+    new Gauge({
+      name: 'catalog_organization_failing',
+      help: '1 for each organization whose last snapshot load failed (served from an older version, or 503).',
+      labelNames: ['organization_id'],
+      registers: reg,
+      collect() {
+        this.reset();
+        for (const org of read()?.failing ?? []) this.set({ organization_id: org }, 1);
       },
     });
     new Gauge({

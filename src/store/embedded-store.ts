@@ -17,7 +17,7 @@ import path from 'node:path';
 import type { OrgData } from '../model/records.js';
 import { encodeSnapshot, parseManifest, SnapshotDecoder } from './snapshot-format.js';
 import { pidAlive, syncDir, tempName, withLock, writeFileAtomic } from './file-utils.js';
-import type { KeyRecord, ServerEntry, SnapshotRef, Store } from './store.js';
+import type { KeyRecord, LatestListing, ServerEntry, SnapshotRef, Store } from './store.js';
 
 const ORG_DIR = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const VERSION_FILE = /^v(\d{10})\.snap$/;
@@ -181,17 +181,32 @@ export class EmbeddedStore implements Store {
   }
 
   async latest(): Promise<SnapshotRef[]> {
+    const { refs, unreadable } = await this.listLatest();
+    if (unreadable.length > 0) throw new Error(unreadable[0].error);
+    return refs;
+  }
+
+  async listLatest(): Promise<LatestListing> {
+    let orgs: string[];
     try {
-      const out: SnapshotRef[] = [];
-      for (const org of await fs.readdir(this.snapDir)) {
-        if (!ORG_DIR.test(org)) continue;
-        const p = await this.readPointer(org);
-        if (p) out.push({ organizationId: org, version: p.version });
-      }
-      return out;
+      orgs = await fs.readdir(this.snapDir);
     } catch (err) {
+      // A data dir that exists but has no snapshots folder yet (created after a failed start) is empty.
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && (await isDir(this.dataDir))) return { refs: [], unreadable: [] };
       throw wrap('listing snapshots', err);
     }
+    const out: LatestListing = { refs: [], unreadable: [] };
+    for (const org of orgs) {
+      if (!ORG_DIR.test(org)) continue;
+      try {
+        const p = await this.readPointer(org);
+        if (p) out.refs.push({ organizationId: org, version: p.version });
+      } catch (err) {
+        // One organization's bad pointer must not hide the others (issue 13).
+        out.unreadable.push({ organizationId: org, error: wrap(`organization ${org}`, err).message });
+      }
+    }
+    return out;
   }
 
   async loadSnapshot(ref: SnapshotRef): Promise<OrgData> {
@@ -287,7 +302,16 @@ export class EmbeddedStore implements Store {
     if (!SERVER_ID.test(entry.id)) throw new Error(`store: bad server id ${JSON.stringify(entry.id)}`);
     try {
       // Heartbeats are ephemeral: atomic (a reader never sees half) but not fsynced.
-      await writeFileAtomic(path.join(this.serversDir, `${entry.id}.json`), JSON.stringify({ ...entry, ttlMs }), false);
+      const file = path.join(this.serversDir, `${entry.id}.json`);
+      const body = JSON.stringify({ ...entry, ttlMs });
+      try {
+        await writeFileAtomic(file, body, false);
+      } catch (err) {
+        // DATA_DIR was unusable at start and came back without the folder: create it, once.
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || !(await isDir(this.dataDir))) throw err;
+        await fs.mkdir(this.serversDir, { recursive: true });
+        await writeFileAtomic(file, body, false);
+      }
     } catch (err) {
       throw wrap('registering server', err);
     }
@@ -319,6 +343,10 @@ export class EmbeddedStore implements Store {
   }
 
   async close(): Promise<void> {}
+}
+
+async function isDir(p: string): Promise<boolean> {
+  return (await fs.stat(p).catch(() => null))?.isDirectory() ?? false;
 }
 
 async function readAt(fh: fs.FileHandle, position: number, length: number): Promise<Buffer> {

@@ -21,7 +21,7 @@
 import { Redis } from 'ioredis';
 import type { OrgData } from '../model/records.js';
 import { encodeSnapshot, parseManifest, SnapshotDecoder } from './snapshot-format.js';
-import type { KeyRecord, ReloadAck, ReloadRequest, ReloadSignals, ServerEntry, SnapshotRef, Store } from './store.js';
+import type { KeyRecord, LatestListing, ReloadAck, ReloadRequest, ReloadSignals, ServerEntry, SnapshotRef, Store } from './store.js';
 
 const ORG_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const RELOAD_CHANNEL = 'reload';
@@ -63,6 +63,12 @@ export interface RedisStoreOptions {
   /** per-command timeout in ms (default 10000: a 4 MiB chunk on a slow link) */
   commandTimeoutMs?: number;
   connectTimeoutMs?: number;
+  /**
+   * The server's mode: when the first connection fails, resolve anyway and keep reconnecting in
+   * the background (every command fails with "store: redis unavailable" meanwhile), so the server
+   * listens, answers 503 and becomes ready when Redis comes back. The CLIs keep the default: fail.
+   */
+  background?: boolean;
 }
 
 /** Store over one Redis server. Create with `RedisStore.connect`. */
@@ -102,6 +108,8 @@ export class RedisStore implements Store {
     try {
       await redis.connect();
     } catch (err) {
+      // ioredis goes on reconnecting with retryStrategy after a failed first connect.
+      if (options.background) return store;
       redis.disconnect();
       throw new Error(`store: redis unavailable at ${store.url}: ${(err as Error).message}`);
     }
@@ -165,17 +173,35 @@ export class RedisStore implements Store {
   }
 
   async latest(): Promise<SnapshotRef[]> {
+    const { refs, unreadable } = await this.listLatest();
+    if (unreadable.length > 0) throw new Error(unreadable[0].error);
+    return refs;
+  }
+
+  async listLatest(): Promise<LatestListing> {
     return this.run('listing snapshots', async () => {
       const orgs = await this.redis.smembers('snap:orgs');
-      if (orgs.length === 0) return [];
+      const out: LatestListing = { refs: [], unreadable: [] };
+      if (orgs.length === 0) return out;
       const p = this.redis.pipeline();
       for (const org of orgs) p.hget(snapKey(org, 'ptr'), 'version');
-      const res = (await p.exec()) ?? [];
-      const out: SnapshotRef[] = [];
+      const res = await p.exec();
+      // No reply at all means the connection dropped: the store, not one organization, failed.
+      if (res === null || res.length !== orgs.length) throw new Error('store: redis listing snapshots: the pipeline got no reply');
       orgs.forEach((org, i) => {
-        const [err, v] = res[i] ?? [null, null];
-        if (err) throw err;
-        if (v !== null && v !== undefined) out.push({ organizationId: org, version: Number(v) });
+        const [err, v] = res[i];
+        // One organization's bad pointer (wrong type, not a version) is reported apart (issue 13);
+        // a connection error is every organization's and fails the listing.
+        if (err && (this.redis.status !== 'ready' || !/WRONGTYPE/.test(err.message))) throw err;
+        const version = err ? NaN : v === null || v === undefined ? null : Number(v);
+        if (version === null) return;
+        if (!ORG_ID.test(org)) return; // not ours, as the embedded store skips foreign folders
+        if (!Number.isSafeInteger(version) || version < 1) {
+          const cause = err ? err.message : `bad version ${JSON.stringify(v)}`;
+          out.unreadable.push({ organizationId: org, error: `store: unreadable pointer of organization ${org}: ${cause}` });
+          return;
+        }
+        out.refs.push({ organizationId: org, version });
       });
       return out;
     });
@@ -205,6 +231,11 @@ export class RedisStore implements Store {
   /** Raw access for tests that tamper with a stored snapshot: the hash key of one version. */
   versionKeyOf(ref: SnapshotRef): string {
     return versionKey(ref);
+  }
+
+  /** Whether the connection is up now. */
+  get connected(): boolean {
+    return this.redis.status === 'ready';
   }
 
   /** The underlying connection, for tests. */

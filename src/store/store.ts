@@ -21,6 +21,19 @@ export interface SnapshotRef {
   version: number;
 }
 
+/** An organization whose pointer could not be read (corrupt, unreadable): listed apart, never fatal to the others. */
+export interface UnreadablePointer {
+  organizationId: string;
+  /** "store: ..." sentence naming the organization and the cause */
+  error: string;
+}
+
+/** What `listLatest()` found: the organizations whose pointer reads, and those whose pointer does not. */
+export interface LatestListing {
+  refs: SnapshotRef[];
+  unreadable: UnreadablePointer[];
+}
+
 /** A running server, as registered for cross-process reload (`npm run reload`). */
 export interface ServerEntry {
   /** random, unique per process start */
@@ -67,8 +80,14 @@ export interface Store {
   readonly kind: 'embedded' | 'redis';
   /** Publishes atomically: after it resolves, latest() names the new version; a failure changes nothing visible. */
   publishSnapshot(data: OrgData): Promise<SnapshotRef>;
-  /** Newest published version of every organization. Cheap enough to poll every second. */
+  /** Newest published version of every organization; rejects when any pointer is unreadable (the CLIs' strict view). */
   latest(): Promise<SnapshotRef[]>;
+  /**
+   * Newest published version of every organization, one organization's bad pointer reported
+   * apart instead of failing the listing. Rejects only when the store itself cannot be read.
+   * Cheap enough to poll every second.
+   */
+  listLatest(): Promise<LatestListing>;
   /** Reads and verifies (format version, checksum) one snapshot; rejects clearly when corrupt. */
   loadSnapshot(ref: SnapshotRef): Promise<OrgData>;
 
