@@ -45,9 +45,10 @@ function describe(s: ServerEntry): string {
 
 function fromAck(server: ServerEntry, ack: ReloadAck): Outcome {
   if (!ack.ok) return { server, status: 'failed', error: ack.error };
-  const failed = (ack.summary as { failed?: { organization_id: string; version: number; error: string }[] }).failed ?? [];
+  const failed = (ack.summary as { failed?: { organization_id: string; version: number | null; error: string }[] }).failed ?? [];
   if (failed.length > 0) {
-    const error = failed.map((f) => `organization ${f.organization_id} version ${f.version}: ${f.error}`).join('; ');
+    // version null: the organization's pointer itself was unreadable.
+    const error = failed.map((f) => `organization ${f.organization_id}${f.version === null ? '' : ` version ${f.version}`}: ${f.error}`).join('; ');
     return { server, status: 'failed', summary: ack.summary, error };
   }
   return { server, status: 'ok', summary: ack.summary };
