@@ -5,9 +5,12 @@
  * Phase 1, well-framed requests (most of the run): random methods, paths, query strings (broken
  * percent-encoding, huge numbers, NaN, unicode, repeats, 10,000 parameters, oversize), odd and
  * duplicated headers, malformed Authorization values, a real key for a share of them so deep paths
- * run. Each answer is checked against an independent oracle: the exact status, the common
- * headers, the exact error body (400 `details` from the parser, 200 body from the index built in
- * this process from the same data). Sent 16 at a time over keep-alive connections.
+ * run. Each answer is checked against an independent oracle, which shares no code with src/query,
+ * src/index or src/text: its own reading of the parameters (test/reference/params.ts, CONTRACT 2,
+ * 4, 10) and the brute-force reference search over the same records. Checked: the exact status,
+ * the common headers, the error body, the parameters a 400 names in `details` (their sentences
+ * are the product's wording: present, not compared), the exact 200 body. Sent 16 at a time over
+ * keep-alive connections.
  *
  * Phase 2, malformed framing over raw sockets (control characters, bad methods and versions,
  * bare LF, missing Host, too many headers, odd bodies): uWS decides these before our handler, so
@@ -20,11 +23,11 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { hashSecret } from '../../src/auth/api-key.js';
 import { MAX_HEADER_CHARS, MAX_TARGET_CHARS, SEARCH_PATH } from '../../src/http/public-app.js';
-import { buildIndex, type OrgIndex } from '../../src/index/build.js';
-import { executeSearch } from '../../src/query/execute.js';
-import { parseSearchParams } from '../../src/query/parse-params.js';
+import type { Contact, MessageLine } from '../../src/model/records.js';
 import { openStore } from '../../src/store/open-store.js';
 import { generate, orgData } from '../fixtures/gen-data.js';
+import { referenceSearch } from '../reference/brute-force.js';
+import { detailsProblem, referenceParams, type ReferenceParams } from '../reference/params.js';
 import { header, RawConnection, rawOnce, UWS_SPLIT_HEAD_LIMIT, type RawOutcome, type RawResponse } from './raw-http.js';
 import { startServer, tempDataDir, type RunningServer } from './server.js';
 
@@ -48,25 +51,31 @@ const REVOKED: KeyDef = { key: fixedKey('fuzzrevk', 'R'), orgs: [ORG_A], scopes:
 const KEYS = [FULL, CONTACTS_ONLY, C_KEY];
 const ALL_KEYS = [...KEYS, REVOKED];
 
-/** The running target: a real server on a temporary embedded store, and the oracle's indexes. */
+/** The records of the organizations with data, as the oracle searches them. */
+export interface OracleData {
+  contacts: Contact[];
+  messages: MessageLine[];
+}
+
+/** The running target: a real server on a temporary embedded store, and the oracle's records. */
 export interface FuzzTarget {
   server: RunningServer;
   port: number;
-  indexes: Map<string, OrgIndex>;
+  records: OracleData;
   close(): Promise<number | null>;
 }
 
 export async function startFuzzTarget(): Promise<FuzzTarget> {
   const data = tempDataDir();
   const store = await openStore({ DATA_DIR: data.dir });
-  const indexes = new Map<string, OrgIndex>();
+  const records: OracleData = { contacts: [], messages: [] };
   for (const [org, n] of [[ORG_A, 1], [ORG_C, 3]] as const) {
     const g = generate(n, 120, 2400, n);
     for (const c of g.contacts) c.organization_id = org;
     for (const m of g.messages) m.organization_id = org;
-    const d = orgData(g);
-    await store.publishSnapshot(d);
-    indexes.set(org, buildIndex(orgData(g)));
+    await store.publishSnapshot(orgData(g));
+    records.contacts.push(...g.contacts);
+    records.messages.push(...g.messages);
   }
   const now = new Date().toISOString();
   for (const k of ALL_KEYS) {
@@ -81,7 +90,7 @@ export async function startFuzzTarget(): Promise<FuzzTarget> {
   return {
     server,
     port: Number(new URL(server.url).port),
-    indexes,
+    records,
     async close() {
       const code = await server.stop();
       data.cleanup();
@@ -297,14 +306,15 @@ const ID_RE = /^[A-Za-z0-9._-]{1,128}$/;
 
 export interface Expectation {
   status: number;
-  /** exact body for 200, exact details for 400 */
+  /** exact body for 200 */
   body?: string;
-  details?: unknown;
+  /** for 400: what the reference reading says must be named in `details` */
+  params?: Extract<ReferenceParams, { ok: false }>;
   requestId?: string;
 }
 
 /** What the contract says this well-framed request must get, computed without the server. */
-export function expect(r: FramedRequest, indexes: Map<string, OrgIndex>): Expectation {
+export function expect(r: FramedRequest, records: OracleData): Expectation {
   const q = r.target.indexOf('?');
   const path = q < 0 ? r.target : r.target.slice(0, q);
   const query = q < 0 ? '' : r.target.slice(q + 1);
@@ -324,10 +334,10 @@ export function expect(r: FramedRequest, indexes: Map<string, OrgIndex>): Expect
   const key = m ? KEYS.find((k) => k.key === m[1]) : undefined;
   if (!key) return e(401);
   if (!key.scopes.includes('contacts:read') || !key.scopes.includes('messages:read')) return e(403);
-  const parsed = parseSearchParams(query);
-  if (!parsed.ok) return e(400, { details: parsed.details });
+  const parsed = referenceParams(query);
+  if (!parsed.ok) return e(400, { params: parsed });
   if (!key.orgs.includes(parsed.request.organizationId)) return e(403);
-  return e(200, { body: JSON.stringify(executeSearch(indexes.get(parsed.request.organizationId) ?? null, parsed.request)) });
+  return e(200, { body: JSON.stringify(referenceSearch(records.contacts, records.messages, parsed.request)) });
 }
 
 /** The checks every answer must pass (any request): allowed status, headers, JSON body. */
@@ -362,8 +372,11 @@ export function checkExpected(r: FramedRequest, res: RawResponse, want: Expectat
   if (want.requestId !== undefined) assert.equal(header(res, 'x-request-id'), want.requestId);
   if (head) return;
   const text = res.body.toString('utf8');
-  if (want.status === 200) assert.equal(text, want.body, '200 body equals the in-process search');
-  if (want.status === 400) assert.deepEqual((JSON.parse(text) as { details: unknown }).details, want.details);
+  if (want.status === 200) assert.equal(text, want.body, '200 body equals the brute-force reference');
+  if (want.status === 400) {
+    const problem = detailsProblem((JSON.parse(text) as { details: { parameter: string; message: string }[] }).details, want.params!);
+    assert.equal(problem, null, `400 details: ${problem}`);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -558,7 +571,7 @@ export async function runFuzz(target: FuzzTarget, opts: FuzzOptions): Promise<Fu
       fc.asyncProperty(fc.array(arbFramed, { minLength: BATCH, maxLength: BATCH }), async (batch) => {
         const results = await Promise.allSettled(
           batch.map(async (r, i) => {
-            const want = expect(r, target.indexes);
+            const want = expect(r, target.records);
             const c = conn(i);
             try {
               const bytes = framedBytes(r);
