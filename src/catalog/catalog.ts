@@ -254,8 +254,11 @@ export class Catalog {
   private async load(orgId: string | null, explicit: boolean): Promise<ReloadSummary> {
     const t0 = performance.now();
     let { refs, unreadable } = await this.store.listLatest();
-    if (orgId === null) this.noteMissing([...refs.map((r) => r.organizationId), ...unreadable.map((u) => u.organizationId)]);
-    else {
+    if (orgId === null) {
+      const listed = [...refs.map((r) => r.organizationId), ...unreadable.map((u) => u.organizationId)];
+      this.noteMissing(listed);
+      this.forgetUnlisted(new Set(listed));
+    } else {
       refs = refs.filter((r) => r.organizationId === orgId);
       unreadable = unreadable.filter((u) => u.organizationId === orgId);
     }
@@ -332,6 +335,16 @@ export class Catalog {
     n[result]++;
     if (result === 'ok') this.loadsOk++;
     else this.loadsFailed++;
+  }
+
+  // A failed organization the store no longer lists (its data was removed) has nothing left to
+  // retry: forget the failure, so its searches answer like any organization without a snapshot.
+  private forgetUnlisted(listed: Set<string>): void {
+    for (const [org, f] of this.failures) {
+      if (listed.has(org)) continue;
+      this.failures.delete(org);
+      this.log.info({ organization_id: org, version: f.version }, 'catalog: failed organization no longer in the store; forgotten');
+    }
   }
 
   // A loaded organization missing from the store's list (a Redis restarted without its data, a
