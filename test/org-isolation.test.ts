@@ -452,6 +452,8 @@ describe('the store down at start, then back', () => {
     try {
       assert.equal((await importCli(env, files)).code, 0);
       const key = await createKey(env, ORGS, 'contacts:read,messages:read');
+      const harness = { name: 'embedded', serverEnv: { DATA_DIR: dataDir } } as unknown as StoreHarness;
+      const stored = await storedState(harness, null as unknown as Store);
       renameSync(dataDir, `${dataDir}.away`);
       writeFileSync(dataDir, 'not a folder');
       server = await startServer({ DATA_DIR: dataDir }, { waitReady: false });
@@ -462,6 +464,7 @@ describe('the store down at start, then back', () => {
       await waitFor('ready after DATA_DIR came back', 20_000, async () => (await fetch(`${server!.adminUrl}/readyz`)).status === 200);
       assert.deepEqual(await readyz(server), { status: 200, body: { status: 'ready', failed_organizations: [] } });
       for (const org of ORGS) await assertServed(server, key.key, org, 'after DATA_DIR came back');
+      assert.deepEqual(await storedState(harness, null as unknown as Store), stored, 'the server changed nothing stored');
       await waitFor('the server to register', 10_000, async () => {
         const cli = await reloadCli(env, ['--json']);
         return cli.code === 0 && (JSON.parse(cli.stdout) as { servers: unknown[] }).servers.length === 1;
