@@ -108,71 +108,76 @@ export function createPublicApp(deps: PublicAppDeps): TemplatedApp {
       headerChars += k.length + v.length + 4;
     });
     const ex: Exchange = { res, requestId: requestIdFor(req.getHeader('x-request-id')), head: method === 'HEAD', aborted: false };
-    const targetChars = path.length + (query.length > 0 ? query.length + 1 : 0);
-    const answer = (allowLookup: boolean): void => {
-      const outcome: Outcome = { organizationId: null, keyPrefix: null };
-      let status = 200;
-      let body: string | null = null;
-      let error: HttpError | null = null;
-      try {
-        body = handle(method, path, query, authorization, targetChars, headerChars, outcome, allowLookup);
-      } catch (thrown) {
-        if (thrown instanceof AwaitingKeyLookup) {
-          // uWS terminates the process if the handler returns unanswered without onAborted.
-          res.onAborted(() => {
-            ex.aborted = true;
-          });
-          inFlight.add();
-          const again = () => {
+    return respond(ex, startedAt, method, path, query, authorization, headerChars, true);
+  }
+
+  /** Answers from the copied request; `allowLookup` false once the key's store lookup has settled. */
+  function respond(
+    ex: Exchange, startedAt: bigint, method: string, path: string, query: string, authorization: string, headerChars: number, allowLookup: boolean,
+  ): Exchange {
+    const res = ex.res;
+    const outcome: Outcome = { organizationId: null, keyPrefix: null };
+    let status = 200;
+    let body: string | null = null;
+    let error: HttpError | null = null;
+    try {
+      const targetChars = path.length + (query.length > 0 ? query.length + 1 : 0);
+      body = handle(method, path, query, authorization, targetChars, headerChars, outcome, allowLookup);
+    } catch (thrown) {
+      if (thrown instanceof AwaitingKeyLookup) {
+        // uWS terminates the process if the handler returns unanswered without onAborted.
+        res.onAborted(() => {
+          ex.aborted = true;
+        });
+        inFlight.add();
+        const again = () => {
+          try {
+            respond(ex, startedAt, method, path, query, authorization, headerChars, false);
+          } catch (late) {
+            logger.error({ request_id: ex.requestId, err: late }, 'unexpected error after a key lookup');
             try {
-              answer(false);
-            } catch (late) {
-              logger.error({ request_id: ex.requestId, err: late }, 'unexpected error after a key lookup');
-              try {
-                if (!ex.aborted) res.close();
-              } catch {
-                /* already closed */
-              }
-            } finally {
-              inFlight.done();
+              if (!ex.aborted) res.close();
+            } catch {
+              /* already closed */
             }
-          };
-          thrown.lookup.then(again, again);
-          return;
-        }
-        error = toHttpError(thrown, logger, ex.requestId);
-        status = error.status;
+          } finally {
+            inFlight.done();
+          }
+        };
+        thrown.lookup.then(again, again);
+        return ex;
       }
+      error = toHttpError(thrown, logger, ex.requestId);
+      status = error.status;
+    }
+    try {
+      (res as HttpResponse & { [ANSWERED]?: boolean })[ANSWERED] = true;
+      if (error) sendError(ex, common, error);
+      else send(ex, common, 200, body!);
+    } catch (thrown) {
+      // Writing itself failed: nothing sensible can reach the client any more; never leave the
+      // response unanswered (uWS would terminate the process).
+      logger.error({ request_id: ex.requestId, err: thrown }, 'failed to write a response');
+      status = 500;
       try {
-        (res as HttpResponse & { [ANSWERED]?: boolean })[ANSWERED] = true;
-        if (error) sendError(ex, common, error);
-        else send(ex, common, 200, body!);
-      } catch (thrown) {
-        // Writing itself failed: nothing sensible can reach the client any more; never leave the
-        // response unanswered (uWS would terminate the process).
-        logger.error({ request_id: ex.requestId, err: thrown }, 'failed to write a response');
-        status = 500;
-        try {
-          res.close();
-        } catch {
-          /* already closed */
-        }
+        res.close();
+      } catch {
+        /* already closed */
       }
-      metrics.observe('public', status, startedAt);
-      logger.info(
-        {
-          request_id: ex.requestId,
-          method,
-          path: path.length > 256 ? path.slice(0, 256) + '...' : path,
-          status,
-          duration_ms: Number(process.hrtime.bigint() - startedAt) / 1e6,
-          organization_id: outcome.organizationId,
-          key_prefix: outcome.keyPrefix,
-        },
-        'request',
-      );
-    };
-    answer(true);
+    }
+    metrics.observe('public', status, startedAt);
+    logger.info(
+      {
+        request_id: ex.requestId,
+        method,
+        path: path.length > 256 ? path.slice(0, 256) + '...' : path,
+        status,
+        duration_ms: Number(process.hrtime.bigint() - startedAt) / 1e6,
+        organization_id: outcome.organizationId,
+        key_prefix: outcome.keyPrefix,
+      },
+      'request',
+    );
     return ex;
   }
 
