@@ -302,7 +302,10 @@ export class Catalog {
     }
     if (summary.reloaded.length > 0 || summary.failed.length > 0) this.lastReloadSeconds = (performance.now() - t0) / 1000;
     // Every organization listed has now been tried: the start is over, whatever failed.
-    if (orgId === null && !this.ready) this.ready = true;
+    if (orgId === null && !this.ready) {
+      this.ready = true;
+      this.log.info({ organizations: this.indexes.size, failed: this.failures.size }, 'catalog: ready (every organization listed at start was tried)');
+    }
     return summary;
   }
 
