@@ -231,10 +231,10 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   // The time rank of ordinal o is the first ordinal with the same sent_at, so equal times tie.
   const entryNewestIn = new Uint32Array(entryCount).fill(NONE);
   const entryNewestOut = new Uint32Array(entryCount).fill(NONE);
-  const timeRank = (o: number): number => {
-    while (o > 0 && msgSentAt[o - 1] === msgSentAt[o]) o--;
-    return o;
-  };
+  // One linear pass (build scratch, not kept): walking back per entry was quadratic when many
+  // messages share one sent_at (bulk-migrated data stamped with a date).
+  const timeRank = new Uint32Array(n);
+  for (let o = 1; o < n; o++) timeRank[o] = msgSentAt[o - 1] === msgSentAt[o] ? timeRank[o - 1] : o;
   const CHANNEL_COUNT = 5;
   for (let e = 0; e < entryCount; e++) {
     let needIn = (entryMask[e] & ((1 << CHANNEL_COUNT) - 1)) !== 0;
@@ -243,11 +243,11 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
       const o = postings[p];
       if (msgCombo[o] < CHANNEL_COUNT) {
         if (needIn) {
-          entryNewestIn[e] = timeRank(o);
+          entryNewestIn[e] = timeRank[o];
           needIn = false;
         }
       } else if (needOut) {
-        entryNewestOut[e] = timeRank(o);
+        entryNewestOut[e] = timeRank[o];
         needOut = false;
       }
     }

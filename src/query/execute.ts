@@ -75,9 +75,15 @@ const NONE = 0xffffffff;
 
 /** First ordinal with the same sent_at as o: equal times share it, so ties go to the contact id. */
 function timeRank(sentAt: Float64Array, o: number): number {
+  // binary search over [0, o]: O(log n) however many messages share this sent_at
   const t = sentAt[o];
-  while (o > 0 && sentAt[o - 1] === t) o--;
-  return o;
+  let lo = 0, hi = o;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sentAt[mid] > t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** Time rank of the newest counting message of view position e, or NONE. */
