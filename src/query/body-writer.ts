@@ -1,0 +1,148 @@
+/**
+ * The 200 body is written as UTF-8 bytes straight into one output buffer per thread: fixed JSON
+ * pieces as constants, strings copied from the index's pre-escaped columns, numbers and
+ * timestamps written digit by digit. No per-message object, no JSON.stringify, no string decoding.
+ * The bytes handed out are valid until the next body is written on this thread; the HTTP layer
+ * copies them (uWS copies what it sends, and the backpressure path takes its own copy).
+ */
+
+const DAY = 86400000;
+const ISO_MIN = -62167219200000; // 0000-01-01T00:00:00.000Z
+const ISO_MAX = 253402300799999; // 9999-12-31T23:59:59.999Z
+const ZERO = 48;
+
+/** ASCII/UTF-8 bytes of a constant JSON piece. */
+export function utf8(s: string): Uint8Array {
+  return new Uint8Array(Buffer.from(s, 'utf8'));
+}
+
+// short copies run as a plain loop: TypedArray#set needs a subarray view (an allocation) and has
+// a fixed cost larger than copying a few dozen bytes
+const SHORT_COPY = 48;
+
+export class BodyWriter {
+  buf: Buffer = Buffer.allocUnsafe(1 << 20);
+  pos = 0;
+
+  reset(): void {
+    this.pos = 0;
+  }
+
+  /** Room for n more bytes (callers reserve an upper bound before a group of writes). */
+  reserve(n: number): void {
+    if (this.pos + n <= this.buf.length) return;
+    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n));
+    this.buf.copy(next, 0, 0, this.pos);
+    this.buf = next;
+  }
+
+  /** A constant piece (reserved by the caller). */
+  raw(piece: Uint8Array): void {
+    const buf = this.buf;
+    let p = this.pos;
+    for (let i = 0; i < piece.length; i++) buf[p++] = piece[i];
+    this.pos = p;
+  }
+
+  /** bytes[from, to) of a column (reserved by the caller). */
+  slice(bytes: Uint8Array, from: number, to: number): void {
+    const n = to - from;
+    if (n < SHORT_COPY) {
+      const buf = this.buf;
+      let p = this.pos;
+      for (let i = from; i < to; i++) buf[p++] = bytes[i];
+      this.pos = p;
+    } else {
+      this.buf.set(bytes.subarray(from, to), this.pos);
+      this.pos += n;
+    }
+  }
+
+  /** A JS string as UTF-8 (reserves it itself): for the small per-request echo. */
+  text(s: string): void {
+    this.reserve(s.length * 3);
+    this.pos += this.buf.write(s, this.pos, 'utf8');
+  }
+
+  /** A non-negative integer as JSON writes it (reserved: up to 16 bytes). */
+  uint(n: number): void {
+    if (n > 0xffffffff || n !== Math.floor(n)) {
+      this.text(String(n));
+      return;
+    }
+    const buf = this.buf;
+    let digits = 1;
+    for (let x = n; x >= 10; x = Math.floor(x / 10)) digits++;
+    let p = this.pos + digits;
+    this.pos = p;
+    do {
+      const q = Math.floor(n / 10);
+      buf[--p] = ZERO + n - q * 10;
+      n = q;
+    } while (n > 0);
+  }
+
+  /**
+   * `new Date(ms).toISOString()` as bytes, without the Date (reserved: up to 27 bytes). Years
+   * outside 0000-9999 and non-integers take toISOString itself.
+   */
+  iso(ms: number): void {
+    if (!(ms >= ISO_MIN && ms <= ISO_MAX) || ms !== Math.floor(ms)) {
+      this.text(new Date(ms).toISOString());
+      return;
+    }
+    const days = Math.floor(ms / DAY);
+    let rest = ms - days * DAY;
+    const hour = Math.floor(rest / 3600000);
+    rest -= hour * 3600000;
+    const minute = Math.floor(rest / 60000);
+    rest -= minute * 60000;
+    const second = Math.floor(rest / 1000);
+    const milli = rest - second * 1000;
+    // days since 1970-01-01 to a proleptic Gregorian date (H. Hinnant, "civil_from_days")
+    const z = days + 719468;
+    const era = Math.floor(z / 146097);
+    const doe = z - era * 146097;
+    const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36524) - Math.floor(doe / 146096)) / 365);
+    const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
+    const mp = Math.floor((5 * doy + 2) / 153);
+    const day = doy - Math.floor((153 * mp + 2) / 5) + 1;
+    const month = mp < 10 ? mp + 3 : mp - 9;
+    const year = yoe + era * 400 + (month <= 2 ? 1 : 0);
+    const b = this.buf;
+    const p = this.pos;
+    const yh = Math.floor(year / 100), yl = year - yh * 100;
+    two(b, p, yh);
+    two(b, p + 2, yl);
+    b[p + 4] = 45; // -
+    two(b, p + 5, month);
+    b[p + 7] = 45;
+    two(b, p + 8, day);
+    b[p + 10] = 84; // T
+    two(b, p + 11, hour);
+    b[p + 13] = 58; // :
+    two(b, p + 14, minute);
+    b[p + 16] = 58;
+    two(b, p + 17, second);
+    b[p + 19] = 46; // .
+    const mh = Math.floor(milli / 100), mr = milli - mh * 100;
+    b[p + 20] = ZERO + mh;
+    two(b, p + 21, mr);
+    b[p + 23] = 90; // Z
+    this.pos = p + 24;
+  }
+
+  /** The body written so far: a view of the shared buffer, valid until the next reset. */
+  view(): Uint8Array {
+    return new Uint8Array(this.buf.buffer, this.buf.byteOffset, this.pos);
+  }
+}
+
+function two(b: Uint8Array, p: number, v: number): void {
+  const t = Math.floor(v / 10);
+  b[p] = ZERO + t;
+  b[p + 1] = ZERO + v - t * 10;
+}
+
+/** This thread's writer (queries run synchronously, one at a time per thread). */
+export const bodyWriter = new BodyWriter();
