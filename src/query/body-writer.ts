@@ -92,42 +92,34 @@ export class BodyWriter {
       return;
     }
     const days = Math.floor(ms / DAY);
-    let rest = ms - days * DAY;
-    const hour = Math.floor(rest / 3600000);
-    rest -= hour * 3600000;
-    const minute = Math.floor(rest / 60000);
-    rest -= minute * 60000;
-    const second = Math.floor(rest / 1000);
-    const milli = rest - second * 1000;
-    // days since 1970-01-01 to a proleptic Gregorian date (H. Hinnant, "civil_from_days")
-    const z = days + 719468;
-    const era = Math.floor(z / 146097);
-    const doe = z - era * 146097;
-    const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36524) - Math.floor(doe / 146096)) / 365);
-    const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
-    const mp = Math.floor((5 * doy + 2) / 153);
-    const day = doy - Math.floor((153 * mp + 2) / 5) + 1;
-    const month = mp < 10 ? mp + 3 : mp - 9;
-    const year = yoe + era * 400 + (month <= 2 ? 1 : 0);
     const b = this.buf;
     const p = this.pos;
-    const yh = Math.floor(year / 100), yl = year - yh * 100;
-    two(b, p, yh);
-    two(b, p + 2, yl);
-    b[p + 4] = 45; // -
-    two(b, p + 5, month);
-    b[p + 7] = 45;
-    two(b, p + 8, day);
+    // "YYYY-MM-DD" from a small direct-mapped cache: a page's timestamps share few days
+    const slot = days & (DAY_CACHE - 1);
+    if (cachedDay[slot] !== days) fillDay(days, slot);
+    const from = slot * 10;
+    for (let i = 0; i < 10; i++) b[p + i] = dayBytes[from + i];
+    let rest = ms - days * DAY; // 0 .. 86399999: int32 arithmetic from here
+    const hour = (rest / 3600000) | 0;
+    rest -= hour * 3600000;
+    const minute = (rest / 60000) | 0;
+    rest -= minute * 60000;
+    const second = (rest / 1000) | 0;
+    const milli = rest - second * 1000;
     b[p + 10] = 84; // T
-    two(b, p + 11, hour);
+    b[p + 11] = DIGITS[2 * hour];
+    b[p + 12] = DIGITS[2 * hour + 1];
     b[p + 13] = 58; // :
-    two(b, p + 14, minute);
+    b[p + 14] = DIGITS[2 * minute];
+    b[p + 15] = DIGITS[2 * minute + 1];
     b[p + 16] = 58;
-    two(b, p + 17, second);
+    b[p + 17] = DIGITS[2 * second];
+    b[p + 18] = DIGITS[2 * second + 1];
     b[p + 19] = 46; // .
-    const mh = Math.floor(milli / 100), mr = milli - mh * 100;
+    const mh = (milli / 100) | 0, mr = milli - mh * 100;
     b[p + 20] = ZERO + mh;
-    two(b, p + 21, mr);
+    b[p + 21] = DIGITS[2 * mr];
+    b[p + 22] = DIGITS[2 * mr + 1];
     b[p + 23] = 90; // Z
     this.pos = p + 24;
   }
@@ -138,10 +130,42 @@ export class BodyWriter {
   }
 }
 
-function two(b: Uint8Array, p: number, v: number): void {
-  const t = Math.floor(v / 10);
-  b[p] = ZERO + t;
-  b[p + 1] = ZERO + v - t * 10;
+/** "00" .. "99" as byte pairs */
+const DIGITS = new Uint8Array(200);
+for (let v = 0; v < 100; v++) {
+  DIGITS[2 * v] = ZERO + Math.floor(v / 10);
+  DIGITS[2 * v + 1] = ZERO + (v % 10);
+}
+
+const DAY_CACHE = 1024;
+const cachedDay = new Float64Array(DAY_CACHE).fill(NaN);
+const dayBytes = new Uint8Array(DAY_CACHE * 10);
+
+/** Writes "YYYY-MM-DD" of `days` since 1970-01-01 into cache slot `slot`. */
+function fillDay(days: number, slot: number): void {
+  // days to a proleptic Gregorian date (H. Hinnant, "civil_from_days")
+  const z = days + 719468;
+  const era = Math.floor(z / 146097);
+  const doe = z - era * 146097;
+  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36524) - Math.floor(doe / 146096)) / 365);
+  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
+  const mp = Math.floor((5 * doy + 2) / 153);
+  const day = doy - Math.floor((153 * mp + 2) / 5) + 1;
+  const month = mp < 10 ? mp + 3 : mp - 9;
+  const year = yoe + era * 400 + (month <= 2 ? 1 : 0);
+  const yh = Math.floor(year / 100), yl = year - yh * 100;
+  const b = dayBytes, p = slot * 10;
+  b[p] = DIGITS[2 * yh];
+  b[p + 1] = DIGITS[2 * yh + 1];
+  b[p + 2] = DIGITS[2 * yl];
+  b[p + 3] = DIGITS[2 * yl + 1];
+  b[p + 4] = 45; // -
+  b[p + 5] = DIGITS[2 * month];
+  b[p + 6] = DIGITS[2 * month + 1];
+  b[p + 7] = 45;
+  b[p + 8] = DIGITS[2 * day];
+  b[p + 9] = DIGITS[2 * day + 1];
+  cachedDay[slot] = days;
 }
 
 /** This thread's writer (queries run synchronously, one at a time per thread). */
