@@ -1,7 +1,7 @@
 /**
  * Profiling aid (not part of `npm run bench`): builds a generated organization and runs one query
  * class in a loop, so `node --cpu-prof --import tsx bench/profile-query.ts --q 'q=que'` shows
- * where a request's search and rendering time goes.
+ * where a request's search and rendering time goes (`--q 'q=a|q=b'` runs several round robin).
  */
 import { generateRecords } from '../scripts/gen-lib.js';
 import { buildIndex } from '../src/index/build.js';
@@ -21,12 +21,16 @@ for (const r of generateRecords({ messages, contacts: flagNumber('contacts', 20_
 }
 const data = builder!.build();
 const index = buildIndex(data);
-const parsed = parseSearchParams(`organization_id=${data.organizationId}&${query}`);
-if (!parsed.ok) throw new Error(JSON.stringify(parsed.details));
+// several queries separated by '|' run round robin, as a mix
+const requests = query.split('|').map((q) => {
+  const parsed = parseSearchParams(`organization_id=${data.organizationId}&${q}`);
+  if (!parsed.ok) throw new Error(JSON.stringify(parsed.details));
+  return parsed.request;
+});
 const end = performance.now() + seconds * 1000;
 let n = 0;
 while (performance.now() < end) {
-  searchBody(index, parsed.request);
+  searchBody(index, requests[n % requests.length]);
   n++;
 }
 console.log(`${query}: ${n} runs, ${((seconds * 1e6) / n).toFixed(1)} µs each`);

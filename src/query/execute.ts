@@ -67,9 +67,20 @@ const NONE = 0xffffffff;
 
 /** First ordinal with the same sent_at as o: equal times share it, so ties go to the contact id. */
 function timeRank(sentAt: Float64Array, o: number): number {
-  // binary search over [0, o]: O(log n) however many messages share this sent_at
+  // galloping back from o, then a binary search: one read when o's time is unique (the common
+  // case, and cache-friendly), O(log k) for a tie of k messages however long
   const t = sentAt[o];
-  let lo = 0, hi = o;
+  if (o === 0 || sentAt[o - 1] !== t) return o;
+  let hi = o - 1; // sentAt[hi] === t
+  let step = 1;
+  let lo = hi - step;
+  while (lo > 0 && sentAt[lo] === t) {
+    hi = lo;
+    step *= 2;
+    lo = hi - step;
+  }
+  if (lo < 0) lo = 0;
+  // sentAt[lo] > t or lo === 0; the answer is in [lo, hi]
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
     if (sentAt[mid] > t) lo = mid + 1;
