@@ -366,9 +366,10 @@ export function searchBody(index: OrgIndex | null, req: SearchRequest): Uint8Arr
   if (lo >= hi) return emptyBody(req, 0);
 
   const all = req.match === 'all';
+  const s = scratchFor(index);
   const views: TermView[] = [];
-  for (const term of req.terms) {
-    const v = termView(index, term);
+  for (let j = 0; j < req.terms.length; j++) {
+    const v = termView(index, req.terms[j], s, j);
     if (v !== null) views.push(v);
     else if (all) return emptyBody(req, 0);
   }
@@ -377,7 +378,6 @@ export function searchBody(index: OrgIndex | null, req: SearchRequest): Uint8Arr
   const precomputed = req.channel === null && lo === 0 && hi === index.messageCount;
   const direction = req.direction === 'inbound' ? 0 : req.direction === 'outbound' ? 1 : 2;
   const plan: Plan = { index, views, all, mask: filterMask(req), lo, hi, direction, precomputed };
-  const s = scratchFor(index);
   const count = matchContacts(plan, s);
   const need = Math.min(count, req.offset + req.limit);
   if (req.offset >= need) return emptyBody(req, count);

@@ -27,6 +27,9 @@ export interface Scratch {
   /** the walk of one contact: its aggregates, and its first messages in picked */
   walk: { count: number; conversations: number; newest: number; oldest: number; picked: number };
   picked: Uint32Array;
+  /** per term slot, a phrase view's positions (see termView), allocated on first use */
+  viewContact: Array<Uint32Array | undefined>;
+  viewEntry: Array<Uint32Array | undefined>;
 }
 
 const scratches = new WeakMap<OrgIndex, Scratch>();
@@ -47,6 +50,8 @@ export function scratchFor(index: OrgIndex): Scratch {
       end: new Uint32Array(MAX_TERMS),
       walk: { count: 0, conversations: 0, newest: -1, oldest: -1, picked: 0 },
       picked: new Uint32Array(MAX_MESSAGES_LIMIT),
+      viewContact: new Array<Uint32Array | undefined>(MAX_TERMS).fill(undefined),
+      viewEntry: new Array<Uint32Array | undefined>(MAX_TERMS).fill(undefined),
     };
     scratches.set(index, s);
   }
