@@ -89,18 +89,22 @@ function timeRank(sentAt: Float64Array, o: number): number {
   return lo;
 }
 
-/** Time rank of the newest counting message of view position e, or NONE. */
+/**
+ * Time rank of the newest counting message of view position e, or -1. Never the index's NONE
+ * (0xffffffff): a value outside the small-integer range returned from a function that is not
+ * inlined is boxed, one heap number per call (measured: 13 KB of garbage a request).
+ */
 function newestRank(plan: Plan, v: TermView, e: number): number {
   if (plan.precomputed && v.entry === null && v.phrase === null) {
     // no date or channel filter and a plain token: read the precomputed newest per direction
     const { entryNewestIn, entryNewestOut } = plan.index;
-    if (plan.direction === 0) return entryNewestIn[e];
-    if (plan.direction === 1) return entryNewestOut[e];
-    const a = entryNewestIn[e], b = entryNewestOut[e];
-    return a < b ? a : b;
+    const a = plan.direction === 1 ? NONE : entryNewestIn[e];
+    const b = plan.direction === 0 ? NONE : entryNewestOut[e];
+    const r = a < b ? a : b;
+    return r === NONE ? -1 : r;
   }
   const o = newestCounting(plan, v, e);
-  return o < 0 ? NONE : timeRank(plan.index.msgSentAt, o);
+  return o < 0 ? -1 : timeRank(plan.index.msgSentAt, o);
 }
 
 /**
@@ -128,7 +132,7 @@ function matchContacts(plan: Plan, s: Scratch): number {
     }
     for (let e = v.from; e < v.to; e++) {
       const r = newestRank(plan, v, e);
-      if (r !== NONE) keys[n++] = r * contactCount + idRank[v.contact[e]];
+      if (r >= 0) keys[n++] = r * contactCount + idRank[v.contact[e]];
     }
     return n;
   }
@@ -148,7 +152,7 @@ function matchContacts(plan: Plan, s: Scratch): number {
       const seen = stamp[c] === gen;
       if (plan.all && j > 0 && (!seen || hits[c] !== j)) continue;
       const r = newestRank(plan, v, e);
-      if (r === NONE) continue;
+      if (r < 0) continue;
       if (!seen) {
         stamp[c] = gen;
         best[c] = r;
@@ -293,7 +297,7 @@ function writeMessage(out: BodyWriter, index: OrgIndex, o: number, first: boolea
   out.raw(COMBO[index.msgCombo[o]]);
   out.slice(msgContentBytes, textFrom, textTo);
   out.raw(SENT_AT);
-  out.iso(index.msgSentAt[o]);
+  out.isoAt(index.msgSentAt, o);
   out.raw(MESSAGE_CLOSE);
 }
 
@@ -311,9 +315,9 @@ function writeItem(out: BodyWriter, plan: Plan, s: Scratch, c: number, messagesL
   out.raw(CONVERSATIONS_COUNT);
   out.uint(w.conversations);
   out.raw(FIRST_MATCHED);
-  out.iso(index.msgSentAt[w.oldest]);
+  out.isoAt(index.msgSentAt, w.oldest);
   out.raw(LAST_MATCHED);
-  out.iso(index.msgSentAt[w.newest]);
+  out.isoAt(index.msgSentAt, w.newest);
   out.raw(MESSAGES_OPEN);
   for (let i = 0; i < w.picked; i++) writeMessage(out, index, s.picked[i], i === 0);
   out.reserve(ITEM_CLOSE.length);
