@@ -227,14 +227,15 @@ export interface Server {
  */
 export async function startServer(
   storeEnv: Record<string, string>,
-  opts: { logLevel: string; logFile: string; readyTimeoutMs?: number; pollMs?: number },
+  opts: { logLevel: string; logFile: string; readyTimeoutMs?: number; pollMs?: number; nodeArgs?: string[]; env?: Record<string, string> },
 ): Promise<Server> {
   const port = await freePort();
   const adminPort = await freePort();
-  const env = cleanEnv({ ...storeEnv, LOG_LEVEL: opts.logLevel, PORT: String(port), ADMIN_PORT: String(adminPort), HOST: '127.0.0.1' });
+  const env = cleanEnv({ ...storeEnv, ...opts.env, LOG_LEVEL: opts.logLevel, PORT: String(port), ADMIN_PORT: String(adminPort), HOST: '127.0.0.1' });
   const fd = openSync(opts.logFile, 'a');
   const t0 = performance.now();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', fd, fd] });
+  // nodeArgs: e.g. a preload such as bench/gc-observer.ts
+  const child = spawn(process.execPath, ['--import', 'tsx', ...(opts.nodeArgs ?? []), 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', fd, fd] });
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
   const adminUrl = `http://127.0.0.1:${adminPort}`;
   const server: Server = {

@@ -1,15 +1,20 @@
 /**
- * Search engine benchmark (issue 3): index build rate, bytes a message, and per-query-class
- * latency of the index compared in the same run with the brute-force reference scan.
- * Run: npm run bench -- [--messages N] [--contacts M] [--reference-iterations K]
+ * Search engine benchmark (issues 3, 10, 11): index build rate, bytes a message, and per-query-
+ * class latency of what a request pays, the search plus its rendering to the 200 body's bytes,
+ * compared in the same run with the brute-force reference scan. A last part builds the same
+ * messages all stamped with one sent_at (bulk-migrated data) and times build and queries there.
+ * Run: npm run bench -- --only search [--messages N] [--contacts M] [--reference-iterations K] [--no-ties]
+ *
+ * It runs on older commits too (copy it into their tree): where src/query/execute.ts has no
+ * searchBody, a body is JSON.stringify(executeSearch(...)) encoded to UTF-8, as the server did.
  */
 import { Bench } from 'tinybench';
 import { generateRecords } from '../scripts/gen-lib.js';
 import { buildIndex } from '../src/index/build.js';
 import { tokenFrequency, type OrgIndex } from '../src/index/org-index.js';
-import type { Contact, MessageLine } from '../src/model/records.js';
+import type { Contact, MessageLine, OrgData } from '../src/model/records.js';
 import { OrgDataBuilder } from '../src/model/org-data-builder.js';
-import { executeSearch } from '../src/query/execute.js';
+import * as execute from '../src/query/execute.js';
 import { parseSearchParams } from '../src/query/parse-params.js';
 import type { SearchRequest } from '../src/query/search-request.js';
 import { parseRfc3339 } from '../src/time/rfc3339.js';
@@ -22,6 +27,13 @@ function flag(name: string, def: number): number {
 const MESSAGES = flag('messages', 1_000_000);
 const CONTACTS = flag('contacts', 20_000);
 const REF_ITER = flag('reference-iterations', 3);
+const TIES = !process.argv.includes('--no-ties');
+
+/** The 200 body's bytes, as the server produces them. */
+const render: (index: OrgIndex | null, req: SearchRequest) => Uint8Array =
+  (execute as { searchBody?: (index: OrgIndex | null, req: SearchRequest) => Uint8Array }).searchBody ??
+  ((index, req) => Buffer.from(JSON.stringify(execute.executeSearch(index, req)), 'utf8'));
+const countOf = (index: OrgIndex, req: SearchRequest): number => (JSON.parse(Buffer.from(render(index, req)).toString()) as { pagination: { count: number } }).pagination.count;
 const gc = (globalThis as { gc?: () => void }).gc;
 
 function memory(): number {
@@ -104,7 +116,7 @@ async function main(): Promise<void> {
   }
 
   const bench = new Bench({ time: 400, warmupTime: 100 });
-  for (const [name, req] of Object.entries(requests)) bench.add(`index: ${name}`, () => executeSearch(index, req));
+  for (const [name, req] of Object.entries(requests)) bench.add(`index: ${name}`, () => render(index, req));
   bench.add('parse: request parameters', () => parseSearchParams(`organization_id=${orgId}&${classes['2 terms all']}`));
   await bench.run();
 
@@ -113,17 +125,50 @@ async function main(): Promise<void> {
     ref.add(`reference: ${name}`, () => referenceSearch(contacts, lines, requests[name]));
   await ref.run();
 
-  console.log('\n| task | count of matching contacts | p50 µs | p99 µs | mean µs | samples |');
-  console.log('|---|---|---|---|---|---|');
+  console.log('\n| task | count of matching contacts | body bytes | p50 µs | p99 µs | mean µs | samples |');
+  console.log('|---|---|---|---|---|---|---|');
   const counts: Record<string, number> = {};
-  for (const [name, req] of Object.entries(requests)) counts[name] = executeSearch(index, req).pagination.count;
-  for (const t of [...bench.tasks, ...ref.tasks]) {
-    const r = t.result as { latency?: { p50?: number; p99?: number; mean?: number; samplesCount?: number } } | undefined;
-    const name = t.name.replace(/^(index|reference): /, '');
-    console.log(
-      `| ${t.name} | ${counts[name] ?? ''} | ${us(r?.latency?.p50)} | ${us(r?.latency?.p99)} | ${us(r?.latency?.mean)} | ${r?.latency?.samplesCount ?? ''} |`,
-    );
+  const sizes: Record<string, number> = {};
+  for (const [name, req] of Object.entries(requests)) {
+    counts[name] = countOf(index, req);
+    sizes[name] = render(index, req).byteLength;
   }
+  for (const t of [...bench.tasks, ...ref.tasks]) row(t, counts, sizes);
+
+  if (TIES) await ties(data, buildMs, Object.fromEntries(['common term', 'rare term', '3 terms any', 'deep offset', '10 common terms any, max limits'].map((n) => [n, requests[n]])));
+}
+
+function row(t: { name: string; result?: unknown }, counts: Record<string, number>, sizes: Record<string, number>): void {
+  const r = t.result as { latency?: { p50?: number; p99?: number; mean?: number; samplesCount?: number } } | undefined;
+  const name = t.name.replace(/^(index|reference|tied): /, '');
+  console.log(
+    `| ${t.name} | ${counts[name] ?? ''} | ${sizes[name] ?? ''} | ${us(r?.latency?.p50)} | ${us(r?.latency?.p99)} | ${us(r?.latency?.mean)} | ${r?.latency?.samplesCount ?? ''} |`,
+  );
+}
+
+/** Every message stamped with one sent_at: build time against distinct times, and query latency. */
+async function ties(data: OrgData, distinctBuildMs: number, requests: Record<string, SearchRequest>): Promise<void> {
+  const stamp = data.messages.sentAt[0];
+  const tied: OrgData = { ...data, messages: { ...data.messages, sentAt: new Float64Array(data.messages.count).fill(stamp) } };
+  const t0 = performance.now();
+  const index = buildIndex(tied);
+  const buildMs = performance.now() - t0;
+  console.log(
+    `\nties: ${MESSAGES} messages with one sent_at: build ${buildMs.toFixed(0)} ms, ` +
+      `${(buildMs / distinctBuildMs).toFixed(2)}x the distinct-time build (${distinctBuildMs.toFixed(0)} ms)`,
+  );
+  const bench = new Bench({ time: 400, warmupTime: 100 });
+  for (const [name, req] of Object.entries(requests)) bench.add(`tied: ${name}`, () => render(index, req));
+  await bench.run();
+  const counts: Record<string, number> = {};
+  const sizes: Record<string, number> = {};
+  for (const [name, req] of Object.entries(requests)) {
+    counts[name] = countOf(index, req);
+    sizes[name] = render(index, req).byteLength;
+  }
+  console.log('\n| task | count of matching contacts | body bytes | p50 µs | p99 µs | mean µs | samples |');
+  console.log('|---|---|---|---|---|---|---|');
+  for (const t of bench.tasks) row(t, counts, sizes);
 }
 
 main().catch((e) => {

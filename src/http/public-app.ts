@@ -4,7 +4,7 @@ import type { KeyCache } from '../auth/key-cache.js';
 import type { RateLimiter } from '../auth/rate-limit.js';
 import type { OrgIndex } from '../index/build.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { executeSearch } from '../query/execute.js';
+import { searchBody } from '../query/execute.js';
 import { parseSearchParams } from '../query/parse-params.js';
 import { HttpError, unauthorized } from './errors.js';
 import { commonHeaders, type Exchange, inFlight, requestIdFor, send, sendError } from './respond.js';
@@ -118,7 +118,7 @@ export function createPublicApp(deps: PublicAppDeps): TemplatedApp {
     const res = ex.res;
     const outcome: Outcome = { organizationId: null, keyPrefix: null };
     let status = 200;
-    let body: string | null = null;
+    let body: Uint8Array | null = null;
     let error: HttpError | null = null;
     try {
       const targetChars = path.length + (query.length > 0 ? query.length + 1 : 0);
@@ -184,7 +184,7 @@ export function createPublicApp(deps: PublicAppDeps): TemplatedApp {
   /** The CONTRACT 5 order: route, 401, 403 scope, 400, 403 organization, then the search. */
   function handle(
     method: string, path: string, query: string, authorization: string, targetChars: number, headerChars: number, outcome: Outcome, allowLookup: boolean,
-  ): string {
+  ): Uint8Array {
     if (targetChars > MAX_TARGET_CHARS) throw new HttpError(414, `The request target is longer than ${MAX_TARGET_CHARS} characters.`);
     if (headerChars > MAX_HEADER_CHARS) throw new HttpError(431, `The request headers are larger than ${MAX_HEADER_CHARS} characters.`);
     if (path !== SEARCH_PATH) throw new HttpError(404);
@@ -225,7 +225,8 @@ export function createPublicApp(deps: PublicAppDeps): TemplatedApp {
         headers: [['Retry-After', String(down.retryAfterSeconds)]],
       });
     }
-    return JSON.stringify(executeSearch(index, request));
+    // the body's bytes, in this thread's output buffer: sent (copied) before the next search
+    return searchBody(index, request);
   }
 }
 

@@ -82,7 +82,7 @@ export function send(
   ex: Exchange,
   common: CommonHeaders,
   status: number,
-  body: string,
+  body: string | Uint8Array,
   contentType = JSON_TYPE,
   extra: ReadonlyArray<readonly [string, string]> = [],
 ): void {
@@ -97,7 +97,7 @@ export function send(
     if (ex.head) {
       // endWithoutBody(length) of this uWS build never completes the response; the explicit
       // header plus endWithoutBody() does.
-      res.writeHeader('Content-Length', String(Buffer.byteLength(body)));
+      res.writeHeader('Content-Length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength));
       res.endWithoutBody();
     } else {
       writeBody(ex, body);
@@ -106,19 +106,21 @@ export function send(
 }
 
 /**
- * Ends the response with `body` without ever holding more than the body itself for a slow reader:
+ * Ends the response with `body` (a string, or bytes that uWS copies) without ever holding more than the body itself for a slow reader:
  * `res.end()` would copy whatever the socket does not take into uWS's own buffer, and a client
  * pipelining requests it never reads would grow that buffer without bound. `tryEnd` writes what
  * the socket takes; the rest is written from `onWritable` as the client reads. While such a
  * response is pending, uWS closes the connection if the client pipelines another request on it.
  */
-function writeBody(ex: Exchange, body: string): void {
+function writeBody(ex: Exchange, body: string | Uint8Array): void {
   const res = ex.res;
-  const total = Buffer.byteLength(body);
+  const total = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
   const start = res.getWriteOffset();
   const [ok, done] = res.tryEnd(body, total);
   if (ok || done) return;
-  const bytes = Buffer.from(body, 'utf8');
+  // What the socket did not take is written later, from our own copy: a Uint8Array body is a
+  // view of the thread's reusable output buffer, overwritten by the next search.
+  const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body);
   let finished = false;
   const finish = () => {
     if (finished) return;

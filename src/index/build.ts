@@ -1,7 +1,7 @@
 import type { Contact, OrgData } from '../model/records.js';
 import { tokensOf } from '../text/fast-tokens.js';
 import type { OrgIndex } from './org-index.js';
-import { StringColumnBuilder } from './string-column.js';
+import { jsonEscaped, StringColumnBuilder, wellFormed } from './string-column.js';
 
 export type { OrgIndex } from './org-index.js';
 
@@ -19,17 +19,22 @@ function answerOrder(data: OrgData): Uint32Array {
   return order;
 }
 
-/** Contacts re-created in the spec's key order, so JSON output never depends on the import's order. */
-function renderContact(c: Contact): Contact {
-  return {
+const orNull = (s: string | null): string | null => (s === null ? null : wellFormed(s));
+
+/**
+ * A contact's whole JSON object as a response carries it: full form, the spec's key order (never
+ * the import's), strings as the UTF-8 columns always rendered them (see jsonEscaped).
+ */
+function contactJson(c: Contact): string {
+  return JSON.stringify({
     id: c.id,
     organization_id: c.organization_id,
-    name: c.name,
-    phone: c.phone,
-    email: c.email,
-    avatar_url: c.avatar_url,
-    source: c.source,
-  };
+    name: orNull(c.name),
+    phone: orNull(c.phone),
+    email: orNull(c.email),
+    avatar_url: orNull(c.avatar_url),
+    source: orNull(c.source),
+  });
 }
 
 class Growable {
@@ -69,8 +74,10 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   const n = m.count;
   const order = answerOrder(data);
 
-  const contacts = data.contacts.map(renderContact);
+  const contacts = data.contacts;
   const contactCount = contacts.length;
+  const contactJsonColumn = new StringColumnBuilder();
+  for (const c of contacts) contactJsonColumn.push(contactJson(c));
   const byId = contacts.map((_, i) => i).sort((a, b) => (contacts[a].id < contacts[b].id ? -1 : 1));
   const contactIdRank = new Uint32Array(contactCount);
   const contactByIdRank = Uint32Array.from(byId);
@@ -97,14 +104,14 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     contactMessages[contact + 1]++;
     msgCombo[o] = m.direction[i] * 5 + m.channel[i];
     msgSentAt[o] = m.sentAt[i];
-    msgId.push(m.id[i]);
-    msgContent.push(m.content[i]);
+    msgId.push(jsonEscaped(m.id[i]));
+    msgContent.push(jsonEscaped(m.content[i]));
     const convKey = contact + ':' + m.conversationId[i];
     let conv = conversationOrdinal.get(convKey);
     if (conv === undefined) {
       conv = conversationOrdinal.size;
       conversationOrdinal.set(convKey, conv);
-      conversationIds.push(m.conversationId[i]);
+      conversationIds.push(jsonEscaped(m.conversationId[i]));
     }
     msgConversation[o] = conv;
 
@@ -231,10 +238,10 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   // The time rank of ordinal o is the first ordinal with the same sent_at, so equal times tie.
   const entryNewestIn = new Uint32Array(entryCount).fill(NONE);
   const entryNewestOut = new Uint32Array(entryCount).fill(NONE);
-  const timeRank = (o: number): number => {
-    while (o > 0 && msgSentAt[o - 1] === msgSentAt[o]) o--;
-    return o;
-  };
+  // One linear pass (build scratch, not kept): walking back per entry was quadratic when many
+  // messages share one sent_at (bulk-migrated data stamped with a date).
+  const timeRank = new Uint32Array(n);
+  for (let o = 1; o < n; o++) timeRank[o] = msgSentAt[o - 1] === msgSentAt[o] ? timeRank[o - 1] : o;
   const CHANNEL_COUNT = 5;
   for (let e = 0; e < entryCount; e++) {
     let needIn = (entryMask[e] & ((1 << CHANNEL_COUNT) - 1)) !== 0;
@@ -243,11 +250,11 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
       const o = postings[p];
       if (msgCombo[o] < CHANNEL_COUNT) {
         if (needIn) {
-          entryNewestIn[e] = timeRank(o);
+          entryNewestIn[e] = timeRank[o];
           needIn = false;
         }
       } else if (needOut) {
-        entryNewestOut[e] = timeRank(o);
+        entryNewestOut[e] = timeRank[o];
         needOut = false;
       }
     }
@@ -257,7 +264,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     organizationId: data.organizationId,
     messageCount: n,
     contactCount,
-    contacts,
+    ...columns('contactJson', contactJsonColumn),
     contactIdRank,
     contactByIdRank,
     msgContact,

@@ -1,5 +1,3 @@
-import type { Contact } from '../model/records.js';
-
 /**
  * The immutable index of one organization.
  *
@@ -17,8 +15,12 @@ export interface OrgIndex {
   readonly contactCount: number;
 
   // ---- contacts (ordinal = position in the imported contacts) ----
-  /** rendered contact objects (full form, key order of the spec), shared by every response */
-  readonly contacts: readonly Contact[];
+  /**
+   * each contact's whole JSON object as responses carry it (full form, key order of the spec),
+   * UTF-8: contact c is contactJsonBytes[contactJsonOffsets[c] .. contactJsonOffsets[c+1])
+   */
+  readonly contactJsonBytes: Uint8Array;
+  readonly contactJsonOffsets: Uint32Array;
   /** rank of each contact ordinal in contact-id order (the `data` tie-break) */
   readonly contactIdRank: Uint32Array;
   /** inverse of contactIdRank */
@@ -32,7 +34,11 @@ export interface OrgIndex {
   readonly msgCombo: Uint8Array;
   /** epoch ms, non-increasing with the ordinal */
   readonly msgSentAt: Float64Array;
-  /** message ids, contents and conversation ids as UTF-8 string columns (see string-column.ts) */
+  /**
+   * message ids, contents and conversation ids as UTF-8 string columns (see string-column.ts),
+   * each string already JSON-escaped (the text between the quotes of JSON.stringify): responses
+   * copy these bytes as they are, and the text is kept once, in this form
+   */
   readonly msgIdBytes: Uint8Array;
   readonly msgIdOffsets: Uint32Array;
   readonly msgContentBytes: Uint8Array;
@@ -74,6 +80,8 @@ export function tokenFrequency(index: OrgIndex, t: number): number {
 
 /** Fields of OrgIndex that are typed arrays: what a worker thread transfers (not copies). */
 export const TYPED_ARRAY_FIELDS = [
+  'contactJsonBytes',
+  'contactJsonOffsets',
   'contactIdRank',
   'contactByIdRank',
   'msgContact',

@@ -1,3 +1,24 @@
+// what JSON.stringify escapes in a well-formed string: '"', '\\' and C0 controls
+const NEEDS_ESCAPE = /["\\\u0000-\u001f]/;
+
+// any surrogate code unit (no `u` flag): only such strings can hold a lone one
+const SURROGATE = /[\ud800-\udfff]/;
+
+/** `s` with each lone surrogate replaced by U+FFFD, as a UTF-8 round trip does. */
+export function wellFormed(s: string): string {
+  return SURROGATE.test(s) ? Buffer.from(s, 'utf8').toString('utf8') : s;
+}
+
+/**
+ * The text between the quotes of `JSON.stringify(s)` for the string a response would carry: a
+ * lone surrogate becomes U+FFFD first, as the UTF-8 round trip of the columns always did (and
+ * imports refuse invalid UTF-8, so none arrives that way).
+ */
+export function jsonEscaped(s: string): string {
+  const w = wellFormed(s);
+  return NEEDS_ESCAPE.test(w) ? JSON.stringify(w).slice(1, -1) : w;
+}
+
 /**
  * Many strings as one UTF-8 byte array plus offsets: string i is bytes[offsets[i] ..
  * offsets[i+1]). Two typed arrays instead of millions of JS strings, so an index moves between
@@ -35,14 +56,4 @@ export class StringColumnBuilder {
     offsets[this.count] = this.length;
     return { bytes, offsets };
   }
-}
-
-/** String i of a column; `text` is a Buffer view of the column's bytes. */
-export function stringAt(text: Buffer, offsets: Uint32Array, i: number): string {
-  return text.toString('utf8', offsets[i], offsets[i + 1]);
-}
-
-/** A Buffer over the same memory as a column's bytes (no copy), for stringAt. */
-export function textView(bytes: Uint8Array): Buffer {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }

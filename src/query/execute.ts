@@ -2,10 +2,9 @@ import type { OrgIndex } from '../index/org-index.js';
 import { CHANNELS } from '../model/records.js';
 import { filterMask } from './filter-mask.js';
 import { scratchFor, type Scratch } from './scratch.js';
-import type { ResultItem, ResultMessage, SearchRequest, SearchResponse } from './search-request.js';
+import { bodyWriter, utf8, type BodyWriter } from './body-writer.js';
+import type { SearchRequest, SearchResponse } from './search-request.js';
 import { smallestKeys } from './select.js';
-import { stringAt } from '../index/string-column.js';
-import { isoString } from '../time/iso-string.js';
 import { containsPhrase, lowerBound, termView, type TermView } from './term-view.js';
 
 /** First ordinal whose sent_at is below `ms` (`strict`) or at most `ms`; sent_at is non-increasing. */
@@ -19,8 +18,9 @@ function firstOrdinal(sentAt: Float64Array, ms: number, strict: boolean): number
   return lo;
 }
 
-function echo(req: SearchRequest): SearchResponse['query'] {
-  return {
+/** The `query` object (spec 2.5): a few short strings a request, so JSON.stringify writes it. */
+function echo(req: SearchRequest): string {
+  return JSON.stringify({
     organization_id: req.organizationId,
     terms: req.terms,
     match: req.match,
@@ -28,15 +28,7 @@ function echo(req: SearchRequest): SearchResponse['query'] {
     channel: req.channel,
     from: req.from === null ? null : new Date(req.from).toISOString(),
     to: req.to === null ? null : new Date(req.to).toISOString(),
-  };
-}
-
-function emptyResponse(req: SearchRequest, count: number): SearchResponse {
-  return {
-    data: [],
-    pagination: { limit: req.limit, offset: req.offset, count, has_more: false, next_offset: null },
-    query: echo(req),
-  };
+  });
 }
 
 /** The query's fixed inputs for one execution. */
@@ -75,23 +67,44 @@ const NONE = 0xffffffff;
 
 /** First ordinal with the same sent_at as o: equal times share it, so ties go to the contact id. */
 function timeRank(sentAt: Float64Array, o: number): number {
+  // galloping back from o, then a binary search: one read when o's time is unique (the common
+  // case, and cache-friendly), O(log k) for a tie of k messages however long
   const t = sentAt[o];
-  while (o > 0 && sentAt[o - 1] === t) o--;
-  return o;
+  if (o === 0 || sentAt[o - 1] !== t) return o;
+  let hi = o - 1; // sentAt[hi] === t
+  let step = 1;
+  let lo = hi - step;
+  while (lo > 0 && sentAt[lo] === t) {
+    hi = lo;
+    step *= 2;
+    lo = hi - step;
+  }
+  if (lo < 0) lo = 0;
+  // sentAt[lo] > t or lo === 0; the answer is in [lo, hi]
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sentAt[mid] > t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
-/** Time rank of the newest counting message of view position e, or NONE. */
+/**
+ * Time rank of the newest counting message of view position e, or -1. Never the index's NONE
+ * (0xffffffff): a value outside the small-integer range returned from a function that is not
+ * inlined is boxed, one heap number per call (measured: 13 KB of garbage a request).
+ */
 function newestRank(plan: Plan, v: TermView, e: number): number {
   if (plan.precomputed && v.entry === null && v.phrase === null) {
     // no date or channel filter and a plain token: read the precomputed newest per direction
     const { entryNewestIn, entryNewestOut } = plan.index;
-    if (plan.direction === 0) return entryNewestIn[e];
-    if (plan.direction === 1) return entryNewestOut[e];
-    const a = entryNewestIn[e], b = entryNewestOut[e];
-    return a < b ? a : b;
+    const a = plan.direction === 1 ? NONE : entryNewestIn[e];
+    const b = plan.direction === 0 ? NONE : entryNewestOut[e];
+    const r = a < b ? a : b;
+    return r === NONE ? -1 : r;
   }
   const o = newestCounting(plan, v, e);
-  return o < 0 ? NONE : timeRank(plan.index.msgSentAt, o);
+  return o < 0 ? -1 : timeRank(plan.index.msgSentAt, o);
 }
 
 /**
@@ -119,7 +132,7 @@ function matchContacts(plan: Plan, s: Scratch): number {
     }
     for (let e = v.from; e < v.to; e++) {
       const r = newestRank(plan, v, e);
-      if (r !== NONE) keys[n++] = r * contactCount + idRank[v.contact[e]];
+      if (r >= 0) keys[n++] = r * contactCount + idRank[v.contact[e]];
     }
     return n;
   }
@@ -139,7 +152,7 @@ function matchContacts(plan: Plan, s: Scratch): number {
       const seen = stamp[c] === gen;
       if (plan.all && j > 0 && (!seen || hits[c] !== j)) continue;
       const r = newestRank(plan, v, e);
-      if (r === NONE) continue;
+      if (r < 0) continue;
       if (!seen) {
         stamp[c] = gen;
         best[c] = r;
@@ -164,25 +177,83 @@ function positionOf(v: TermView, c: number): number {
   return e < v.to && v.contact[e] === c ? e : -1;
 }
 
-function renderMessage(index: OrgIndex, s: Scratch, o: number): ResultMessage {
-  const combo = index.msgCombo[o];
-  return {
-    id: stringAt(s.ids, index.msgIdOffsets, o),
-    conversation_id: stringAt(s.conversations, index.conversationIdOffsets, index.msgConversation[o]),
-    channel: CHANNELS[combo % CHANNELS.length],
-    direction: combo < CHANNELS.length ? 'inbound' : 'outbound',
-    content: stringAt(s.contents, index.msgContentOffsets, o),
-    sent_at: isoString(index.msgSentAt[o]),
-  };
+// ---- the body's fixed pieces (spec 2.2-2.5, full forms, key order of the spec) ----
+const DATA_OPEN = utf8('{"data":[');
+const ITEM_OPEN = utf8('{"contact":');
+const NEXT_ITEM_OPEN = utf8(',{"contact":');
+const MATCH_COUNT = utf8(',"match_count":');
+const CONVERSATIONS_COUNT = utf8(',"conversations_count":');
+const FIRST_MATCHED = utf8(',"first_matched_at":"');
+const LAST_MATCHED = utf8('","last_matched_at":"');
+const MESSAGES_OPEN = utf8('","messages":[');
+const ITEM_CLOSE = utf8(']}');
+const MESSAGE_OPEN = utf8('{"id":"');
+const NEXT_MESSAGE_OPEN = utf8(',{"id":"');
+const CONVERSATION = utf8('","conversation_id":"');
+/** per direction * 5 + channel: the channel and direction fields and the opening of content */
+const COMBO = Array.from({ length: 2 * CHANNELS.length }, (_, combo) =>
+  utf8(`","channel":"${CHANNELS[combo % CHANNELS.length]}","direction":"${combo < CHANNELS.length ? 'inbound' : 'outbound'}","content":"`),
+);
+const SENT_AT = utf8('","sent_at":"');
+const MESSAGE_CLOSE = utf8('"}');
+const PAGINATION = utf8('],"pagination":{"limit":');
+const OFFSET = utf8(',"offset":');
+const COUNT = utf8(',"count":');
+const HAS_MORE_TRUE = utf8(',"has_more":true,"next_offset":');
+const HAS_MORE_FALSE = utf8(',"has_more":false,"next_offset":null');
+const QUERY = utf8('},"query":');
+const BODY_CLOSE = utf8('}');
+/** bound on an item's or message's bytes besides its strings (keys, numbers, timestamps) */
+const ITEM_FIXED = 320;
+const MESSAGE_FIXED = 200;
+
+/** Ordinals of the contact's counting messages: count, conversations, newest, oldest, and the first few. */
+interface Walk {
+  count: number;
+  conversations: number;
+  newest: number;
+  oldest: number;
+  picked: number;
 }
 
-/** The result item of one matching contact: a merge of its messages over every term. */
-function contactResult(plan: Plan, s: Scratch, c: number, messagesLimit: number): ResultItem {
+/** Records counting message o (newest first) into the walk. */
+function counted(index: OrgIndex, s: Scratch, w: Walk, o: number, messagesLimit: number): void {
+  w.count++;
+  if (w.newest < 0) w.newest = o;
+  w.oldest = o;
+  const conv = index.msgConversation[o];
+  if (s.conversationStamp[conv] !== s.generation) {
+    s.conversationStamp[conv] = s.generation;
+    w.conversations++;
+  }
+  if (w.picked < messagesLimit) s.picked[w.picked++] = o;
+}
+
+/** Walks one matching contact's counting messages, newest first: a merge over every term. */
+function walkContact(plan: Plan, s: Scratch, c: number, messagesLimit: number, w: Walk): void {
   const { index, views } = plan;
   const k = views.length;
-  const { postings, entryPostStart } = index;
-  const pos = new Array<number>(k);
-  const end = new Array<number>(k);
+  const { postings, entryPostStart, msgCombo } = index;
+  const { mask, hi } = plan;
+  w.count = w.conversations = w.picked = 0;
+  w.newest = w.oldest = -1;
+  if (k === 1) {
+    // one term: its list for this contact, no merge
+    const v = views[0];
+    const e = positionOf(v, c);
+    const g = v.entry === null ? e : v.entry[e];
+    const end = entryPostStart[g + 1];
+    let p = plan.lo > 0 ? lowerBound(postings, entryPostStart[g], end, plan.lo) : entryPostStart[g];
+    const phrase = v.phrase;
+    for (; p < end; p++) {
+      const o = postings[p];
+      if (o >= hi) break;
+      if (((1 << msgCombo[o]) & mask) === 0 || (phrase !== null && !containsPhrase(index, o, phrase))) continue;
+      counted(index, s, w, o, messagesLimit);
+    }
+    return;
+  }
+  const { pos, end } = s;
   for (let j = 0; j < k; j++) {
     const v = views[j];
     const e = positionOf(v, c);
@@ -194,15 +265,12 @@ function contactResult(plan: Plan, s: Scratch, c: number, messagesLimit: number)
     end[j] = entryPostStart[g + 1];
     pos[j] = plan.lo > 0 ? lowerBound(postings, entryPostStart[g], end[j], plan.lo) : entryPostStart[g];
   }
-  const gen = s.generation;
-  let count = 0, conversations = 0, newest = -1, oldest = -1;
-  const messages: ResultMessage[] = [];
   for (;;) {
     // next ordinal over the contact's lists of every term; a message counts once
     let o = 0xffffffff;
     for (let j = 0; j < k; j++) if (pos[j] < end[j] && postings[pos[j]] < o) o = postings[pos[j]];
-    if (o >= plan.hi) break;
-    const passes = ((1 << index.msgCombo[o]) & plan.mask) !== 0;
+    if (o >= hi) break;
+    const passes = ((1 << msgCombo[o]) & mask) !== 0;
     let matched = false;
     for (let j = 0; j < k; j++) {
       if (pos[j] >= end[j] || postings[pos[j]] !== o) continue;
@@ -210,72 +278,129 @@ function contactResult(plan: Plan, s: Scratch, c: number, messagesLimit: number)
       const phrase = views[j].phrase;
       if (passes && !matched) matched = phrase === null || containsPhrase(index, o, phrase);
     }
-    if (!matched) continue;
-    count++;
-    if (newest < 0) newest = o;
-    oldest = o;
-    const conv = index.msgConversation[o];
-    if (s.conversationStamp[conv] !== gen) {
-      s.conversationStamp[conv] = gen;
-      conversations++;
-    }
-    if (messages.length < messagesLimit) messages.push(renderMessage(index, s, o));
+    if (matched) counted(index, s, w, o, messagesLimit);
   }
-  return {
-    contact: index.contacts[c],
-    match_count: count,
-    conversations_count: conversations,
-    first_matched_at: isoString(index.msgSentAt[oldest]),
-    last_matched_at: isoString(index.msgSentAt[newest]),
-    messages,
-  };
+}
+
+/** Writes one message object (spec 2.3, full form). */
+function writeMessage(out: BodyWriter, index: OrgIndex, o: number, first: boolean): void {
+  const { msgIdBytes, msgIdOffsets, msgContentBytes, msgContentOffsets, conversationIdBytes, conversationIdOffsets } = index;
+  const conv = index.msgConversation[o];
+  const idFrom = msgIdOffsets[o], idTo = msgIdOffsets[o + 1];
+  const convFrom = conversationIdOffsets[conv], convTo = conversationIdOffsets[conv + 1];
+  const textFrom = msgContentOffsets[o], textTo = msgContentOffsets[o + 1];
+  out.reserve(MESSAGE_FIXED + (idTo - idFrom) + (convTo - convFrom) + (textTo - textFrom));
+  out.raw(first ? MESSAGE_OPEN : NEXT_MESSAGE_OPEN);
+  out.slice(msgIdBytes, idFrom, idTo);
+  out.raw(CONVERSATION);
+  out.slice(conversationIdBytes, convFrom, convTo);
+  out.raw(COMBO[index.msgCombo[o]]);
+  out.slice(msgContentBytes, textFrom, textTo);
+  out.raw(SENT_AT);
+  out.isoAt(index.msgSentAt, o);
+  out.raw(MESSAGE_CLOSE);
+}
+
+/** Writes the result item of one matching contact (spec 2.2). */
+function writeItem(out: BodyWriter, plan: Plan, s: Scratch, c: number, messagesLimit: number, first: boolean): void {
+  const { index } = plan;
+  const w = s.walk;
+  walkContact(plan, s, c, messagesLimit, w);
+  const from = index.contactJsonOffsets[c], to = index.contactJsonOffsets[c + 1];
+  out.reserve(ITEM_FIXED + (to - from));
+  out.raw(first ? ITEM_OPEN : NEXT_ITEM_OPEN);
+  out.slice(index.contactJsonBytes, from, to);
+  out.raw(MATCH_COUNT);
+  out.uint(w.count);
+  out.raw(CONVERSATIONS_COUNT);
+  out.uint(w.conversations);
+  out.raw(FIRST_MATCHED);
+  out.isoAt(index.msgSentAt, w.oldest);
+  out.raw(LAST_MATCHED);
+  out.isoAt(index.msgSentAt, w.newest);
+  out.raw(MESSAGES_OPEN);
+  for (let i = 0; i < w.picked; i++) writeMessage(out, index, s.picked[i], i === 0);
+  out.reserve(ITEM_CLOSE.length);
+  out.raw(ITEM_CLOSE);
+}
+
+/** Closes `data` and writes `pagination` and `query`: the end of every 200 body. */
+function writeTail(out: BodyWriter, req: SearchRequest, count: number, items: number): Uint8Array {
+  const hasMore = req.offset + items < count;
+  out.reserve(160);
+  out.raw(PAGINATION);
+  out.uint(req.limit);
+  out.raw(OFFSET);
+  out.uint(req.offset);
+  out.raw(COUNT);
+  out.uint(count);
+  if (hasMore) {
+    out.raw(HAS_MORE_TRUE);
+    out.uint(req.offset + req.limit);
+  } else {
+    out.raw(HAS_MORE_FALSE);
+  }
+  out.raw(QUERY);
+  out.text(echo(req));
+  out.reserve(BODY_CLOSE.length);
+  out.raw(BODY_CLOSE);
+  return out.view();
+}
+
+function emptyBody(req: SearchRequest, count: number): Uint8Array {
+  const out = bodyWriter;
+  out.reset();
+  out.reserve(DATA_OPEN.length);
+  out.raw(DATA_OPEN);
+  return writeTail(out, req, count, 0);
 }
 
 /**
- * Answers one search (CONTRACT 3). A null index (organization without a snapshot) gives an
- * empty page. Work grows with the contacts matching the terms and the page's messages, not
- * with the organization.
+ * Answers one search (CONTRACT 3) as the UTF-8 bytes of the whole 200 body, byte for byte what
+ * JSON.stringify of the answer gives. The bytes are a view of this thread's output buffer, valid
+ * until the next search on this thread. A null index (organization without a snapshot) gives an
+ * empty page. Work grows with the contacts matching the terms and the page's messages, not with
+ * the organization.
  */
-export function executeSearch(index: OrgIndex | null, req: SearchRequest): SearchResponse {
-  if (index === null || index.messageCount === 0) return emptyResponse(req, 0);
+export function searchBody(index: OrgIndex | null, req: SearchRequest): Uint8Array {
+  if (index === null || index.messageCount === 0) return emptyBody(req, 0);
   // the date filter is one contiguous ordinal window, because ordinals follow sent_at descending
   const lo = req.to === null ? 0 : firstOrdinal(index.msgSentAt, req.to, false);
   const hi = req.from === null ? index.messageCount : firstOrdinal(index.msgSentAt, req.from, true);
-  if (lo >= hi) return emptyResponse(req, 0);
+  if (lo >= hi) return emptyBody(req, 0);
 
   const all = req.match === 'all';
+  const s = scratchFor(index);
   const views: TermView[] = [];
-  for (const term of req.terms) {
-    const v = termView(index, term);
+  for (let j = 0; j < req.terms.length; j++) {
+    const v = termView(index, req.terms[j], s, j);
     if (v !== null) views.push(v);
-    else if (all) return emptyResponse(req, 0);
+    else if (all) return emptyBody(req, 0);
   }
-  if (views.length === 0) return emptyResponse(req, 0);
+  if (views.length === 0) return emptyBody(req, 0);
 
   const precomputed = req.channel === null && lo === 0 && hi === index.messageCount;
   const direction = req.direction === 'inbound' ? 0 : req.direction === 'outbound' ? 1 : 2;
   const plan: Plan = { index, views, all, mask: filterMask(req), lo, hi, direction, precomputed };
-  const s = scratchFor(index);
   const count = matchContacts(plan, s);
   const need = Math.min(count, req.offset + req.limit);
-  if (req.offset >= need) return emptyResponse(req, count);
+  if (req.offset >= need) return emptyBody(req, count);
 
   const top = smallestKeys(s.keys, count, need, s.heap);
-  const data: ResultItem[] = [];
+  if (req.messagesLimit > s.picked.length) s.picked = new Uint32Array(req.messagesLimit);
+  const out = bodyWriter;
+  out.reset();
+  out.reserve(DATA_OPEN.length);
+  out.raw(DATA_OPEN);
   for (let i = req.offset; i < need; i++) {
     const c = index.contactByIdRank[top[i] % index.contactCount];
-    data.push(contactResult(plan, s, c, req.messagesLimit));
+    writeItem(out, plan, s, c, req.messagesLimit, i === req.offset);
   }
-  const hasMore = req.offset + data.length < count;
-  return {
-    data,
-    pagination: {
-      limit: req.limit,
-      offset: req.offset,
-      count,
-      has_more: hasMore,
-      next_offset: hasMore ? req.offset + req.limit : null,
-    },
-    query: echo(req),
-  };
+  return writeTail(out, req, count, need - req.offset);
+}
+
+/** The answer as an object, decoded from searchBody's bytes: for tests and tools, never the server. */
+export function executeSearch(index: OrgIndex | null, req: SearchRequest): SearchResponse {
+  const body = searchBody(index, req);
+  return JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8')) as SearchResponse;
 }

@@ -1,5 +1,8 @@
 import type { OrgIndex } from '../index/org-index.js';
-import { textView } from '../index/string-column.js';
+import { MAX_TERMS } from './terms.js';
+
+// spec 8: messages_limit is at most 20 (searchBody grows picked for anything larger)
+const MAX_MESSAGES_LIMIT = 20;
 
 /**
  * Per-index working memory reused by every query on that index (queries run synchronously on
@@ -18,10 +21,15 @@ export interface Scratch {
   contactHits: Uint8Array;
   /** contact ordinals seen by this query, in first-seen order */
   touched: Uint32Array;
-  /** Buffer views of the index's string columns */
-  ids: Buffer;
-  contents: Buffer;
-  conversations: Buffer;
+  /** per term of a several-term walk: position and end in postings */
+  pos: Uint32Array;
+  end: Uint32Array;
+  /** the walk of one contact: its aggregates, and its first messages in picked */
+  walk: { count: number; conversations: number; newest: number; oldest: number; picked: number };
+  picked: Uint32Array;
+  /** per term slot, a phrase view's positions (see termView), allocated on first use */
+  viewContact: Array<Uint32Array | undefined>;
+  viewEntry: Array<Uint32Array | undefined>;
 }
 
 const scratches = new WeakMap<OrgIndex, Scratch>();
@@ -38,9 +46,12 @@ export function scratchFor(index: OrgIndex): Scratch {
       contactBest: new Uint32Array(index.contactCount),
       contactHits: new Uint8Array(index.contactCount),
       touched: new Uint32Array(index.contactCount),
-      ids: textView(index.msgIdBytes),
-      contents: textView(index.msgContentBytes),
-      conversations: textView(index.conversationIdBytes),
+      pos: new Uint32Array(MAX_TERMS),
+      end: new Uint32Array(MAX_TERMS),
+      walk: { count: 0, conversations: 0, newest: -1, oldest: -1, picked: 0 },
+      picked: new Uint32Array(MAX_MESSAGES_LIMIT),
+      viewContact: new Array<Uint32Array | undefined>(MAX_TERMS).fill(undefined),
+      viewEntry: new Array<Uint32Array | undefined>(MAX_TERMS).fill(undefined),
     };
     scratches.set(index, s);
   }

@@ -1,4 +1,5 @@
 import { tokenFrequency, type OrgIndex } from '../index/org-index.js';
+import type { Scratch } from './scratch.js';
 import { termTokens } from './terms.js';
 
 /**
@@ -39,8 +40,11 @@ export function containsPhrase(index: OrgIndex, o: number, phrase: Uint32Array):
   return false;
 }
 
-/** The view of `term`, or null when no message can match it. */
-export function termView(index: OrgIndex, term: string): TermView | null {
+/**
+ * The view of `term`, or null when no message can match it. A phrase's pruned positions live in
+ * the scratch arrays of term slot `slot`: valid for this query only, and no garbage per query.
+ */
+export function termView(index: OrgIndex, term: string, s: Scratch, slot: number): TermView | null {
   const tokens = termTokens(term);
   if (tokens.length === 0) return null;
   const ids = new Uint32Array(tokens.length);
@@ -74,8 +78,9 @@ export function termView(index: OrgIndex, term: string): TermView | null {
   const others = keys.filter((t) => t !== d);
   const cursor = others.map((t) => entryStart[t]);
   const first = entryStart[d], last = entryStart[d + 1];
-  const contact = new Uint32Array(last - first);
-  const entry = new Uint32Array(last - first);
+  // a token has at most one entry a contact, so contactCount positions always suffice
+  const contact = (s.viewContact[slot] ??= new Uint32Array(index.contactCount));
+  const entry = (s.viewEntry[slot] ??= new Uint32Array(index.contactCount));
   let n = 0;
   next: for (let e = first; e < last; e++) {
     const c = entryContact[e];
