@@ -136,23 +136,47 @@ function matchContacts(plan: Plan, s: Scratch): number {
     }
     return n;
   }
-  // Several terms: each view walked on its own (sequential reads), the newest rank and the number
-  // of terms passed kept per contact ordinal. Under `all`, views go from the smallest and a
-  // contact that failed an earlier one is skipped before any of its postings is read.
+  return matchSeveral(plan, s);
+}
+
+/**
+ * matchContacts for several terms: each view walked on its own (sequential reads), the newest
+ * rank and the number of terms passed kept per contact ordinal. Under `all`, views go from the
+ * smallest and a contact that failed an earlier one is skipped before any of its postings is read.
+ */
+function matchSeveral(plan: Plan, s: Scratch): number {
+  const { views, index, all } = plan;
+  const keys = s.keys;
+  const contactCount = index.contactCount;
+  const idRank = index.contactIdRank;
+  let n = 0;
   const gen = s.generation;
   const { contactStamp: stamp, contactBest: best, contactHits: hits, touched } = s;
-  const order = plan.all ? [...views].sort((a, b) => a.to - a.from - (b.to - b.from)) : views;
+  const order = all ? [...views].sort((a, b) => a.to - a.from - (b.to - b.from)) : views;
   const k = order.length;
+  // a plain token without date or channel filter reads its rank from the precomputed columns,
+  // hoisted here: this loop runs over every entry of every term
+  const newestIn = plan.direction === 1 ? null : index.entryNewestIn;
+  const newestOut = plan.direction === 0 ? null : index.entryNewestOut;
   let t = 0;
   for (let j = 0; j < k; j++) {
     const v = order[j];
     const contact = v.contact;
+    const plain = plan.precomputed && v.entry === null && v.phrase === null;
     for (let e = v.from; e < v.to; e++) {
       const c = contact[e];
       const seen = stamp[c] === gen;
-      if (plan.all && j > 0 && (!seen || hits[c] !== j)) continue;
-      const r = newestRank(plan, v, e);
-      if (r < 0) continue;
+      if (all && j > 0 && (!seen || hits[c] !== j)) continue;
+      let r: number;
+      if (plain) {
+        const a = newestIn === null ? NONE : newestIn[e];
+        const b = newestOut === null ? NONE : newestOut[e];
+        if (a === NONE && b === NONE) continue;
+        r = a < b ? a : b;
+      } else {
+        r = newestRank(plan, v, e);
+        if (r < 0) continue;
+      }
       if (!seen) {
         stamp[c] = gen;
         best[c] = r;
@@ -166,7 +190,7 @@ function matchContacts(plan: Plan, s: Scratch): number {
   }
   for (let i = 0; i < t; i++) {
     const c = touched[i];
-    if (!plan.all || hits[c] === k) keys[n++] = best[c] * contactCount + idRank[c];
+    if (!all || hits[c] === k) keys[n++] = best[c] * contactCount + idRank[c];
   }
   return n;
 }
