@@ -10,7 +10,7 @@ import path from 'node:path';
 import { Unpackr } from 'msgpackr';
 import { EmbeddedStore, snapshotFile } from '../src/store/embedded-store.js';
 import { RedisStore } from '../src/store/redis-store.js';
-import { CHUNK_MAX, encodeManifest, encodeSnapshot, type Manifest } from '../src/store/snapshot-format.js';
+import { CHUNK_MAX, encodeManifest, encodeSnapshot, prepareSnapshot, type Manifest } from '../src/store/snapshot-format.js';
 import type { KeyRecord, SnapshotRef, Store } from '../src/store/store.js';
 import { startRedis, type TestRedis } from './helpers/redis-server.js';
 import { generate, orgData, uuid } from './fixtures/gen-data.js';
@@ -178,7 +178,7 @@ describe('snapshot format', () => {
   test('no chunk exceeds CHUNK_MAX when no single value does', () => {
     const g = generate(10, 2000, 20000);
     g.messages.forEach((m) => { m.content = 'x'.repeat(300); });
-    const enc = encodeSnapshot(orgData(g), 1);
+    const enc = encodeSnapshot(prepareSnapshot(orgData(g)), 1);
     const sizes = [...enc.chunks].map((c) => c.length);
     assert.ok(sizes.length > 1);
     for (const s of sizes) assert.ok(s <= CHUNK_MAX, `chunk of ${s} bytes`);
