@@ -64,6 +64,32 @@ const WORDS = {
 type Lang = keyof typeof WORDS;
 const LANGS: Lang[] = ['pt', 'pt', 'pt', 'es', 'en'];
 
+// A Zipf tail of rarer words after the common ones: real exports hold tens of thousands of
+// distinct words (30,000 were measured), and the term dictionary, the postings and the load time
+// grow with them. Built from syllables with a fixed seed, so the vocabulary never depends on the
+// data seed and the dataset stays a function of the seed alone.
+const SYLLABLES: Record<Lang, string[]> = {
+  pt: 'ba be bi bo ca ce ci co cu da de di do du fa fe fi fo ga go gu ja je jo la le li lo lu ma me mi mo mu na ne ni no nu pa pe pi po pu ra re ri ro ru sa se si so su ta te ti to tu va ve vi vo za ção lho nha nho que qui ções ão ões ém ás'.split(' '),
+  es: 'ba be bi bo ca ce ci co cu da de di do du fa fe fi fo ga go gu ja je jo la le li lo lu ma me mi mo mu na ne ni no nu ña ño pa pe pi po pu ra re ri ro ru sa se si so su ta te ti to tu va ve vi vo za ción llo lla que qui rá ís'.split(' '),
+  en: 'ab ac ad al am an ar as at ba be bi bo ca ce co da de di do el en er es fi fo ga ge go ha he hi ho in is it ka la le li lo ma me mi mo na ne ni no or pa pe pi po ra re ri ro sa se si so ta te ti to un ve wa we wi'.split(' '),
+};
+const TAIL_WORDS = 12_000;
+
+function tailWords(lang: Lang): string[] {
+  const rng = mulberry32(lang === 'pt' ? 1001 : lang === 'es' ? 1002 : 1003);
+  const seen = new Set(WORDS[lang]);
+  const out: string[] = [];
+  const syl = SYLLABLES[lang];
+  while (out.length < TAIL_WORDS) {
+    const n = 2 + Math.floor(rng() * 3);
+    let w = '';
+    for (let i = 0; i < n; i++) w += syl[Math.floor(rng() * syl.length)];
+    if (!seen.has(w)) { seen.add(w); out.push(w); }
+  }
+  return out;
+}
+for (const lang of Object.keys(WORDS) as Lang[]) WORDS[lang].push(...tailWords(lang));
+
 const GREETINGS: Record<Lang, string[]> = {
   pt: ['Olá!', 'Oi, tudo bem?', 'Bom dia', 'Boa tarde!!', 'Olá, preciso de ajuda'],
   es: ['¡Hola!', 'Buenos días', '¿Qué tal?', 'Hola, necesito ayuda'],

@@ -11,6 +11,8 @@ import { CHANNELS, type Channel, type Contact, type MessageLine } from '../src/m
 import { OrgDataBuilder } from '../src/model/org-data-builder.js';
 import { searchBody } from '../src/query/execute.js';
 import type { SearchRequest, SearchResponse } from '../src/query/search-request.js';
+import { flattenIndex, wrapIndex } from '../src/store/flat-index.js';
+import { encodeSnapshot, parseManifest, SnapshotDecoder, type PreparedSnapshot } from '../src/store/snapshot-format.js';
 import { resolveTerms } from '../src/query/terms.js';
 import { parseRfc3339 } from '../src/time/rfc3339.js';
 import { formatRfc3339, generateDataset } from '../scripts/gen-lib.js';
@@ -244,6 +246,33 @@ function assertBody(body: Uint8Array, expected: SearchResponse): void {
   assert.fail('body bytes differ from JSON.stringify of the reference (same text after decoding: invalid UTF-8?)');
 }
 
+/**
+ * The index a server serves after a snapshot round trip: encoded into chunks and a manifest,
+ * decoded and verified, wrapped. Format 2 carries the built index (here with either pair
+ * threshold); format 1 carries the records and is rebuilt on load.
+ */
+function loadedIndexOf(org: Pick<Org, 'contacts' | 'messages'>, format: 1 | 2, orgId = ORG) {
+  const b = new OrgDataBuilder(orgId);
+  for (const c of org.contacts) b.addContact(c);
+  for (const m of org.messages) b.addMessage(m, parseRfc3339(m.sent_at)!);
+  const data = b.build();
+  let prepared: PreparedSnapshot;
+  if (format === 1) prepared = { format: 1, data };
+  else {
+    let order: Uint32Array | undefined;
+    const built = buildIndex(data, { pairMinFrequency: pairVariant++ % 2 === 0 ? undefined : 1, onOrder: (o) => { order = o; } });
+    prepared = { format: 2, flat: flattenIndex(built, order) };
+  }
+  const enc = encodeSnapshot(prepared, 3);
+  const chunks = [...enc.chunks];
+  const decoder = new SnapshotDecoder(parseManifest(enc.manifest(), { organizationId: orgId, version: 3 }));
+  // in reverse: chunks may arrive in any order
+  for (let i = chunks.length - 1; i >= 0; i--) decoder.add(i, chunks[i]);
+  const flat = decoder.finishFlat();
+  for (const a of Object.values(flat.sections)) assert.ok(a.buffer instanceof SharedArrayBuffer, 'every section is shared memory');
+  return wrapIndex(flat);
+}
+
 describe('product vs brute-force reference', () => {
   it(`the body bytes equal JSON.stringify of referenceSearch (${SEARCH_RUNS} organizations x 1 request)`, () => {
     check(
@@ -252,6 +281,18 @@ describe('product vs brute-force reference', () => {
         assertBody(searchBody(indexOf(org), req), referenceSearch(org.allContacts, org.allMessages, req));
       }),
       SEARCH_RUNS,
+    );
+  });
+
+  it(`indexes loaded from snapshots equal referenceSearch (format 2 as stored, format 1 rebuilt; ${SEARCH_RUNS / 2} cases)`, () => {
+    let k = 0;
+    check(
+      fc.property(orgArb, requestSpecArb, (org, spec) => {
+        const req = makeRequest(org, spec);
+        const expected = referenceSearch(org.allContacts, org.allMessages, req);
+        assertBody(searchBody(loadedIndexOf(org, k++ % 3 === 2 ? 1 : 2), req), expected);
+      }),
+      SEARCH_RUNS / 2,
     );
   });
 
@@ -272,7 +313,7 @@ describe('product vs brute-force reference', () => {
     const { contacts, messages } = generateDataset({ messages: 6000, contacts: 400, organizations: 2, seed: SEED });
     const orgId = contacts[0].organization_id;
     const org = { contacts: contacts.filter((c) => c.organization_id === orgId), messages: messages.filter((m) => m.organization_id === orgId) };
-    const index = indexOf(org, orgId);
+    const index = loadedIndexOf(org, 2, orgId);
     // the generator's own calendar: bounds land on real message instants, ± 1 ms
     const instants = org.messages.map((m) => parseRfc3339(m.sent_at)!);
     const bound = fc.oneof({ weight: 2, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.tuple(fc.nat(), fc.constantFrom(-1, 0, 1)).map(([i, d]) => instants[i % instants.length] + d) });

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { Unpackr } from 'msgpackr';
 import { EmbeddedStore, snapshotFile } from '../src/store/embedded-store.js';
 import { RedisStore } from '../src/store/redis-store.js';
-import { CHUNK_MAX, encodeManifest, encodeSnapshot, type Manifest } from '../src/store/snapshot-format.js';
+import { CHUNK_MAX, encodeManifest, encodeSnapshot, prepareSnapshot, type Manifest } from '../src/store/snapshot-format.js';
 import type { KeyRecord, SnapshotRef, Store } from '../src/store/store.js';
 import { startRedis, type TestRedis } from './helpers/redis-server.js';
 import { generate, orgData, uuid } from './fixtures/gen-data.js';
@@ -20,14 +20,16 @@ interface Harness {
   open(): Promise<Store>;
   /** Flips one byte of the first chunk of `ref`. */
   corruptChunk(store: Store, ref: SnapshotRef): Promise<void>;
-  /** Rewrites the manifest of `ref` with another format version (and a valid checksum). */
-  setFormat(store: Store, ref: SnapshotRef, format: number): Promise<void>;
+  /** Rewrites the manifest of `ref` with another format version, or as `format` maps it (and a valid checksum). */
+  setFormat(store: Store, ref: SnapshotRef, format: number | ((m: Manifest) => Manifest)): Promise<void>;
   cleanup(): Promise<void>;
 }
 
 const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true });
-const reformat = (bytes: Buffer, format: number): Uint8Array =>
-  encodeManifest({ ...(unpackr.unpack(bytes.subarray(0, bytes.length - 4)) as Manifest), format });
+const reformat = (bytes: Buffer, format: number | ((m: Manifest) => Manifest)): Uint8Array => {
+  const m = unpackr.unpack(bytes.subarray(0, bytes.length - 4)) as Manifest;
+  return encodeManifest(typeof format === 'number' ? { ...m, format } : format(m));
+};
 
 function embeddedHarness(): Harness {
   const dir = mkdtempSync(path.join(tmpdir(), 'store-test-'));
@@ -138,6 +140,39 @@ function storeCases(h: Harness): void {
       const ref = await store.publishSnapshot(orgData(generate(7, 2, 5)));
       await h.setFormat(store, ref, 7);
       await assert.rejects(store.loadSnapshot(ref), { message: `snapshot: unknown format version 7 for organization ${uuid(7, 0)}` });
+      await assert.rejects(store.loadFlatIndex(ref), { message: `snapshot: unknown format version 7 for organization ${uuid(7, 0)}` });
+    });
+
+    test('an older format-1 snapshot (record columns) still loads: its index is built on load', async () => {
+      const data = orgData(generate(11, 6, 300, 1));
+      const ref = await store.publishSnapshot(data, { format: 1 });
+      assert.deepEqual(await store.loadSnapshot(ref), data);
+      const v1 = await store.loadFlatIndex(ref);
+      const v2 = await store.loadFlatIndex(await store.publishSnapshot(data));
+      assert.equal(v1.messageCount, 300);
+      assert.deepEqual(Object.keys(v1.sections).sort(), Object.keys(v2.sections).sort());
+      for (const [k, a] of Object.entries(v2.sections)) {
+        assert.ok(v1.sections[k].buffer instanceof SharedArrayBuffer && a.buffer instanceof SharedArrayBuffer, k);
+        assert.deepEqual([...v1.sections[k]], [...a], `section ${k}`);
+      }
+      assert.deepEqual(v1.contacts, v2.contacts);
+    });
+
+    test('a format-2 snapshot of another index layout is refused, naming the organization, version and command', async () => {
+      const old = await store.publishSnapshot(orgData(generate(12, 3, 40, 1)));
+      const ref = await store.publishSnapshot(orgData(generate(12, 3, 40, 2)));
+      await h.setFormat(store, ref, (m) => ({ ...m, sections: m.sections!.filter(([name]) => name !== 'postings') }));
+      const refused = { message: `snapshot: organization ${uuid(12, 0)} version ${ref.version} has no section postings (another index layout); publish it again with \`npm run snapshot -- import\`` };
+      await assert.rejects(store.loadFlatIndex(ref), refused);
+      await h.setFormat(store, ref, (m) => ({ ...m, sections: m.sections!.map(([n, t, l]) => (n === 'entryStart' ? [n, 'Float64Array', l] : [n, t, l])) }));
+      await assert.rejects(store.loadFlatIndex(ref), /a differently typed section entryStart \(another index layout\)/);
+      assert.equal((await store.loadFlatIndex(old)).messageCount, 40);
+    });
+
+    test('a truncated chunk is refused with organization and version', async () => {
+      const ref = await store.publishSnapshot(orgData(generate(13, 3, 40, 1)));
+      await h.setFormat(store, ref, (m) => ({ ...m, chunks: m.chunks.map((c) => ({ ...c, length: c.length + 10 })) }));
+      await assert.rejects(store.loadFlatIndex(ref), new RegExp(`^Error: snapshot: .*organization ${uuid(13, 0)} version ${ref.version}`));
     });
 
     test('refuses an organization id that is not a lower-case UUID', async () => {
@@ -178,7 +213,7 @@ describe('snapshot format', () => {
   test('no chunk exceeds CHUNK_MAX when no single value does', () => {
     const g = generate(10, 2000, 20000);
     g.messages.forEach((m) => { m.content = 'x'.repeat(300); });
-    const enc = encodeSnapshot(orgData(g), 1);
+    const enc = encodeSnapshot(prepareSnapshot(orgData(g)), 1);
     const sizes = [...enc.chunks].map((c) => c.length);
     assert.ok(sizes.length > 1);
     for (const s of sizes) assert.ok(s <= CHUNK_MAX, `chunk of ${s} bytes`);

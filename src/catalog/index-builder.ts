@@ -1,9 +1,8 @@
 /**
- * Loads a snapshot and builds its OrgIndex off the request path: in a worker thread that opens
- * its own connection to the same store, decodes, verifies and builds, then hands the index back.
- * Typed arrays are transferred (no copy); string arrays come in slices so the main thread
- * deserializes them in small pieces, and the tokenIds Map is rebuilt here in slices too, with the
- * event loop free between them, so searches keep being answered while a big index arrives.
+ * Loads a snapshot's index off the request path: a worker thread that opens its own connection
+ * to the same store reads and verifies it into shared memory (building it only for an older
+ * format-1 snapshot) and hands the flat index back without a copy; this thread rebuilds the term
+ * dictionary in slices, with the event loop free between them, so searches keep being answered.
  *
  * The worker runs TypeScript through tsx's API registered inside it, so it works whether the
  * server runs as `tsx src/main.ts` or `node --import tsx src/main.ts`. When it cannot start, the
@@ -11,9 +10,9 @@
  */
 import { Worker } from 'node:worker_threads';
 import { setImmediate as yieldToRequests } from 'node:timers/promises';
-import { buildIndex } from '../index/build.js';
 import type { OrgIndex } from '../index/org-index.js';
 import type { OrgData } from '../model/records.js';
+import { wrapIndex, wrapIndexAsync } from '../store/flat-index.js';
 import type { SnapshotRef, Store } from '../store/store.js';
 import type { WorkerReply, WorkerRequest } from './worker-protocol.js';
 
@@ -29,13 +28,14 @@ export interface BuilderLogger {
   warn(obj: object, msg?: string): void;
 }
 
-// Map insertions per slice while rebuilding tokenIds: a few milliseconds each.
-const MAP_SLICE = 50_000;
-
 interface Pending {
   resolve: (b: BuiltIndex) => void;
   reject: (e: Error) => void;
-  slices: Map<string, unknown[]>;
+}
+
+/** Where the worker's entry module is (kept in one place: a compiled dist/ build points it at .js). */
+export function workerEntry(): string {
+  return new URL('./build-worker.ts', import.meta.url).href;
 }
 
 /** Builds indexes, in a worker thread when it can. */
@@ -73,7 +73,7 @@ export class IndexBuilder {
     try {
       return await new Promise<BuiltIndex>((resolve, reject) => {
         const id = this.nextId++;
-        this.pending.set(id, { resolve, reject, slices: new Map() });
+        this.pending.set(id, { resolve, reject });
         worker.ref();
         worker.postMessage({ id, ref } satisfies WorkerRequest);
       });
@@ -97,9 +97,12 @@ export class IndexBuilder {
   }
 
   private async onMainThread(ref: SnapshotRef): Promise<BuiltIndex> {
-    const data = await this.store.loadSnapshot(ref);
-    const index = (this.build ?? buildIndex)(data);
-    return { index, messages: data.messages.count, contacts: data.contacts.length };
+    if (this.build !== null) {
+      const data = await this.store.loadSnapshot(ref);
+      return { index: this.build(data), messages: data.messages.count, contacts: data.contacts.length };
+    }
+    const flat = await this.store.loadFlatIndex(ref);
+    return { index: wrapIndex(flat), messages: flat.messageCount, contacts: flat.contactCount };
   }
 
   private spawn(): Worker | null {
@@ -107,7 +110,7 @@ export class IndexBuilder {
     let worker: Worker;
     try {
       const tsxApi = import.meta.resolve('tsx/esm/api');
-      const entry = new URL('./build-worker.ts', import.meta.url).href;
+      const entry = workerEntry();
       // tsx's loader is registered inside the worker before the TypeScript entry is imported:
       // `execArgv: ['--import', 'tsx']` does not apply to a worker's entry point on Node 20.
       const boot = `import(${JSON.stringify(tsxApi)}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); })`;
@@ -149,52 +152,15 @@ export class IndexBuilder {
   private onReply(reply: WorkerReply): void {
     const p = this.pending.get(reply.id);
     if (p === undefined) return;
-    if (reply.kind === 'slice') {
-      let target = p.slices.get(reply.field);
-      if (target === undefined) p.slices.set(reply.field, (target = new Array(reply.length)));
-      const values = reply.values;
-      for (let i = 0; i < values.length; i++) target[reply.start + i] = values[i];
-      return;
-    }
     this.pending.delete(reply.id);
     // An idle worker is stopped: its heap (a whole decoded snapshot's garbage) would otherwise
     // stay around and its collector compete with the request thread. Starting one is ~0.1 s.
     if (this.pending.size === 0) this.retire();
     if (reply.kind === 'error') { p.reject(new Error(reply.message)); return; }
-    assemble(reply, p.slices).then(p.resolve, p.reject);
+    const flat = reply.flat;
+    wrapIndexAsync(flat, yieldToRequests).then(
+      (index) => p.resolve({ index, messages: flat.messageCount, contacts: flat.contactCount }),
+      p.reject,
+    );
   }
-}
-
-async function assemble(done: Extract<WorkerReply, { kind: 'done' }>, slices: Map<string, unknown[]>): Promise<BuiltIndex> {
-  const index: Record<string, unknown> = {};
-  // Same fields in the same order as buildIndex's result: one object shape for the query code.
-  for (const [field, kind] of done.fields) {
-    if (kind === 'value' || kind === 'typed') { index[field] = done.values[field]; continue; }
-    const parts = slices.get(field);
-    if (parts === undefined) throw new Error(`catalog: build worker sent no ${field}`);
-    if (kind === 'array') { index[field] = parts; continue; }
-    const map = new Map<unknown, unknown>();
-    // Rebuilt in slices with the event loop free between them: 1M+ tokens take a while.
-    for (let start = 0; start < parts.length; start += MAP_SLICE) {
-      const end = Math.min(start + MAP_SLICE, parts.length);
-      if (kind === 'seqmap') for (let t = start; t < end; t++) map.set(parts[t], t);
-      else for (let t = start; t < end; t++) { const [k, v] = parts[t] as [unknown, unknown]; map.set(k, v); }
-      if (end < parts.length) await yieldToRequests();
-    }
-    index[field] = map;
-  }
-  return { index: fastProperties(index) as unknown as OrgIndex, messages: done.messages, contacts: done.contacts };
-}
-
-/**
- * An object filled by computed keys may sit in V8's dictionary mode, which makes every field read
- * of the query code slower (measured: p50 2x on a 1M-message organization). Using it once as a
- * prototype makes V8 turn it back into a fast-properties object.
- */
-function fastProperties<T extends object>(o: T): T {
-  function Shape(): void {}
-  Shape.prototype = o;
-  // eslint-disable-next-line @typescript-eslint/no-unused-expressions
-  Reflect.construct(Shape, []);
-  return o;
 }

@@ -66,6 +66,8 @@ function columns<P extends string>(prefix: P, b: StringColumnBuilder): Record<`$
 export interface BuildOptions {
   /** tokens in at least this many messages get postings for their adjacent pairs (tests lower it) */
   pairMinFrequency?: number;
+  /** receives the answer order (ordinal -> position in `data`), for a snapshot that gives the import back */
+  onOrder?: (order: Uint32Array) => void;
 }
 
 /** Builds the immutable index of one organization from its snapshot columns. */
@@ -73,6 +75,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   const m = data.messages;
   const n = m.count;
   const order = answerOrder(data);
+  options.onOrder?.(order);
 
   const contacts = data.contacts;
   const contactCount = contacts.length;

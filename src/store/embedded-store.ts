@@ -15,9 +15,10 @@ import { promises as fs } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import type { OrgData } from '../model/records.js';
-import { encodeSnapshot, parseManifest, SnapshotDecoder } from './snapshot-format.js';
+import type { FlatIndex } from './flat-index.js';
+import { encodeSnapshot, parseManifest, prepareSnapshot, SnapshotDecoder, type PreparedSnapshot } from './snapshot-format.js';
 import { pidAlive, syncDir, tempName, withLock, writeFileAtomic } from './file-utils.js';
-import type { KeyRecord, LatestListing, ServerEntry, SnapshotRef, Store } from './store.js';
+import type { KeyRecord, LatestListing, PublishOptions, ServerEntry, SnapshotRef, Store } from './store.js';
 
 const ORG_DIR = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const VERSION_FILE = /^v(\d{10})\.snap$/;
@@ -71,9 +72,11 @@ export class EmbeddedStore implements Store {
 
   // ---- snapshots
 
-  async publishSnapshot(data: OrgData): Promise<SnapshotRef> {
+  async publishSnapshot(data: OrgData, options: PublishOptions = {}): Promise<SnapshotRef> {
     const org = data.organizationId;
     if (!ORG_DIR.test(org)) throw new Error(`store: organization id must be a lower-case UUID, got ${JSON.stringify(org)}`);
+    // Built once, before any file exists: a retry under a new version number only re-encodes.
+    const prepared = prepareSnapshot(data, options.format);
     const dir = path.join(this.snapDir, org);
     try {
       await fs.mkdir(dir, { recursive: true });
@@ -83,14 +86,14 @@ export class EmbeddedStore implements Store {
       let linked = false;
       try {
         // Written inside the try: a failed write (disk full, I/O error) leaves no temp file behind.
-        await this.writeSnapshotFile(tmp, data, version);
+        await this.writeSnapshotFile(tmp, prepared, version);
         // link() fails when the name exists, unlike rename(): a concurrent publisher keeps its version.
         for (;;) {
           try { await fs.link(tmp, snapshotFile(this.dataDir, { organizationId: org, version })); break; } catch (err) {
             if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
             version++;
             // The version number lives in the manifest too: rewrite for the new number.
-            await this.writeSnapshotFile(tmp, data, version);
+            await this.writeSnapshotFile(tmp, prepared, version);
           }
         }
         linked = true;
@@ -123,10 +126,10 @@ export class EmbeddedStore implements Store {
     }
   }
 
-  private async writeSnapshotFile(file: string, data: OrgData, version: number): Promise<void> {
+  private async writeSnapshotFile(file: string, prepared: PreparedSnapshot, version: number): Promise<void> {
     const fh = await fs.open(file, 'w');
     try {
-      const enc = encodeSnapshot(data, version);
+      const enc = encodeSnapshot(prepared, version);
       for (const chunk of enc.chunks) await fh.write(chunk);
       const manifest = enc.manifest();
       const footer = Buffer.alloc(FOOTER_SIZE);
@@ -210,6 +213,16 @@ export class EmbeddedStore implements Store {
   }
 
   async loadSnapshot(ref: SnapshotRef): Promise<OrgData> {
+    const decoder = await this.readSnapshot(ref);
+    try { return decoder.finishData(); } catch (err) { throw wrap(`organization ${ref.organizationId} version ${ref.version}`, err); }
+  }
+
+  async loadFlatIndex(ref: SnapshotRef): Promise<FlatIndex> {
+    const decoder = await this.readSnapshot(ref);
+    try { return decoder.finishFlat(); } catch (err) { throw wrap(`organization ${ref.organizationId} version ${ref.version}`, err); }
+  }
+
+  private async readSnapshot(ref: SnapshotRef): Promise<SnapshotDecoder> {
     const file = snapshotFile(this.dataDir, ref);
     let fh: fs.FileHandle;
     try {
@@ -235,7 +248,7 @@ export class EmbeddedStore implements Store {
         decoder.add(i, await readAt(fh, at, len));
         at += len;
       }
-      return decoder.finish();
+      return decoder;
     } catch (err) {
       throw wrap(`organization ${ref.organizationId} version ${ref.version}`, err);
     } finally {

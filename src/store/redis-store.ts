@@ -20,8 +20,9 @@
  */
 import { Redis } from 'ioredis';
 import type { OrgData } from '../model/records.js';
-import { encodeSnapshot, parseManifest, SnapshotDecoder } from './snapshot-format.js';
-import type { KeyRecord, LatestListing, ReloadAck, ReloadRequest, ReloadSignals, ServerEntry, SnapshotRef, Store } from './store.js';
+import type { FlatIndex } from './flat-index.js';
+import { encodeSnapshot, parseManifest, prepareSnapshot, SnapshotDecoder } from './snapshot-format.js';
+import type { KeyRecord, LatestListing, PublishOptions, ReloadAck, ReloadRequest, ReloadSignals, ServerEntry, SnapshotRef, Store } from './store.js';
 
 const ORG_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const RELOAD_CHANNEL = 'reload';
@@ -133,9 +134,11 @@ export class RedisStore implements Store {
 
   // ---- snapshots
 
-  async publishSnapshot(data: OrgData): Promise<SnapshotRef> {
+  async publishSnapshot(data: OrgData, options: PublishOptions = {}): Promise<SnapshotRef> {
     const org = data.organizationId;
     if (!ORG_ID.test(org)) throw new Error(`store: organization id must be a lower-case UUID, got ${JSON.stringify(org)}`);
+    // Built before any key is written: a build failure leaves Redis untouched.
+    const prepared = prepareSnapshot(data, options.format);
     return this.run(`publishing organization ${org}`, async () => {
       const r = this.redis;
       await r.sadd('snap:orgs', org);
@@ -144,7 +147,7 @@ export class RedisStore implements Store {
       const key = versionKey(ref);
       // Recorded first, so a publisher killed midway leaves something the next clean-up finds.
       await r.zadd(snapKey(org, 'versions'), version, String(version));
-      const enc = encodeSnapshot(data, version);
+      const enc = encodeSnapshot(prepared, version);
       let i = 0, inFlight: Promise<unknown>[] = [];
       for (const chunk of enc.chunks) {
         inFlight.push(r.hset(key, String(i++), Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)));
@@ -208,7 +211,15 @@ export class RedisStore implements Store {
   }
 
   async loadSnapshot(ref: SnapshotRef): Promise<OrgData> {
-    return this.run(`loading organization ${ref.organizationId} version ${ref.version}`, async () => {
+    return this.run(`loading organization ${ref.organizationId} version ${ref.version}`, async () => (await this.readSnapshot(ref)).finishData());
+  }
+
+  async loadFlatIndex(ref: SnapshotRef): Promise<FlatIndex> {
+    return this.run(`loading organization ${ref.organizationId} version ${ref.version}`, async () => (await this.readSnapshot(ref)).finishFlat());
+  }
+
+  private async readSnapshot(ref: SnapshotRef): Promise<SnapshotDecoder> {
+    {
       const key = versionKey(ref);
       const mbytes = await this.redis.hgetBuffer(key, 'manifest');
       if (mbytes === null) throw new Error(`store: no snapshot version ${ref.version} of organization ${ref.organizationId}`);
@@ -224,8 +235,8 @@ export class RedisStore implements Store {
           decoder.add(start + j, c);
         });
       }
-      return decoder.finish();
-    });
+      return decoder;
+    }
   }
 
   /** Raw access for tests that tamper with a stored snapshot: the hash key of one version. */

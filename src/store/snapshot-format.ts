@@ -1,5 +1,10 @@
 /**
- * The persisted form of one organization's OrgData, shared by both stores.
+ * The persisted form of one organization, shared by both stores.
+ *
+ * Format 2 (written today) is the organization's index, already built, as flat sections
+ * (flat-index.ts): a server loads it by reading, verifying and copying each section once into
+ * shared memory, with no rebuild. Format 1 (older) holds the imported record columns; it is still
+ * read, and its index built on load.
  *
  * A snapshot is a list of chunks (each at most CHUNK_MAX bytes, except a chunk holding one single
  * value larger than that) plus a manifest. A chunk is a concatenation of msgpack "parts", each
@@ -11,10 +16,16 @@
 import { crc32 } from 'node:zlib';
 import { endianness } from 'node:os';
 import { Packr, Unpackr } from 'msgpackr';
+import { buildIndex } from '../index/build.js';
 import { CHANNELS, DIRECTIONS, type Contact, type OrgData } from '../model/records.js';
+import {
+  flattenIndex, orgDataOf, sectionType, SECTION_TYPES, shareFlat, type FlatIndex, type Section, type SectionType,
+} from './flat-index.js';
 
 export const SNAPSHOT_MAGIC = 'cms-snapshot';
-export const SNAPSHOT_FORMAT_VERSION = 1;
+/** 2: the built index as flat sections (flat-index.ts). 1: raw record columns, still read (rebuilt on load). */
+export const SNAPSHOT_FORMAT_VERSION = 2;
+const READABLE_FORMATS = [1, 2];
 /** Upper bound of a chunk: small enough for one Redis value, one read, one write. */
 export const CHUNK_MAX = 4 * 1024 * 1024;
 // A part is cut when its payload reaches this, leaving room for msgpack overhead under CHUNK_MAX.
@@ -45,6 +56,10 @@ export interface Manifest {
   contacts: number;
   messages: number;
   chunks: ChunkInfo[];
+  /** format 2: [name, element type, element count] of every section */
+  sections?: [string, SectionType, number][];
+  /** format 2 */
+  pairMinFrequency?: number;
 }
 
 // Parts: ['c', start, rows] contacts; ['s', column, start, strings]; ['b', column, byteOffset, bytes].
@@ -85,12 +100,52 @@ function* parts(data: OrgData): Generator<Part> {
 }
 
 /**
- * Encodes `data` lazily, one chunk at a time, so a publisher holds one chunk beside the OrgData.
+ * The format-1 (older layout) encoder: raw record columns, from which a loader rebuilds the index.
+ * Kept for tests of the upgrade path and for `publishSnapshot(data, { format: 1 })`.
+ */
+function partsV1(data: OrgData): Generator<Part> {
+  return parts(data);
+}
+
+// Parts of format 2: ['c', start, rows] contacts as in format 1; ['a', section, byteOffset, bytes].
+type PartV2 = ['c', number, ContactRow[]] | ['a', string, number, Uint8Array];
+
+function* partsV2(flat: FlatIndex): Generator<PartV2> {
+  const contacts = flat.contacts;
+  let rows: ContactRow[] = [], start = 0, size = 0;
+  for (let i = 0; i < contacts.length; i++) {
+    const c = contacts[i];
+    const row: ContactRow = [c.id, c.name, c.phone, c.email, c.avatar_url, c.source];
+    rows.push(row);
+    for (const f of row) size += f === null ? 1 : Buffer.byteLength(f) + 5;
+    if (size >= PART_TARGET) { yield ['c', start, rows]; start = i + 1; rows = []; size = 0; }
+  }
+  if (rows.length > 0 || contacts.length === 0) yield ['c', start, rows];
+  for (const [name, a] of Object.entries(flat.sections)) {
+    const bytes = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+    for (let off = 0; off < bytes.length; off += PART_TARGET) yield ['a', name, off, bytes.subarray(off, off + PART_TARGET)];
+  }
+}
+
+/** What a store writes: a format-2 flat index (built once, here) or, on request, format-1 columns. */
+export type PreparedSnapshot = { format: 1; data: OrgData } | { format: 2; flat: FlatIndex };
+
+/** Builds the index of `data` (format 2, the default) once, before any version is allocated. */
+export function prepareSnapshot(data: OrgData, format: 1 | 2 = SNAPSHOT_FORMAT_VERSION): PreparedSnapshot {
+  if (format === 1) return { format: 1, data };
+  let order: Uint32Array | undefined;
+  const index = buildIndex(data, { onOrder: (o) => { order = o; } });
+  return { format: 2, flat: flattenIndex(index, order) };
+}
+
+/**
+ * Encodes lazily, one chunk at a time, so a publisher holds one chunk beside the data.
  * Returns the chunks; call `manifest()` on the result once they are all consumed.
  */
-export function encodeSnapshot(data: OrgData, version: number): { chunks: Iterable<Uint8Array>; manifest(): Uint8Array } {
+export function encodeSnapshot(prepared: PreparedSnapshot, version: number): { chunks: Iterable<Uint8Array>; manifest(): Uint8Array } {
   if (endianness() !== 'LE') throw new Error('snapshot: only little-endian hosts are supported');
   const infos: ChunkInfo[] = [];
+  const source: Iterable<unknown> = prepared.format === 1 ? partsV1(prepared.data) : partsV2(prepared.flat);
   function* chunks(): Generator<Uint8Array> {
     let pending: Buffer[] = [], size = 0;
     const flush = (): Uint8Array => {
@@ -100,7 +155,7 @@ export function encodeSnapshot(data: OrgData, version: number): { chunks: Iterab
       pending = []; size = 0;
       return chunk;
     };
-    for (const part of parts(data)) {
+    for (const part of source) {
       const encoded = packr.pack(part);
       if (size > 0 && size + encoded.length > CHUNK_MAX) yield flush();
       pending.push(Buffer.from(encoded));
@@ -108,18 +163,20 @@ export function encodeSnapshot(data: OrgData, version: number): { chunks: Iterab
     }
     if (size > 0) yield flush();
   }
+  const common = { magic: SNAPSHOT_MAGIC, version, createdAt: new Date().toISOString() };
   return {
     chunks: chunks(),
-    manifest: () => encodeManifest({
-      magic: SNAPSHOT_MAGIC,
-      format: SNAPSHOT_FORMAT_VERSION,
-      organizationId: data.organizationId,
-      version,
-      createdAt: new Date().toISOString(),
-      contacts: data.contacts.length,
-      messages: data.messages.count,
-      chunks: infos,
-    }),
+    manifest: () => encodeManifest(prepared.format === 1
+      ? {
+        ...common, format: 1, organizationId: prepared.data.organizationId,
+        contacts: prepared.data.contacts.length, messages: prepared.data.messages.count, chunks: infos,
+      }
+      : {
+        ...common, format: 2, organizationId: prepared.flat.organizationId,
+        contacts: prepared.flat.contactCount, messages: prepared.flat.messageCount, chunks: infos,
+        pairMinFrequency: prepared.flat.pairMinFrequency,
+        sections: Object.entries(prepared.flat.sections).map(([name, a]) => [name, sectionType(a), a.length]),
+      }),
   };
 }
 
@@ -146,7 +203,7 @@ export function parseManifest(bytes: Uint8Array, ref: { organizationId: string; 
     throw new Error(`snapshot: unreadable manifest for ${what}: ${(err as Error).message}`);
   }
   if (m === null || typeof m !== 'object' || m.magic !== SNAPSHOT_MAGIC) throw new Error(`snapshot: not a snapshot manifest for ${what}`);
-  if (m.format !== SNAPSHOT_FORMAT_VERSION) {
+  if (!READABLE_FORMATS.includes(m.format)) {
     throw new Error(`snapshot: unknown format version ${JSON.stringify(m.format)} for organization ${ref.organizationId}`);
   }
   if (m.organizationId !== ref.organizationId || m.version !== ref.version) {
@@ -155,15 +212,172 @@ export function parseManifest(bytes: Uint8Array, ref: { organizationId: string; 
   if (!Number.isSafeInteger(m.contacts) || !Number.isSafeInteger(m.messages) || !Array.isArray(m.chunks)) {
     throw new Error(`snapshot: malformed manifest for ${what}`);
   }
+  if (m.format === 2 && (!Array.isArray(m.sections) || !Number.isSafeInteger(m.pairMinFrequency))) {
+    throw new Error(`snapshot: malformed manifest for ${what}`);
+  }
   return m;
 }
 
 /**
- * Rebuilds OrgData from a manifest and its chunks, added in any order. Every chunk is checked
- * against its CRC32; decoded values are copied into fresh arrays (msgpackr hands out views into
- * the chunk, which would keep every chunk alive).
+ * Decodes a snapshot of either readable format from its manifest and its chunks, added in any
+ * order (every chunk is checked against its CRC32). `finishFlat` gives the index to serve:
+ * format 2 as read (sections in SharedArrayBuffers, no rebuild), format 1 rebuilt from its
+ * record columns. `finishData` gives the import back (tests and tools).
  */
 export class SnapshotDecoder {
+  private readonly v1: RecordColumnsDecoder | null;
+  private readonly v2: SectionsDecoder | null;
+
+  constructor(manifest: Manifest) {
+    this.v1 = manifest.format === 1 ? new RecordColumnsDecoder(manifest) : null;
+    this.v2 = manifest.format === 1 ? null : new SectionsDecoder(manifest);
+  }
+
+  add(index: number, chunk: Uint8Array): void {
+    (this.v1 ?? this.v2!).add(index, chunk);
+  }
+
+  finishFlat(): FlatIndex {
+    if (this.v2) return this.v2.finish(false);
+    // The older layout carries the records: the index is built here (in the build worker).
+    return shareFlat(flattenIndex(buildIndex(this.v1!.finish())));
+  }
+
+  finishData(): OrgData {
+    return this.v1 ? this.v1.finish() : orgDataOf(this.v2!.finish(true));
+  }
+}
+
+let layoutCache: Map<string, SectionType> | null = null;
+
+/** Every section a format-2 snapshot of this build's index layout has, with its element type. */
+function expectedLayout(): Map<string, SectionType> {
+  if (layoutCache) return layoutCache;
+  // The types come from an index built by this very code, so a column added to TYPED_ARRAY_FIELDS
+  // (or one whose type changes) is part of the layout without a change here.
+  const empty: OrgData = {
+    organizationId: '', contacts: [],
+    messages: { count: 0, id: [], contact: new Uint32Array(0), conversationId: [], channel: new Uint8Array(0), direction: new Uint8Array(0), content: [], sentAt: new Float64Array(0) },
+  };
+  const flat = flattenIndex(buildIndex(empty));
+  layoutCache = new Map(Object.entries(flat.sections).map(([k, a]) => [k, sectionType(a)]));
+  return layoutCache;
+}
+
+const UPGRADE = 'publish it again with `npm run snapshot -- import`';
+
+/** Format 2: each section copied once from the chunk bytes into its own SharedArrayBuffer. */
+class SectionsDecoder {
+  private readonly manifest: Manifest;
+  private readonly what: string;
+  private readonly contacts: Contact[];
+  private readonly sections = new Map<string, { bytes: Uint8Array; array: Section; filled: number }>();
+  private contactsFilled = 0;
+  private readonly seen: boolean[];
+
+  constructor(manifest: Manifest) {
+    this.manifest = manifest;
+    this.what = `organization ${manifest.organizationId} version ${manifest.version}`;
+    this.contacts = new Array(manifest.contacts);
+    this.seen = new Array(manifest.chunks.length).fill(false);
+    const expected = expectedLayout();
+    const names = new Set<string>();
+    let total = 0;
+    for (const c of manifest.chunks) total += c.length;
+    for (const entry of manifest.sections!) {
+      const [name, type, length] = (Array.isArray(entry) ? entry : []) as [unknown, unknown, unknown];
+      if (typeof name !== 'string' || typeof type !== 'string' || !Object.hasOwn(SECTION_TYPES, type) || typeof length !== 'number'
+        || !Number.isSafeInteger(length) || length < 0 || names.has(name)) {
+        throw new Error(`snapshot: malformed manifest for ${this.what}`);
+      }
+      names.add(name);
+      const want = expected.get(name);
+      if (name !== 'sourceOrder' && want !== type) {
+        throw new Error(`snapshot: ${this.what} has ${want === undefined ? 'an unknown' : 'a differently typed'} section ${name} `
+          + `(another index layout); ${UPGRADE}`);
+      }
+      const Ctor = SECTION_TYPES[type as SectionType];
+      const byteLength = length * Ctor.BYTES_PER_ELEMENT;
+      // A manifest cannot make us allocate more than its chunks could fill.
+      if (byteLength > total) throw new Error(`snapshot: malformed manifest for ${this.what}`);
+      // The source order only serves finishData: ordinary memory, not shared.
+      const buffer = name === 'sourceOrder' ? new ArrayBuffer(byteLength) : new SharedArrayBuffer(byteLength);
+      const array = new (Ctor as unknown as new (b: ArrayBufferLike) => Section)(buffer);
+      this.sections.set(name, { bytes: new Uint8Array(buffer), array, filled: 0 });
+    }
+    for (const name of expected.keys()) {
+      if (!names.has(name)) throw new Error(`snapshot: ${this.what} has no section ${name} (another index layout); ${UPGRADE}`);
+    }
+  }
+
+  private corrupt(detail: string): Error {
+    return new Error(`snapshot: corrupt snapshot of ${this.what}: ${detail}`);
+  }
+
+  add(index: number, chunk: Uint8Array): void {
+    const info = this.manifest.chunks[index];
+    if (info === undefined || this.seen[index]) throw this.corrupt(`unexpected chunk ${index}`);
+    if (chunk.length !== info.length || crc32(chunk) !== info.crc32) throw this.corrupt(`chunk ${index} checksum mismatch`);
+    this.seen[index] = true;
+    let decoded: PartV2[];
+    try {
+      decoded = unpackr.unpackMultiple(chunk) as PartV2[];
+    } catch (err) {
+      throw this.corrupt(`chunk ${index}: ${(err as Error).message}`);
+    }
+    const bad = (): Error => this.corrupt(`chunk ${index}: malformed part`);
+    for (const p of decoded) {
+      if (!Array.isArray(p)) throw bad();
+      if (p[0] === 'c') {
+        const [, start, rows] = p;
+        if (!Array.isArray(rows) || !Number.isSafeInteger(start) || start < 0 || start + rows.length > this.contacts.length) throw bad();
+        const org = this.manifest.organizationId;
+        for (let i = 0; i < rows.length; i++) {
+          const [id, name, phone, email, avatar_url, source] = rows[i];
+          this.contacts[start + i] = { id, organization_id: org, name, phone, email, avatar_url, source };
+        }
+        this.contactsFilled += rows.length;
+      } else if (p[0] === 'a') {
+        const [, name, offset, bytes] = p;
+        const s = this.sections.get(name);
+        if (s === undefined || !(bytes instanceof Uint8Array) || !Number.isSafeInteger(offset) || offset < 0 || offset + bytes.length > s.bytes.length) throw bad();
+        // The one copy: from the chunk (msgpackr's view into it) into the section's own memory.
+        s.bytes.set(bytes, offset);
+        s.filled += bytes.length;
+      } else {
+        throw bad();
+      }
+    }
+  }
+
+  finish(withSourceOrder: boolean): FlatIndex {
+    const m = this.manifest;
+    if (this.seen.some((s) => !s)) throw this.corrupt('missing chunks');
+    if (this.contactsFilled !== m.contacts) throw this.corrupt('contact count mismatch');
+    const sections: Record<string, Section> = {};
+    for (const [name, s] of this.sections) {
+      if (s.filled !== s.bytes.length) throw this.corrupt(`section ${name} incomplete`);
+      if (name !== 'sourceOrder' || withSourceOrder) sections[name] = s.array;
+    }
+    const n = m.messages;
+    // Cheap shape checks, so a bad snapshot fails here and not inside a query.
+    const off = sections.tokenOffsets as Uint32Array;
+    if ((sections.msgSentAt !== undefined && sections.msgSentAt.length !== n) || off.length < 1 || off[off.length - 1] !== sections.tokenBytes.length) {
+      throw this.corrupt('sections disagree with the counts');
+    }
+    return {
+      organizationId: m.organizationId, messageCount: n, contactCount: m.contacts, pairMinFrequency: m.pairMinFrequency!,
+      contacts: this.contacts, sections,
+    };
+  }
+}
+
+/**
+ * Format 1: rebuilds OrgData from a manifest and its chunks, added in any order. Every chunk is
+ * checked against its CRC32; decoded values are copied into fresh arrays (msgpackr hands out
+ * views into the chunk, which would keep every chunk alive).
+ */
+class RecordColumnsDecoder {
   private readonly manifest: Manifest;
   private readonly what: string;
   private readonly contacts: Contact[];

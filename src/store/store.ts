@@ -1,4 +1,11 @@
 import type { OrgData } from '../model/records.js';
+import type { FlatIndex } from './flat-index.js';
+
+/** Options of publishSnapshot. */
+export interface PublishOptions {
+  /** snapshot format to write: 2 (default, the built index) or 1 (the older record columns, for tests and downgrades) */
+  format?: 1 | 2;
+}
 
 /** A stored API key (CONTRACT 7). The secret itself is never stored, only its SHA-256 hex digest. */
 export interface KeyRecord {
@@ -79,7 +86,7 @@ export interface ReloadSignals {
 export interface Store {
   readonly kind: 'embedded' | 'redis';
   /** Publishes atomically: after it resolves, latest() names the new version; a failure changes nothing visible. */
-  publishSnapshot(data: OrgData): Promise<SnapshotRef>;
+  publishSnapshot(data: OrgData, options?: PublishOptions): Promise<SnapshotRef>;
   /** Newest published version of every organization; rejects when any pointer is unreadable (the CLIs' strict view). */
   latest(): Promise<SnapshotRef[]>;
   /**
@@ -90,6 +97,11 @@ export interface Store {
   listLatest(): Promise<LatestListing>;
   /** Reads and verifies (format version, checksum) one snapshot; rejects clearly when corrupt. */
   loadSnapshot(ref: SnapshotRef): Promise<OrgData>;
+  /**
+   * Reads and verifies one snapshot as the index to serve: a format-2 snapshot's sections as
+   * stored (in SharedArrayBuffers), a format-1 snapshot's index built from its records.
+   */
+  loadFlatIndex(ref: SnapshotRef): Promise<FlatIndex>;
 
   putKey(record: KeyRecord): Promise<void>;
   getKey(prefix: string): Promise<KeyRecord | null>;

@@ -1,0 +1,208 @@
+/**
+ * An OrgIndex as flat sections: every typed-array field of the index (TYPED_ARRAY_FIELDS, so a
+ * column added there travels without a change here), the term dictionary as a UTF-8 string
+ * column, the pair dictionary as two arrays, the contacts and the scalars. This is what a v2
+ * snapshot stores and what the build worker hands the request thread; `wrapIndex` turns it back
+ * into the OrgIndex the query code reads (rebuilding the two Maps), `flattenIndex` the reverse.
+ */
+import { TYPED_ARRAY_FIELDS, type OrgIndex } from '../index/org-index.js';
+import type { Contact, OrgData } from '../model/records.js';
+
+export type Section = Uint8Array | Uint16Array | Uint32Array | Int32Array | Float64Array | Float32Array | Int8Array | Int16Array | BigUint64Array;
+
+/** Element types a section may have, by constructor name (what the manifest records). */
+export const SECTION_TYPES = {
+  Uint8Array, Uint16Array, Uint32Array, Int32Array, Float64Array, Float32Array, Int8Array, Int16Array, BigUint64Array,
+} as const;
+export type SectionType = keyof typeof SECTION_TYPES;
+
+/** Sections that are not index fields: the dictionaries, and the source order of the messages. */
+export const EXTRA_SECTIONS = ['tokenBytes', 'tokenOffsets', 'pairKeys', 'pairValues', 'sourceOrder'] as const;
+
+export interface FlatIndex {
+  organizationId: string;
+  messageCount: number;
+  contactCount: number;
+  pairMinFrequency: number;
+  /** contacts in ordinal order, rendered (spec key order) */
+  contacts: Contact[];
+  /**
+   * Every TYPED_ARRAY_FIELDS field, plus tokenBytes/tokenOffsets (token id t is the string
+   * tokenBytes[tokenOffsets[t] .. tokenOffsets[t+1])), pairKeys/pairValues (the pairIds Map) and,
+   * when known, sourceOrder (ordinal -> position in the import, so the import can be given back).
+   */
+  sections: Record<string, Section>;
+}
+
+export function sectionType(a: Section): SectionType {
+  const name = a.constructor.name;
+  if (!Object.hasOwn(SECTION_TYPES, name)) throw new Error(`index: field of unsupported type ${name}`);
+  return name as SectionType;
+}
+
+/** The flat form of `index`: typed arrays by reference (no copy), the Maps as columns. */
+export function flattenIndex(index: OrgIndex, sourceOrder?: Uint32Array): FlatIndex {
+  const sections: Record<string, Section> = {};
+  for (const f of TYPED_ARRAY_FIELDS) sections[f] = index[f] as Section;
+  // Token ids are 0..n-1 (buildIndex numbers them in first-seen order); a column by id.
+  const byId: string[] = new Array(index.tokenIds.size);
+  for (const [t, id] of index.tokenIds) {
+    if (id >= byId.length || byId[id] !== undefined) throw new Error('index: token ids are not 0..n-1');
+    byId[id] = t;
+  }
+  const offsets = new Uint32Array(byId.length + 1);
+  let size = 0;
+  for (let t = 0; t < byId.length; t++) { offsets[t] = size; size += Buffer.byteLength(byId[t], 'utf8'); }
+  offsets[byId.length] = size;
+  const bytes = Buffer.allocUnsafe(size);
+  for (let t = 0; t < byId.length; t++) bytes.write(byId[t], offsets[t], 'utf8');
+  sections.tokenBytes = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  sections.tokenOffsets = offsets;
+  const pairKeys = new Float64Array(index.pairIds.size), pairValues = new Uint32Array(index.pairIds.size);
+  let i = 0;
+  for (const [k, v] of index.pairIds) { pairKeys[i] = k; pairValues[i++] = v; }
+  sections.pairKeys = pairKeys;
+  sections.pairValues = pairValues;
+  if (sourceOrder !== undefined) sections.sourceOrder = sourceOrder;
+  return {
+    organizationId: index.organizationId,
+    messageCount: index.messageCount,
+    contactCount: index.contactCount,
+    pairMinFrequency: index.pairMinFrequency,
+    contacts: contactsOf(index),
+    sections,
+  };
+}
+
+/** The contact records of an index, decoded from its rendered JSON column (one object each). */
+function contactsOf(index: OrgIndex): Contact[] {
+  const bytes = index.contactJsonBytes, offsets = index.contactJsonOffsets;
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const out: Contact[] = new Array(index.contactCount);
+  for (let c = 0; c < index.contactCount; c++) out[c] = JSON.parse(text.toString('utf8', offsets[c], offsets[c + 1])) as Contact;
+  return out;
+}
+
+/** A copy of `a` in a SharedArrayBuffer (a no-op when it already is). */
+export function toShared<T extends Section>(a: T): T {
+  if (a.buffer instanceof SharedArrayBuffer) return a;
+  const Ctor = SECTION_TYPES[sectionType(a)] as unknown as new (b: SharedArrayBuffer) => T;
+  const out = new Ctor(new SharedArrayBuffer(a.byteLength));
+  new Uint8Array(out.buffer, 0, a.byteLength).set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
+  return out;
+}
+
+/** Every section of `flat` in SharedArrayBuffer-backed memory, ready to share between threads. */
+export function shareFlat(flat: FlatIndex): FlatIndex {
+  const sections: Record<string, Section> = {};
+  for (const [k, a] of Object.entries(flat.sections)) if (k !== 'sourceOrder') sections[k] = toShared(a);
+  return { ...flat, sections };
+}
+
+/**
+ * The import a flat index was built from (what `Store.loadSnapshot` returns): messages back in
+ * their import order when the snapshot carries sourceOrder, else in answer order. Reads the
+ * message columns of today's index layout; tests and tools use it, never the request path.
+ */
+export function orgDataOf(flat: FlatIndex): OrgData {
+  const s = flat.sections as Record<string, Section | undefined>;
+  const n = flat.messageCount;
+  const col = (bytes: string, offsets: string) => {
+    const b = s[bytes] as Uint8Array, o = s[offsets] as Uint32Array;
+    const text = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+    // the columns hold JSON-escaped text (what responses copy): unescape it
+    return (i: number): string => JSON.parse('"' + text.toString('utf8', o[i], o[i + 1]) + '"') as string;
+  };
+  const idAt = col('msgIdBytes', 'msgIdOffsets'), contentAt = col('msgContentBytes', 'msgContentOffsets');
+  const convAt = col('conversationIdBytes', 'conversationIdOffsets');
+  const msgContact = s.msgContact as Uint32Array, msgConversation = s.msgConversation as Uint32Array;
+  const msgCombo = s.msgCombo as Uint8Array, msgSentAt = s.msgSentAt as Float64Array;
+  const order = s.sourceOrder as Uint32Array | undefined;
+  const id: string[] = new Array(n), conversationId: string[] = new Array(n), content: string[] = new Array(n);
+  const contact = new Uint32Array(n), channel = new Uint8Array(n), direction = new Uint8Array(n), sentAt = new Float64Array(n);
+  for (let o = 0; o < n; o++) {
+    const i = order === undefined ? o : order[o];
+    id[i] = idAt(o);
+    content[i] = contentAt(o);
+    conversationId[i] = convAt(msgConversation[o]);
+    contact[i] = msgContact[o];
+    channel[i] = msgCombo[o] % 5;
+    direction[i] = Math.floor(msgCombo[o] / 5);
+    sentAt[i] = msgSentAt[o];
+  }
+  return {
+    organizationId: flat.organizationId,
+    contacts: flat.contacts,
+    messages: { count: n, id, contact, conversationId, channel, direction, content, sentAt },
+  };
+}
+
+// Dictionary entries inserted per step of wrapIndexAsync: a few milliseconds each.
+const MAP_SLICE = 50_000;
+
+function dictionaries(flat: FlatIndex) {
+  const s = flat.sections;
+  const bytes = s.tokenBytes as Uint8Array, offsets = s.tokenOffsets as Uint32Array;
+  const keys = s.pairKeys as Float64Array, values = s.pairValues as Uint32Array;
+  if (!(bytes instanceof Uint8Array) || !(offsets instanceof Uint32Array) || !(keys instanceof Float64Array)
+    || !(values instanceof Uint32Array) || keys.length !== values.length || offsets.length < 1
+    || offsets[offsets.length - 1] !== bytes.length) {
+    throw new Error(`snapshot: malformed dictionary of organization ${flat.organizationId}`);
+  }
+  // latin1/utf8Slice on a Buffer over the same memory: no copy of the column.
+  return { text: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), offsets, keys, values };
+}
+
+function assemble(flat: FlatIndex, tokenIds: Map<string, number>, pairIds: Map<number, number>): OrgIndex {
+  const index: Record<string, unknown> = {
+    organizationId: flat.organizationId,
+    messageCount: flat.messageCount,
+    contactCount: flat.contactCount,
+  };
+  for (const f of TYPED_ARRAY_FIELDS) {
+    const a = flat.sections[f];
+    if (a === undefined) throw new Error(`snapshot: organization ${flat.organizationId} has no section ${f}`);
+    index[f] = a;
+  }
+  index.tokenIds = tokenIds;
+  index.pairIds = pairIds;
+  index.pairMinFrequency = flat.pairMinFrequency;
+  return fastProperties(index) as unknown as OrgIndex;
+}
+
+/** The OrgIndex over `flat`'s sections (no copy of them); the dictionaries rebuilt as Maps. */
+export function wrapIndex(flat: FlatIndex): OrgIndex {
+  const d = dictionaries(flat);
+  const tokenIds = new Map<string, number>();
+  for (let t = 0; t + 1 < d.offsets.length; t++) tokenIds.set(d.text.toString('utf8', d.offsets[t], d.offsets[t + 1]), t);
+  const pairIds = new Map<number, number>();
+  for (let i = 0; i < d.keys.length; i++) pairIds.set(d.keys[i], d.values[i]);
+  return assemble(flat, tokenIds, pairIds);
+}
+
+/** wrapIndex in slices, calling `pause` between them so a request thread keeps answering. */
+export async function wrapIndexAsync(flat: FlatIndex, pause: () => Promise<unknown>): Promise<OrgIndex> {
+  const d = dictionaries(flat);
+  const tokenIds = new Map<string, number>();
+  const n = d.offsets.length - 1;
+  for (let start = 0; start < n; start += MAP_SLICE) {
+    const end = Math.min(n, start + MAP_SLICE);
+    for (let t = start; t < end; t++) tokenIds.set(d.text.toString('utf8', d.offsets[t], d.offsets[t + 1]), t);
+    if (end < n) await pause();
+  }
+  const pairIds = new Map<number, number>();
+  for (let i = 0; i < d.keys.length; i++) pairIds.set(d.keys[i], d.values[i]);
+  return assemble(flat, tokenIds, pairIds);
+}
+
+/**
+ * An object filled by computed keys may sit in V8's dictionary mode, which makes every field read
+ * of the query code slower (measured: p50 2x on a 1M-message organization). Using it once as a
+ * prototype makes V8 turn it back into a fast-properties object.
+ */
+function fastProperties<T extends object>(o: T): T {
+  function Shape(): void {}
+  Shape.prototype = o;
+  Reflect.construct(Shape, []);
+  return o;
+}
