@@ -17,7 +17,7 @@ import { snapshotFile } from '../src/store/embedded-store.js';
 import { openStore } from '../src/store/open-store.js';
 import { RedisStore } from '../src/store/redis-store.js';
 import { encodeManifest, type Manifest } from '../src/store/snapshot-format.js';
-import type { KeyRecord, SnapshotRef, Store } from '../src/store/store.js';
+import type { SnapshotRef, Store } from '../src/store/store.js';
 import { parseRfc3339 } from '../src/time/rfc3339.js';
 import {
   assertBody, expected, gen, generateRequest, importCli, loadDataset, openHarness, organizationsOf, reloadCli, search, tempDir,
@@ -223,13 +223,13 @@ for (const storeName of ['embedded', 'redis'] as const) {
 }
 
 describe('Redis stopped while serving, then restarted empty', () => {
-  let h: StoreHarness, key: CreatedKey, server: RunningServer, keys: KeyRecord[];
+  let h: StoreHarness, key: CreatedKey, server: RunningServer;
   before(async () => {
     h = await openHarness('redis');
     assert.equal((await importCli(h.env, small)).code, 0);
     key = await createKey(h.env, [org], 'contacts:read,messages:read');
     const store = await openStore(h.env);
-    keys = await store.listKeys();
+    await store.listKeys();
     await store.close();
     server = await startServer(h.serverEnv);
   });
@@ -329,7 +329,7 @@ describe('Redis killed while an import publishes (persistent Redis, restarted on
       });
     });
     sub.on('error', () => {});
-    let r;
+    let r: Awaited<ReturnType<typeof importCli>>;
     try {
       await sub.psubscribe(`__keyspace@0__:snap:{${org}}:v:*`);
       r = await importCli(env, big);

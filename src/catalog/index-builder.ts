@@ -194,7 +194,6 @@ async function assemble(done: Extract<WorkerReply, { kind: 'done' }>, slices: Ma
 function fastProperties<T extends object>(o: T): T {
   function Shape(): void {}
   Shape.prototype = o;
-  // eslint-disable-next-line @typescript-eslint/no-unused-expressions
   Reflect.construct(Shape, []);
   return o;
 }

@@ -5,7 +5,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import * as v from 'valibot';
 import { generateKey, KNOWN_SCOPES, PREFIX_PATTERN } from '../auth/api-key.js';
-import { ConfigError, loadConfig, storeEnv } from '../config/config.js';
+import { type Config, ConfigError, loadConfig, storeEnv } from '../config/config.js';
 import { openStore } from '../store/open-store.js';
 import type { KeyRecord, Store } from '../store/store.js';
 import { parseRequestInstant } from '../time/rfc3339.js';
@@ -169,7 +169,7 @@ async function main(argv: string[]): Promise<number> {
     const store = async (): Promise<Store> => {
       if (holder.store) return holder.store;
       {
-        let config;
+        let config: Config;
         try {
           config = loadConfig();
         } catch (err) {

@@ -98,7 +98,7 @@ async function viaAdmin(store: Store, servers: ServerEntry[], org: string | null
 }
 
 async function main(argv: string[]): Promise<number> {
-  let values;
+  let values: { 'organization-id'?: string; timeout?: string; json?: boolean; help?: boolean };
   try {
     ({ values } = parseArgs({
       args: argv,

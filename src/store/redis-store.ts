@@ -286,7 +286,11 @@ export class RedisStore implements Store {
       const values = await this.redis.mget(ids.map((id) => `server:${id}`));
       const out: ServerEntry[] = [];
       const dead: string[] = [];
-      values.forEach((v, i) => (v === null ? dead.push(ids[i]) : out.push(JSON.parse(v) as ServerEntry)));
+      for (let i = 0; i < values.length; i++) {
+        const v = values[i];
+        if (v === null) dead.push(ids[i]);
+        else out.push(JSON.parse(v) as ServerEntry);
+      }
       if (dead.length > 0) await this.redis.srem('servers', ...dead);
       return out;
     });
