@@ -17,6 +17,7 @@ import type { OrgIndex } from '../index/build.js';
 import type { OrgData } from '../model/records.js';
 import type { ReloadAck, ReloadRequest, ServerEntry, SnapshotRef, Store } from '../store/store.js';
 import { IndexBuilder } from './index-builder.js';
+import { parseOrganizationId } from '../model/organization-id.js';
 
 /** The subset of a pino logger the Catalog uses. */
 export interface CatalogLogger {
@@ -64,7 +65,6 @@ interface Loaded {
   loadedAt: Date;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 // Answers to broadcast requests are kept this long, so a re-sent request gets the same answer.
 const ANSWERED_MAX = 100;
 
@@ -245,7 +245,7 @@ export class Catalog {
     if (!signals || this.stopped) return;
     let answer = this.answered.get(req.requestId);
     if (answer === undefined) {
-      const org = req.organizationId && UUID.test(req.organizationId.toLowerCase()) ? req.organizationId : null;
+      const org = req.organizationId ? parseOrganizationId(req.organizationId) : null;
       answer = this.reload(org).then(
         (summary): ReloadAck => ({ ok: true, summary }),
         (err): ReloadAck => ({ ok: false, error: (err as Error).message ?? String(err) }),

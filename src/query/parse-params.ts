@@ -4,6 +4,7 @@ import { parseRequestInstant } from '../time/rfc3339.js';
 import { decodeQuery } from './decode-query.js';
 import type { SearchRequest } from './search-request.js';
 import { codePointLength, MAX_KEYWORDS_CODE_POINTS, MAX_Q_CODE_POINTS, resolveTerms } from './terms.js';
+import { UUID } from '../model/organization-id.js';
 
 export interface ParamProblem {
   parameter: string;
@@ -11,7 +12,6 @@ export interface ParamProblem {
 }
 export type ParseResult = { ok: true; request: SearchRequest } | { ok: false; details: ParamProblem[] };
 
-const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 const DIGITS = /^[0-9]+$/;
 
 function integerIn(min: number, max: number, what: string) {

@@ -18,8 +18,8 @@ import type { OrgData } from '../model/records.js';
 import { encodeSnapshot, parseManifest, SnapshotDecoder } from './snapshot-format.js';
 import { pidAlive, syncDir, tempName, withLock, writeFileAtomic } from './file-utils.js';
 import type { KeyRecord, ServerEntry, SnapshotRef, Store } from './store.js';
+import { isCanonicalOrganizationId } from '../model/organization-id.js';
 
-const ORG_DIR = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const VERSION_FILE = /^v(\d{10})\.snap$/;
 const FOOTER_MAGIC = Buffer.from('CMSSNAP\n', 'ascii');
 const FOOTER_SIZE = 12; // u32 BE manifest length + magic
@@ -73,7 +73,7 @@ export class EmbeddedStore implements Store {
 
   async publishSnapshot(data: OrgData): Promise<SnapshotRef> {
     const org = data.organizationId;
-    if (!ORG_DIR.test(org)) throw new Error(`store: organization id must be a lower-case UUID, got ${JSON.stringify(org)}`);
+    if (!isCanonicalOrganizationId(org)) throw new Error(`store: organization id must be a lower-case UUID, got ${JSON.stringify(org)}`);
     const dir = path.join(this.snapDir, org);
     try {
       await fs.mkdir(dir, { recursive: true });
@@ -184,7 +184,7 @@ export class EmbeddedStore implements Store {
     try {
       const out: SnapshotRef[] = [];
       for (const org of await fs.readdir(this.snapDir)) {
-        if (!ORG_DIR.test(org)) continue;
+        if (!isCanonicalOrganizationId(org)) continue;
         const p = await this.readPointer(org);
         if (p) out.push({ organizationId: org, version: p.version });
       }

@@ -22,8 +22,8 @@ import { Redis } from 'ioredis';
 import type { OrgData } from '../model/records.js';
 import { encodeSnapshot, parseManifest, SnapshotDecoder } from './snapshot-format.js';
 import type { KeyRecord, ReloadAck, ReloadRequest, ReloadSignals, ServerEntry, SnapshotRef, Store } from './store.js';
+import { isCanonicalOrganizationId } from '../model/organization-id.js';
 
-const ORG_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const RELOAD_CHANNEL = 'reload';
 const ACK_TTL_S = 300;
 // Chunks in flight at once on read and write: enough to hide latency, bounded memory.
@@ -127,7 +127,7 @@ export class RedisStore implements Store {
 
   async publishSnapshot(data: OrgData): Promise<SnapshotRef> {
     const org = data.organizationId;
-    if (!ORG_ID.test(org)) throw new Error(`store: organization id must be a lower-case UUID, got ${JSON.stringify(org)}`);
+    if (!isCanonicalOrganizationId(org)) throw new Error(`store: organization id must be a lower-case UUID, got ${JSON.stringify(org)}`);
     return this.run(`publishing organization ${org}`, async () => {
       const r = this.redis;
       await r.sadd('snap:orgs', org);
