@@ -4,7 +4,7 @@ import { HttpError } from './errors.js';
 import { commonHeaders, type Exchange, inFlight, requestIdFor, send, sendError } from './respond.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, UwsModule } from './uws.js';
 
-import { API_VERSION as VERSION } from './openapi.js';
+import { API_VERSION as VERSION } from './api-version.js';
 import { parseOrganizationId } from '../model/organization-id.js';
 
 
