@@ -25,8 +25,9 @@ import {
 } from './helpers/e2e.js';
 import { startRedis, type TestRedis } from './helpers/redis-server.js';
 import { ROOT, baseEnv, createKey, startServer, type CreatedKey, type RunningServer } from './helpers/server.js';
+import { testSeed } from './helpers/seed.js';
 
-const SEED = 4242;
+const SEED = testSeed('FAULTS_SEED', 'test/faults.test.ts', 4242);
 const work = tempDir('faults-gen-');
 let small: Dataset; // what is imported and served
 let big: Dataset; // same organization (same seed), far more messages: the import that gets killed
