@@ -1,7 +1,8 @@
 /**
  * `npx tsx bench/startup.ts --data-dir DIR [--runs 10]`: start-up time and memory of the server run
  * two ways, alternated so both share the same machine noise: `node --import tsx src/main.ts`
- * (TypeScript compiled at start) and `node dist/main.js` (the `npm run build` output). Each run is
+ * (TypeScript compiled at start) and `node [--enable-source-maps] dist/main.js` (the `npm run build`
+ * output, as `npm start` runs it). Each run is
  * timed from spawn to the first /readyz 200 (every snapshot in DIR loaded); RSS and peak RSS are
  * read from /proc when ready. Needs `npm run build` first.
  */
@@ -15,7 +16,11 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 const { values } = parseArgs({ options: { 'data-dir': { type: 'string' }, runs: { type: 'string', default: '10' } } });
 if (!values['data-dir']) throw new Error('startup: --data-dir is required');
 const RUNS = Number(values.runs);
-const WAYS = { tsx: ['--import', 'tsx', 'src/main.ts'], dist: ['dist/main.js'] } as const;
+const WAYS = {
+  tsx: ['--import', 'tsx', 'src/main.ts'],
+  dist: ['dist/main.js'],
+  distMaps: ['--enable-source-maps', 'dist/main.js'],
+} as const;
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
