@@ -1,4 +1,13 @@
 # uWebSockets.js ships glibc binaries only: a Debian-based image, not Alpine.
+# Build stage: all dependencies, `npm ci` runs `prepare` (tsc to dist/), then the dev
+# dependencies (TypeScript, tsx, Biome) are pruned away.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm ci --no-audit --no-fund && npm prune --omit=dev --no-audit --no-fund && npm cache clean --force
+
+# Runtime stage: compiled JavaScript and production dependencies only; no TypeScript at run time.
 FROM node:20-bookworm-slim
 
 ENV NODE_ENV=production \
@@ -8,12 +17,9 @@ ENV NODE_ENV=production \
     ADMIN_PORT=9464
 
 WORKDIR /app
-COPY package.json package-lock.json ./
-# tsx is a runtime dependency (the service runs TypeScript directly), so --omit=dev is enough.
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
-COPY tsconfig.json ./
-COPY src ./src
-COPY scripts ./scripts
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
 
 RUN mkdir -p /data && chown node:node /data
 USER node
@@ -25,4 +31,4 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:'+(process.env.ADMIN_PORT||9464)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 
 # node directly (not npm) so SIGTERM reaches the server and shuts it down cleanly.
-CMD ["node", "--import", "tsx", "src/main.ts"]
+CMD ["node", "--enable-source-maps", "dist/main.js"]

@@ -12,9 +12,11 @@ const demoDir = path.join(dataDir, 'demo-input');
 const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir };
 delete env.REDIS_URL; // the demo always runs on the embedded store
 const tsx = ['--import', 'tsx'];
+// The service and its CLIs run compiled, as in production (`npm run demo` builds dist/ first).
+const compiled = (file: string) => ['--enable-source-maps', path.join('dist', file)];
 
 function run(args: string[], what: string): string {
-  const r = spawnSync(process.execPath, [...tsx, ...args], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const r = spawnSync(process.execPath, args, { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   if (r.status !== 0) {
     console.error(`demo: ${what} failed (exit ${r.status})`);
     process.exit(1);
@@ -24,15 +26,15 @@ function run(args: string[], what: string): string {
 
 if (!existsSync(path.join(demoDir, 'messages.ndjson'))) {
   console.log('demo: generating 20,000 messages of 500 contacts in 1 organization ...');
-  run(['scripts/gen.ts', '--messages', '20000', '--contacts', '500', '--organizations', '1', '--seed', '7', '--out', demoDir], 'data generation');
+  run([...tsx, 'scripts/gen.ts', '--messages', '20000', '--contacts', '500', '--organizations', '1', '--seed', '7', '--out', demoDir], 'data generation');
 }
 console.log('demo: importing into the embedded store at ' + dataDir + ' ...');
-run(['src/cli/snapshot.ts', 'import', '--contacts', path.join(demoDir, 'contacts.ndjson'), '--messages', path.join(demoDir, 'messages.ndjson'), '--json'], 'import');
+run([...compiled('cli/snapshot.js'), 'import', '--contacts', path.join(demoDir, 'contacts.ndjson'), '--messages', path.join(demoDir, 'messages.ndjson'), '--json'], 'import');
 
 const firstContact = JSON.parse(readFileSync(path.join(demoDir, 'contacts.ndjson'), 'utf8').split('\n')[0]) as { organization_id: string };
 const org = firstContact.organization_id;
 const created = JSON.parse(
-  run(['src/cli/keys.ts', 'create', '--organization-id', org, '--scopes', 'contacts:read,messages:read', '--name', 'demo', '--json'], 'key creation'),
+  run([...compiled('cli/keys.js'), 'create', '--organization-id', org, '--scopes', 'contacts:read,messages:read', '--name', 'demo', '--json'], 'key creation'),
 ) as { key: string };
 
 const port = process.env.PORT ?? '3000';
@@ -43,6 +45,6 @@ demo: try
   curl -s -H 'Authorization: Bearer ${created.key}' 'http://127.0.0.1:${port}/contacts/message-search?organization_id=${org}&q=pedido&limit=2'
 `);
 
-const server = spawn(process.execPath, [...tsx, 'src/main.ts'], { env, stdio: 'inherit' });
+const server = spawn(process.execPath, compiled('main.js'), { env, stdio: 'inherit' });
 for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => server.kill(sig));
 server.on('exit', (code) => process.exit(code ?? 0));

@@ -22,8 +22,9 @@ import {
 } from './helpers/e2e.js';
 import { createKey, keysCli, startServer, type CreatedKey, type RunningServer } from './helpers/server.js';
 import { referenceTerms } from './reference/brute-force.js';
+import { testSeed } from './helpers/seed.js';
 
-const SEED = Number(process.env.E2E_SEED ?? 20250101);
+const SEED = testSeed('E2E_SEED', 'test/e2e.test.ts', 20250101);
 const REQUESTS = 300;
 const EMPTY_ORG = '00000000-0000-4000-8000-00000000e0e0'; // granted, never imported
 

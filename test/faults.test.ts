@@ -17,7 +17,7 @@ import { snapshotFile } from '../src/store/embedded-store.js';
 import { openStore } from '../src/store/open-store.js';
 import { RedisStore } from '../src/store/redis-store.js';
 import { encodeManifest, type Manifest } from '../src/store/snapshot-format.js';
-import type { KeyRecord, SnapshotRef, Store } from '../src/store/store.js';
+import type { SnapshotRef, Store } from '../src/store/store.js';
 import { parseRfc3339 } from '../src/time/rfc3339.js';
 import {
   assertBody, expected, gen, generateRequest, importCli, loadDataset, openHarness, organizationsOf, reloadCli, search, tempDir,
@@ -25,8 +25,9 @@ import {
 } from './helpers/e2e.js';
 import { startRedis, type TestRedis } from './helpers/redis-server.js';
 import { ROOT, baseEnv, createKey, startServer, type CreatedKey, type RunningServer } from './helpers/server.js';
+import { testSeed } from './helpers/seed.js';
 
-const SEED = 4242;
+const SEED = testSeed('FAULTS_SEED', 'test/faults.test.ts', 4242);
 const work = tempDir('faults-gen-');
 let small: Dataset; // what is imported and served
 let big: Dataset; // same organization (same seed), far more messages: the import that gets killed
@@ -223,13 +224,13 @@ for (const storeName of ['embedded', 'redis'] as const) {
 }
 
 describe('Redis stopped while serving, then restarted empty', () => {
-  let h: StoreHarness, key: CreatedKey, server: RunningServer, keys: KeyRecord[];
+  let h: StoreHarness, key: CreatedKey, server: RunningServer;
   before(async () => {
     h = await openHarness('redis');
     assert.equal((await importCli(h.env, small)).code, 0);
     key = await createKey(h.env, [org], 'contacts:read,messages:read');
     const store = await openStore(h.env);
-    keys = await store.listKeys();
+    await store.listKeys();
     await store.close();
     server = await startServer(h.serverEnv);
   });
@@ -329,7 +330,7 @@ describe('Redis killed while an import publishes (persistent Redis, restarted on
       });
     });
     sub.on('error', () => {});
-    let r;
+    let r: Awaited<ReturnType<typeof importCli>>;
     try {
       await sub.psubscribe(`__keyspace@0__:snap:{${org}}:v:*`);
       r = await importCli(env, big);

@@ -240,12 +240,12 @@ function writeCase(m: Mutation): Case {
   return out;
 }
 
-const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const escapeRegExp = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** The error detail `c` must produce: base name, line, and the field or no field. */
 function expectedDetail(c: Case): RegExp {
-  const head = `^${escape(c.base)} line ${c.line}: `;
-  return new RegExp(c.field === null ? `${head}(?!field )\\S` : `${head}field ${escape(JSON.stringify(c.field))}: \\S`);
+  const head = `^${escapeRegExp(c.base)} line ${c.line}: `;
+  return new RegExp(c.field === null ? `${head}(?!field )\\S` : `${head}field ${escapeRegExp(JSON.stringify(c.field))}: \\S`);
 }
 
 async function assertStoreUnchanged(what: string): Promise<void> {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
+import { API_VERSION } from '../src/http/api-version.js';
 import { openApiDocument } from '../src/http/openapi.js';
 import { parseSearchParams } from '../src/query/parse-params.js';
 
@@ -11,6 +12,10 @@ const params = doc.paths['/contacts/message-search'].get.parameters;
 
 test('openapi.json in the repository is the generated document (npm run openapi)', () => {
   assert.deepEqual(JSON.parse(readFileSync('openapi.json', 'utf8')), JSON.parse(JSON.stringify(openApiDocument())));
+});
+
+test('the API version is package.json\'s version (one number for the contract and the package)', () => {
+  assert.equal(JSON.parse(readFileSync('package.json', 'utf8')).version, API_VERSION);
 });
 
 test('every documented enum value, bound and default is what the parser applies', () => {

@@ -144,7 +144,9 @@ const orgArb = fc
       const otherMessages = materialize(OTHER, others, o.otherSpecs, 'x');
       // Mix the other organization's lines in; the reference must filter them itself.
       const all = [...messages];
-      otherMessages.forEach((m, i) => all.splice((o.interleave + i * 7) % (all.length + 1), 0, m));
+      otherMessages.forEach((m, i) => {
+        all.splice((o.interleave + i * 7) % (all.length + 1), 0, m);
+      });
       return { contacts, others, messages, allContacts: [...others, ...contacts], allMessages: all };
     }),
   );

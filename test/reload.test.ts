@@ -16,6 +16,7 @@ import { parseRfc3339 } from '../src/time/rfc3339.js';
 import { expected, generateRequest, openHarness, reloadCli, SEARCH, vocabulary, type StoreHarness } from './helpers/e2e.js';
 import { mulberry32 } from '../scripts/gen-lib.js';
 import { createKey, startServer, type CreatedKey, type RunningServer } from './helpers/server.js';
+import { testSeed } from './helpers/seed.js';
 
 const ORG = '0d0d0d0d-0000-4000-8000-00000000aaaa';
 const RELOADS = 20;
@@ -41,7 +42,7 @@ function orgData(r: Records): OrgData {
 const versions = [version(101), version(202)];
 const snapshots = versions.map(orgData);
 // A few requests, each with its two possible bodies (exact JSON text).
-const rng = mulberry32(5);
+const rng = mulberry32(testSeed('RELOAD_SEED', 'test/reload.test.ts', 5));
 const queries: { query: string; bodies: string[] }[] = [];
 for (let i = 0; queries.length < 6 && i < 200; i++) {
   const g = generateRequest(rng, ORG, vocabulary(versions[i % 2].messages, ORG));

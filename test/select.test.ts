@@ -2,6 +2,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { smallestKeys } from '../src/query/select.js';
+import { testSeed } from './helpers/seed.js';
+
+const SEED = testSeed('SELECT_SEED', 'test/select.test.ts');
 
 test('smallestKeys equals sorting and slicing, for every page depth', () => {
   fc.assert(
@@ -11,6 +14,6 @@ test('smallestKeys equals sorting and slicing, for every page depth', () => {
       const got = Array.from(smallestKeys(keys, xs.length, need, new Float64Array(xs.length)));
       assert.deepEqual(got, [...xs].sort((a, b) => a - b).slice(0, need));
     }),
-    { numRuns: 2000 },
+    { seed: SEED, numRuns: 2000 },
   );
 });

@@ -23,6 +23,7 @@ import type { OrgIndex } from '../index/build.js';
 import type { OrgData } from '../model/records.js';
 import type { ReloadAck, ReloadRequest, ServerEntry, Store } from '../store/store.js';
 import { IndexBuilder } from './index-builder.js';
+import { parseOrganizationId } from '../model/organization-id.js';
 
 /** The subset of a pino logger the Catalog uses. */
 export interface CatalogLogger {
@@ -98,7 +99,6 @@ interface Failure {
   nextAttemptAt: number;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 // Retry backoff of a failed organization: 1 s, 2 s, 4 s ... at most 30 s.
 const RETRY_FIRST_MS = 1000;
 const RETRY_MAX_MS = 30_000;
@@ -397,7 +397,7 @@ export class Catalog {
     if (!signals || this.stopped) return;
     let answer = this.answered.get(req.requestId);
     if (answer === undefined) {
-      const org = req.organizationId && UUID.test(req.organizationId.toLowerCase()) ? req.organizationId : null;
+      const org = req.organizationId ? parseOrganizationId(req.organizationId) : null;
       answer = this.reload(org).then(
         (summary): ReloadAck => ({ ok: true, summary }),
         (err): ReloadAck => ({ ok: false, error: (err as Error).message ?? String(err) }),

@@ -4,8 +4,9 @@
  * format-1 snapshot) and hands the flat index back without a copy; this thread rebuilds the term
  * dictionary in slices, with the event loop free between them, so searches keep being answered.
  *
- * The worker runs TypeScript through tsx's API registered inside it, so it works whether the
- * server runs as `tsx src/main.ts` or `node --import tsx src/main.ts`. When it cannot start, the
+ * Compiled (`dist/`), the worker runs build-worker.js. From source, it runs TypeScript through
+ * tsx's API registered inside it, so it works whether the server runs as `tsx src/main.ts` or
+ * `node --import tsx src/main.ts`. When it cannot start, the
  * builder logs that once and builds on the main thread instead.
  */
 import { Worker } from 'node:worker_threads';
@@ -15,6 +16,9 @@ import type { OrgData } from '../model/records.js';
 import { wrapIndex, wrapIndexAsync } from '../store/flat-index.js';
 import type { SnapshotRef, Store } from '../store/store.js';
 import type { WorkerReply, WorkerRequest } from './worker-protocol.js';
+
+/** Running from `dist/` (`npm run build`): the worker is plain JavaScript, tsx is not needed (nor installed). */
+const COMPILED = import.meta.url.endsWith('.js');
 
 /** A loaded snapshot's index and the counts the Catalog reports. */
 export interface BuiltIndex {
@@ -109,12 +113,17 @@ export class IndexBuilder {
     if (this.worker) return this.worker;
     let worker: Worker;
     try {
-      const tsxApi = import.meta.resolve('tsx/esm/api');
-      const entry = workerEntry();
-      // tsx's loader is registered inside the worker before the TypeScript entry is imported:
-      // `execArgv: ['--import', 'tsx']` does not apply to a worker's entry point on Node 20.
-      const boot = `import(${JSON.stringify(tsxApi)}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); })`;
-      worker = new Worker(boot, { eval: true, execArgv: [], workerData: { env: this.env }, name: 'index-build' });
+      const options = { execArgv: [], workerData: { env: this.env }, name: 'index-build' };
+      if (COMPILED) {
+        worker = new Worker(new URL('./build-worker.js', import.meta.url), options);
+      } else {
+        const tsxApi = import.meta.resolve('tsx/esm/api');
+        const entry = workerEntry();
+        // tsx's loader is registered inside the worker before the TypeScript entry is imported:
+        // `execArgv: ['--import', 'tsx']` does not apply to a worker's entry point on Node 20.
+        const boot = `import(${JSON.stringify(tsxApi)}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); })`;
+        worker = new Worker(boot, { ...options, eval: true });
+      }
     } catch (err) {
       this.giveUp(err as Error);
       return null;

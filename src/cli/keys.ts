@@ -5,10 +5,11 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import * as v from 'valibot';
 import { generateKey, KNOWN_SCOPES, PREFIX_PATTERN } from '../auth/api-key.js';
-import { ConfigError, loadConfig, storeEnv } from '../config/config.js';
+import { type Config, ConfigError, loadConfig, storeEnv } from '../config/config.js';
 import { openStore } from '../store/open-store.js';
 import type { KeyRecord, Store } from '../store/store.js';
 import { parseRequestInstant } from '../time/rfc3339.js';
+import { UUID } from '../model/organization-id.js';
 
 const USAGE = `usage:
   npm run keys -- create --organization-id UUID [--organization-id UUID ...] --scopes contacts:read,messages:read [--name TEXT] [--expires-at ISO] [--json]
@@ -18,7 +19,6 @@ const USAGE = `usage:
 class UsageError extends Error {}
 class Failure extends Error {}
 
-const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 
 const CreateSchema = v.object({
   organizationIds: v.pipe(
@@ -169,7 +169,7 @@ async function main(argv: string[]): Promise<number> {
     const store = async (): Promise<Store> => {
       if (holder.store) return holder.store;
       {
-        let config;
+        let config: Config;
         try {
           config = loadConfig();
         } catch (err) {

@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { openStore } from '../store/open-store.js';
 import type { ReloadAck, ServerEntry, Store } from '../store/store.js';
+import { parseOrganizationId } from '../model/organization-id.js';
 
 const USAGE = `Usage: npm run reload [-- --organization-id UUID] [--timeout SECONDS] [--json]
 
@@ -26,7 +27,6 @@ Options:
   -h, --help               show this text
 `;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const RESEND_MS = 2_000;
 
 class UsageError extends Error {}
@@ -99,7 +99,7 @@ async function viaAdmin(store: Store, servers: ServerEntry[], org: string | null
 }
 
 async function main(argv: string[]): Promise<number> {
-  let values;
+  let values: { 'organization-id'?: string; timeout?: string; json?: boolean; help?: boolean };
   try {
     ({ values } = parseArgs({
       args: argv,
@@ -112,7 +112,7 @@ async function main(argv: string[]): Promise<number> {
     }));
     if (values.help) { process.stdout.write(USAGE); return 0; }
     const org = values['organization-id'];
-    if (org !== undefined && !UUID.test(org)) throw new UsageError(`--organization-id must be a UUID, got ${JSON.stringify(org)}`);
+    if (org !== undefined && parseOrganizationId(org) === null) throw new UsageError(`--organization-id must be a UUID, got ${JSON.stringify(org)}`);
     if (!/^\d+(\.\d+)?$/.test(values.timeout!) || Number(values.timeout) <= 0) throw new UsageError(`--timeout must be a positive number of seconds, got ${JSON.stringify(values.timeout)}`);
   } catch (err) {
     process.stderr.write(`reload: ${(err as Error).message}\n\n${USAGE}`);

@@ -4,9 +4,9 @@ import { HttpError } from './errors.js';
 import { commonHeaders, type Exchange, inFlight, requestIdFor, send, sendError } from './respond.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, UwsModule } from './uws.js';
 
-import { API_VERSION as VERSION } from './openapi.js';
+import { API_VERSION as VERSION } from './api-version.js';
+import { parseOrganizationId } from '../model/organization-id.js';
 
-const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 
 /** What the admin listener needs from the catalog. */
 export interface AdminCatalog {
@@ -161,8 +161,9 @@ function reloadTarget(query: string): string | undefined {
   if (values.length > 1) {
     throw new HttpError(400, undefined, { details: [{ parameter: 'organization_id', message: 'must be given at most once' }] });
   }
-  if (!UUID.test(values[0])) {
+  const org = parseOrganizationId(values[0]);
+  if (org === null) {
     throw new HttpError(400, undefined, { details: [{ parameter: 'organization_id', message: 'must be a UUID' }] });
   }
-  return values[0].toLowerCase();
+  return org;
 }

@@ -1,16 +1,8 @@
 import { CHANNELS } from '../model/records.js';
 import { MAX_KEYWORDS_CODE_POINTS, MAX_Q_CODE_POINTS, MAX_TERM_CODE_POINTS, MAX_TERMS } from '../query/terms.js';
+import { PARAM_LIMITS } from '../query/param-limits.js';
+import { API_VERSION } from './api-version.js';
 import { ERROR_CODES } from './errors.js';
-
-/** The version of the public contract (spec 9), reported by /healthz and the OpenAPI document. */
-export const API_VERSION = '0.1.0-beta';
-
-/** Limits of spec 4.2 / 8, shared by the parameter parser's messages and this document. */
-export const PARAM_LIMITS = {
-  limit: { minimum: 1, maximum: 100, default: 50 },
-  offset: { minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 },
-  messages_limit: { minimum: 0, maximum: 20, default: 3 },
-} as const;
 
 const ts = { type: 'string', format: 'date-time', description: 'toISOString(): UTC, 3 fraction digits, Z' };
 const nullableString = { type: ['string', 'null'] };

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { HttpError } from './errors.js';
+import type { HttpError } from './errors.js';
 import type { HttpResponse } from './uws.js';
 
 const STATUS_LINES: Record<number, string> = {

@@ -2,8 +2,8 @@
 import * as v from 'valibot';
 import { CHANNELS, DIRECTIONS } from '../model/records.js';
 import { parseRfc3339 } from '../time/rfc3339.js';
+import { UUID } from '../model/organization-id.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 // Any version, either case; stored lower case so ids compare as plain strings.
 const uuid = v.pipe(v.string('expected a UUID'), v.regex(UUID, 'expected a UUID'), v.toLowerCase());

@@ -84,7 +84,9 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   const byId = contacts.map((_, i) => i).sort((a, b) => (contacts[a].id < contacts[b].id ? -1 : 1));
   const contactIdRank = new Uint32Array(contactCount);
   const contactByIdRank = Uint32Array.from(byId);
-  byId.forEach((ord, rank) => (contactIdRank[ord] = rank));
+  byId.forEach((ord, rank) => {
+    contactIdRank[ord] = rank;
+  });
 
   const msgContact = new Uint32Array(n);
   const msgConversation = new Uint32Array(n);

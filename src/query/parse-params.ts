@@ -4,6 +4,8 @@ import { parseRequestInstant } from '../time/rfc3339.js';
 import { decodeQuery } from './decode-query.js';
 import type { SearchRequest } from './search-request.js';
 import { codePointLength, MAX_KEYWORDS_CODE_POINTS, MAX_Q_CODE_POINTS, resolveTerms } from './terms.js';
+import { UUID } from '../model/organization-id.js';
+import { PARAM_LIMITS } from './param-limits.js';
 
 export interface ParamProblem {
   parameter: string;
@@ -11,10 +13,11 @@ export interface ParamProblem {
 }
 export type ParseResult = { ok: true; request: SearchRequest } | { ok: false; details: ParamProblem[] };
 
-const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 const DIGITS = /^[0-9]+$/;
 
-function integerIn(min: number, max: number, what: string) {
+/** An integer parameter within its PARAM_LIMITS; the message states the range. */
+function integerIn({ minimum: min, maximum: max }: { minimum: number; maximum: number }) {
+  const what = `an integer from ${min} to ${max}`;
   return v.pipe(
     v.string(),
     v.regex(DIGITS, `must be ${what} written with decimal digits only`),
@@ -48,9 +51,9 @@ const SCALARS = v.object({
   channel: v.optional(v.picklist(CHANNELS, `must be one of: ${CHANNELS.join(', ')}`)),
   from: v.optional(v.string()),
   to: v.optional(v.string()),
-  limit: v.optional(integerIn(1, 100, 'an integer from 1 to 100'), '50'),
-  offset: v.optional(integerIn(0, Number.MAX_SAFE_INTEGER, `an integer from 0 to ${Number.MAX_SAFE_INTEGER}`), '0'),
-  messages_limit: v.optional(integerIn(0, 20, 'an integer from 0 to 20'), '3'),
+  limit: v.optional(integerIn(PARAM_LIMITS.limit), String(PARAM_LIMITS.limit.default)),
+  offset: v.optional(integerIn(PARAM_LIMITS.offset), String(PARAM_LIMITS.offset.default)),
+  messages_limit: v.optional(integerIn(PARAM_LIMITS.messages_limit), String(PARAM_LIMITS.messages_limit.default)),
 });
 
 const SINGLE_VALUED = Object.keys(SCALARS.entries);

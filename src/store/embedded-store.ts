@@ -19,8 +19,8 @@ import type { FlatIndex } from './flat-index.js';
 import { encodeSnapshot, parseManifest, prepareSnapshot, SnapshotDecoder, type PreparedSnapshot } from './snapshot-format.js';
 import { pidAlive, syncDir, tempName, withLock, writeFileAtomic } from './file-utils.js';
 import type { KeyRecord, LatestListing, PublishOptions, ServerEntry, SnapshotRef, Store } from './store.js';
+import { isCanonicalOrganizationId } from '../model/organization-id.js';
 
-const ORG_DIR = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const VERSION_FILE = /^v(\d{10})\.snap$/;
 const FOOTER_MAGIC = Buffer.from('CMSSNAP\n', 'ascii');
 const FOOTER_SIZE = 12; // u32 BE manifest length + magic
@@ -74,7 +74,7 @@ export class EmbeddedStore implements Store {
 
   async publishSnapshot(data: OrgData, options: PublishOptions = {}): Promise<SnapshotRef> {
     const org = data.organizationId;
-    if (!ORG_DIR.test(org)) throw new Error(`store: organization id must be a lower-case UUID, got ${JSON.stringify(org)}`);
+    if (!isCanonicalOrganizationId(org)) throw new Error(`store: organization id must be a lower-case UUID, got ${JSON.stringify(org)}`);
     // Built once, before any file exists: a retry under a new version number only re-encodes.
     const prepared = prepareSnapshot(data, options.format);
     const dir = path.join(this.snapDir, org);
@@ -200,7 +200,7 @@ export class EmbeddedStore implements Store {
     }
     const out: LatestListing = { refs: [], unreadable: [] };
     for (const org of orgs) {
-      if (!ORG_DIR.test(org)) continue;
+      if (!isCanonicalOrganizationId(org)) continue;
       try {
         const p = await this.readPointer(org);
         if (p) out.refs.push({ organizationId: org, version: p.version });

@@ -23,8 +23,8 @@ import type { OrgData } from '../model/records.js';
 import type { FlatIndex } from './flat-index.js';
 import { encodeSnapshot, parseManifest, prepareSnapshot, SnapshotDecoder } from './snapshot-format.js';
 import type { KeyRecord, LatestListing, PublishOptions, ReloadAck, ReloadRequest, ReloadSignals, ServerEntry, SnapshotRef, Store } from './store.js';
+import { isCanonicalOrganizationId } from '../model/organization-id.js';
 
-const ORG_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const RELOAD_CHANNEL = 'reload';
 const ACK_TTL_S = 300;
 // Chunks in flight at once on read and write: enough to hide latency, bounded memory.
@@ -136,7 +136,7 @@ export class RedisStore implements Store {
 
   async publishSnapshot(data: OrgData, options: PublishOptions = {}): Promise<SnapshotRef> {
     const org = data.organizationId;
-    if (!ORG_ID.test(org)) throw new Error(`store: organization id must be a lower-case UUID, got ${JSON.stringify(org)}`);
+    if (!isCanonicalOrganizationId(org)) throw new Error(`store: organization id must be a lower-case UUID, got ${JSON.stringify(org)}`);
     // Built before any key is written: a build failure leaves Redis untouched.
     const prepared = prepareSnapshot(data, options.format);
     return this.run(`publishing organization ${org}`, async () => {
@@ -198,7 +198,7 @@ export class RedisStore implements Store {
         if (err && (this.redis.status !== 'ready' || !/WRONGTYPE/.test(err.message))) throw err;
         const version = err ? NaN : v === null || v === undefined ? null : Number(v);
         if (version === null) return;
-        if (!ORG_ID.test(org)) return; // not ours, as the embedded store skips foreign folders
+        if (!isCanonicalOrganizationId(org)) return; // not ours, as the embedded store skips foreign folders
         if (!Number.isSafeInteger(version) || version < 1) {
           const cause = err ? err.message : `bad version ${JSON.stringify(v)}`;
           out.unreadable.push({ organizationId: org, error: `store: unreadable pointer of organization ${org}: ${cause}` });
@@ -328,7 +328,11 @@ export class RedisStore implements Store {
       const values = await this.redis.mget(ids.map((id) => `server:${id}`));
       const out: ServerEntry[] = [];
       const dead: string[] = [];
-      values.forEach((v, i) => (v === null ? dead.push(ids[i]) : out.push(JSON.parse(v) as ServerEntry)));
+      for (let i = 0; i < values.length; i++) {
+        const v = values[i];
+        if (v === null) dead.push(ids[i]);
+        else out.push(JSON.parse(v) as ServerEntry);
+      }
       if (dead.length > 0) await this.redis.srem('servers', ...dead);
       return out;
     });

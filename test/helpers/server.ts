@@ -90,15 +90,21 @@ export interface RunningServer {
   stop(): Promise<number | null>;
 }
 
-/** Starts `src/main.ts` on free ports and waits until /readyz answers 200. */
+/** Starts `src/main.ts` (or `dist/main.js`) on free ports and waits until /readyz answers 200. */
 export async function startServer(
   extraEnv: Record<string, string | undefined>,
-  opts: { waitReady?: boolean; /** extra node options before the script, e.g. ['--import', './x.ts'] */ nodeArgs?: string[] } = {},
+  opts: {
+    waitReady?: boolean;
+    /** extra node options before the script, e.g. ['--import', './x.ts'] */ nodeArgs?: string[];
+    /** run the compiled server, `dist/main.js` (`npm run build`), instead of the TypeScript */ compiled?: boolean;
+  } = {},
 ): Promise<RunningServer> {
   const port = await freePort();
   const adminPort = await freePort();
   const env = baseEnv({ LOG_LEVEL: 'info', ...extraEnv, PORT: String(port), ADMIN_PORT: String(adminPort), HOST: '127.0.0.1' });
-  const child = spawn(process.execPath, ['--import', 'tsx', ...(opts.nodeArgs ?? []), 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const nodeArgs = opts.nodeArgs ?? [];
+  const args = opts.compiled ? [...nodeArgs, 'dist/main.js'] : ['--import', 'tsx', ...nodeArgs, 'src/main.ts'];
+  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
