@@ -57,7 +57,7 @@ async function main(): Promise<void> {
   process.on('uncaughtException', (err) => logger.error({ err }, 'uncaught exception; the server keeps serving'));
 
   const store = await openStore(storeEnv(config));
-  const catalog = new Catalog(store, { logger, adminUrl: adminUrlOf(config), buildThread: config.indexBuildThread });
+  const catalog = new Catalog(store, { logger, adminUrl: adminUrlOf(config), buildThread: config.indexBuildThread, organizations: config.organizations });
   // Loading may take a while; the listeners open now so /readyz can say 503 meanwhile.
   const loading = catalog.start();
   Promise.resolve(loading).catch((err: unknown) => logger.error({ err }, 'catalog: initial load failed'));
@@ -70,7 +70,7 @@ async function main(): Promise<void> {
   const isReady = () => catalogIsReady(catalog);
   const rateLimiter = config.rateLimit ? new RateLimiter(config.rateLimit) : null;
   const publicApp = createPublicApp({
-    uws, keys, metrics, logger, sunsetAt: config.sunsetAt, rateLimiter, indexes: { isReady, get: (org) => catalog.get(org) },
+    uws, keys, metrics, logger, sunsetAt: config.sunsetAt, rateLimiter, indexes: { isReady, get: (org) => catalog.get(org), holds: (org) => catalog.holds(org) },
   });
   const adminApp = createAdminApp({ uws, metrics, logger, catalog: { isReady, reload: (org) => catalog.reload(org) } });
 

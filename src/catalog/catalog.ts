@@ -38,6 +38,8 @@ export interface CatalogOptions {
   build?: (data: OrgData) => OrgIndex;
   /** 'main' builds on the request thread (a diagnostic, for comparisons); default 'worker' */
   buildThread?: 'worker' | 'main';
+  /** the organizations of this replica's shard (ORGANIZATIONS), or null for all; others are never loaded */
+  organizations?: ReadonlySet<string> | null;
 }
 
 /** What one reload did; JSON-able, the body of `POST /admin/reload`. */
@@ -74,7 +76,8 @@ export class Catalog {
   readonly serverId: string;
   private readonly store: Store;
   private readonly log: CatalogLogger;
-  private readonly opts: Required<Omit<CatalogOptions, 'logger' | 'adminUrl' | 'build'>> & { adminUrl: string | null };
+  private readonly opts: Required<Omit<CatalogOptions, 'logger' | 'adminUrl' | 'build' | 'organizations'>> & { adminUrl: string | null };
+  private readonly shard: ReadonlySet<string> | null;
   private readonly builder: IndexBuilder;
   // Loaded organizations the store no longer lists (Redis restarted empty): warned about once.
   private readonly missingInStore = new Set<string>();
@@ -102,6 +105,7 @@ export class Catalog {
       heartbeatMs: options.heartbeatMs ?? 1000,
       buildThread: options.buildThread ?? 'worker',
     };
+    this.shard = options.organizations ?? null;
     const env = options.buildThread === 'main' ? null : store.reopenEnv?.() ?? null;
     this.builder = new IndexBuilder(store, env, this.log, options.build);
     this.serverId = `${hostname().replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 32)}-${process.pid}-${randomBytes(4).toString('hex')}`;
@@ -124,6 +128,11 @@ export class Catalog {
   /** The index of `orgId`, or null when the organization has no snapshot loaded. Synchronous: the request path. */
   get(orgId: string): OrgIndex | null {
     return this.indexes.get(orgId)?.index ?? null;
+  }
+
+  /** Whether this replica serves `orgId` (lower case): always, unless ORGANIZATIONS names a shard without it. */
+  holds(orgId: string): boolean {
+    return this.shard === null || this.shard.has(orgId);
   }
 
   /** Loads newer snapshots of every organization, or of `orgId` only. Rejects when the store cannot be read. */
@@ -163,6 +172,8 @@ export class Catalog {
   private async load(orgId: string | null, retryFailed: boolean): Promise<ReloadSummary> {
     const t0 = performance.now();
     let refs: SnapshotRef[] = await this.store.latest();
+    // A sharded replica never loads another shard's organizations (nor warns about them).
+    if (this.shard !== null) refs = refs.filter((r) => this.shard!.has(r.organizationId));
     if (orgId === null) this.noteMissing(refs);
     else refs = refs.filter((r) => r.organizationId === orgId);
     const summary: ReloadSummary = { reloaded: [], unchanged: 0, failed: [] };

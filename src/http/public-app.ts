@@ -28,6 +28,8 @@ export interface IndexSource {
   /** true once the snapshots present at start are loaded */
   isReady(): boolean;
   get(organizationId: string): OrgIndex | null;
+  /** false when this replica's shard (ORGANIZATIONS) does not include the organization; absent: holds all */
+  holds?(organizationId: string): boolean;
 }
 
 export interface PublicAppDeps {
@@ -138,7 +140,7 @@ export function createPublicApp(deps: PublicAppDeps): TemplatedApp {
     return ex;
   }
 
-  /** The CONTRACT 5 order: route, 401, 403 scope, 400, 403 organization, then the search. */
+  /** The CONTRACT 5 order: route, 401, 403 scope, 400, 403 organization, 421 other shard, then the search. */
   function handle(method: string, path: string, query: string, authorization: string, targetChars: number, headerChars: number, outcome: Outcome): string {
     if (targetChars > MAX_TARGET_CHARS) throw new HttpError(414, `The request target is longer than ${MAX_TARGET_CHARS} characters.`);
     if (headerChars > MAX_HEADER_CHARS) throw new HttpError(431, `The request headers are larger than ${MAX_HEADER_CHARS} characters.`);
@@ -171,6 +173,9 @@ export function createPublicApp(deps: PublicAppDeps): TemplatedApp {
     if (!auth.principal.organizationIds.has(request.organizationId)) {
       throw new HttpError(403, 'The API key is not authorized for this organization.');
     }
+    // After every check that depends on the key alone, so a key that does not grant the
+    // organization still gets 403 here; a granted one learns the request reached the wrong shard.
+    if (indexes.holds && !indexes.holds(request.organizationId)) throw new HttpError(421);
     if (!indexes.isReady()) throw new HttpError(503);
     return JSON.stringify(executeSearch(indexes.get(request.organizationId), request));
   }
