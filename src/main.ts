@@ -58,7 +58,7 @@ async function main(): Promise<void> {
 
   // A store that is down now does not stop the start: the server listens, answers 503 and retries.
   const store = await openStore(storeEnv(config), (err) => logger.warn({ err: err.message }, 'store: unavailable at start; serving 503 and retrying'));
-  const catalog = new Catalog(store, { logger, adminUrl: adminUrlOf(config), buildThread: config.indexBuildThread });
+  const catalog = new Catalog(store, { logger, adminUrl: adminUrlOf(config), buildThread: config.indexBuildThread, organizations: config.organizations });
   // Loading may take a while; the listeners open now so /readyz can say 503 meanwhile.
   const loading = catalog.start();
   Promise.resolve(loading).catch((err: unknown) => logger.error({ err }, 'catalog: initial load failed'));
@@ -72,7 +72,7 @@ async function main(): Promise<void> {
   const rateLimiter = config.rateLimit ? new RateLimiter(config.rateLimit) : null;
   const publicApp = createPublicApp({
     uws, keys, metrics, logger, sunsetAt: config.sunsetAt, rateLimiter,
-    indexes: { isReady, get: (org) => catalog.get(org), unavailable: (org) => catalog.unavailable(org) },
+    indexes: { isReady, get: (org) => catalog.get(org), unavailable: (org) => catalog.unavailable(org), holds: (org) => catalog.holds(org) },
   });
   const adminApp = createAdminApp({
     uws, metrics, logger, catalog: { isReady, reload: (org) => catalog.reload(org), failed: () => catalog.failed() },

@@ -16,6 +16,8 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
     [{ REDIS_URL: 'http://localhost:6379' }, 'config: REDIS_URL must be a redis:// or rediss:// URL, got "http://localhost:6379"'],
     [{ SUNSET_AT: '2026-13-01' }, 'config: SUNSET_AT must be an RFC 3339 date-time'],
     [{ HOST: 'not a host' }, 'config: HOST must be a host name or IP address, got "not a host"'],
+    [{ ORGANIZATIONS: '00000000-0000-4000-8000-000000000001,nope' }, 'config: ORGANIZATIONS must be a comma-separated list of organization UUIDs, got "nope" in "00000000-0000-4000-8000-000000000001,nope"'],
+    [{ REDIS_URL: 'redis://a:1,http://b:2' }, 'config: REDIS_URL must be a redis:// or rediss:// URL, or a comma-separated list'],
   ];
   for (const [vars, message] of cases) {
     it(Object.entries(vars).map(([k, v]) => `${k}=${v}`).join(' '), async () => {
@@ -31,7 +33,7 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
   it('defaults', () => {
     assert.deepEqual(loadConfig({}), {
       port: 3000, host: '0.0.0.0', adminPort: 9464, adminHost: '127.0.0.1', redisUrl: null, dataDir: './data', logLevel: 'info', sunsetAt: null,
-      rateLimit: null, shutdownTimeoutMs: 10000, indexBuildThread: 'worker',
+      rateLimit: null, shutdownTimeoutMs: 10000, indexBuildThread: 'worker', organizations: null,
     });
   });
   it('a port already in use stops the start with exit 1', async () => {

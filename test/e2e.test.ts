@@ -53,7 +53,8 @@ function request(org: string, q: string, more: Partial<SearchRequest> = {}): Sea
   };
 }
 
-for (const storeName of ['embedded', 'redis'] as const) {
+// The cluster run: REDIS_URL names one node of a local Redis Cluster (3 masters, 3 replicas).
+for (const storeName of ['embedded', 'redis', 'cluster'] as const) {
   describe(`end to end, ${storeName} store`, () => {
     let h: StoreHarness;
     let server: RunningServer;
@@ -81,7 +82,7 @@ for (const storeName of ['embedded', 'redis'] as const) {
     });
 
     test(`${REQUESTS} generated requests: whole bodies equal the reference`, async () => {
-      const rng = mulberry32(SEED + (storeName === 'redis' ? 7 : 3));
+      const rng = mulberry32(SEED + (storeName === 'redis' ? 7 : storeName === 'cluster' ? 5 : 3));
       const reqs = Array.from({ length: REQUESTS }, (_, i) => {
         const org = orgs[i % orgs.length];
         return generateRequest(rng, org, vocab.get(org)!);

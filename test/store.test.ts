@@ -7,11 +7,13 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Cluster } from 'ioredis';
 import { Unpackr } from 'msgpackr';
 import { EmbeddedStore, snapshotFile } from '../src/store/embedded-store.js';
 import { RedisStore } from '../src/store/redis-store.js';
 import { CHUNK_MAX, encodeManifest, encodeSnapshot, prepareSnapshot, type Manifest } from '../src/store/snapshot-format.js';
 import type { KeyRecord, SnapshotRef, Store } from '../src/store/store.js';
+import { startCluster, type TestCluster } from './helpers/redis-cluster.js';
 import { startRedis, type TestRedis } from './helpers/redis-server.js';
 import { generate, orgData, uuid } from './fixtures/gen-data.js';
 
@@ -56,13 +58,16 @@ function embeddedHarness(): Harness {
   };
 }
 
-function redisHarness(): Harness {
-  let redis: TestRedis;
+/** The Redis store on one node, or (`cluster`) on a local Redis Cluster of 3 masters and 3 replicas. */
+function redisHarness(cluster = false): Harness {
+  let redis: TestRedis | TestCluster;
   return {
-    name: 'redis store',
+    name: cluster ? 'redis store on a cluster' : 'redis store',
     async open() {
-      redis ??= await startRedis();
-      return RedisStore.connect(redis.url);
+      redis ??= cluster ? await startCluster() : await startRedis();
+      const store = await RedisStore.connect(redis.url);
+      if (cluster) assert.ok(store.client instanceof Cluster, 'REDIS_URL naming one node is detected as a cluster');
+      return store;
     },
     async corruptChunk(s, ref) {
       const rs = s as RedisStore;
@@ -90,7 +95,7 @@ function storeCases(h: Harness): void {
   describe(h.name, () => {
     let store: Store;
     before(async () => { store = await h.open(); });
-    after(async () => { await store.close(); await h.cleanup(); });
+    after(async () => { await store?.close(); await h.cleanup(); });
 
     test('publish then load round-trips exactly, over several chunks', async () => {
       const g = generate(1, 40, 3000);
@@ -222,3 +227,4 @@ describe('snapshot format', () => {
 
 storeCases(embeddedHarness());
 storeCases(redisHarness());
+storeCases(redisHarness(true));

@@ -45,6 +45,8 @@ export interface CatalogOptions {
   build?: (data: OrgData) => OrgIndex;
   /** 'main' builds on the request thread (a diagnostic, for comparisons); default 'worker' */
   buildThread?: 'worker' | 'main';
+  /** the organizations of this replica's shard (ORGANIZATIONS), or null for all; others are never loaded */
+  organizations?: ReadonlySet<string> | null;
 }
 
 /** What one reload did; JSON-able, the body of `POST /admin/reload`. */
@@ -111,7 +113,8 @@ export class Catalog {
   readonly serverId: string;
   private readonly store: Store;
   private readonly log: CatalogLogger;
-  private readonly opts: Required<Omit<CatalogOptions, 'logger' | 'adminUrl' | 'build'>> & { adminUrl: string | null };
+  private readonly opts: Required<Omit<CatalogOptions, 'logger' | 'adminUrl' | 'build' | 'organizations'>> & { adminUrl: string | null };
+  private readonly shard: ReadonlySet<string> | null;
   private readonly builder: IndexBuilder;
   // Loaded organizations the store no longer lists (Redis restarted empty): warned about once.
   private readonly missingInStore = new Set<string>();
@@ -140,6 +143,7 @@ export class Catalog {
       heartbeatMs: options.heartbeatMs ?? 1000,
       buildThread: options.buildThread ?? 'worker',
     };
+    this.shard = options.organizations ?? null;
     const env = options.buildThread === 'main' ? null : store.reopenEnv?.() ?? null;
     this.builder = new IndexBuilder(store, env, this.log, options.build);
     this.serverId = `${hostname().replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 32)}-${process.pid}-${randomBytes(4).toString('hex')}`;
@@ -211,6 +215,11 @@ export class Catalog {
     })).sort((a, b) => (a.organization_id < b.organization_id ? -1 : 1));
   }
 
+  /** Whether this replica serves `orgId` (lower case): always, unless ORGANIZATIONS names a shard without it. */
+  holds(orgId: string): boolean {
+    return this.shard === null || this.shard.has(orgId);
+  }
+
   /** Loads newer snapshots of every organization, or of `orgId` only. Rejects when the store cannot be read. */
   reload(orgId?: string | null): Promise<ReloadSummary> {
     return this.enqueue(() => this.load(orgId ? orgId.toLowerCase() : null, true));
@@ -254,6 +263,12 @@ export class Catalog {
   private async load(orgId: string | null, explicit: boolean): Promise<ReloadSummary> {
     const t0 = performance.now();
     let { refs, unreadable } = await this.store.listLatest();
+    // A sharded replica never loads another shard's organizations (nor warns about them).
+    if (this.shard !== null) {
+      const shard = this.shard;
+      refs = refs.filter((r) => shard.has(r.organizationId));
+      unreadable = unreadable.filter((u) => shard.has(u.organizationId));
+    }
     if (orgId === null) {
       const listed = [...refs.map((r) => r.organizationId), ...unreadable.map((u) => u.organizationId)];
       this.noteMissing(listed);

@@ -18,6 +18,8 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** INDEX_BUILD_THREAD: 'worker' (default) builds indexes off the request thread; 'main' is a diagnostic for comparisons */
   indexBuildThread: 'worker' | 'main';
+  /** ORGANIZATIONS: the shard this replica serves (lower-case UUIDs), or null for every organization */
+  organizations: ReadonlySet<string> | null;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -50,15 +52,30 @@ const host = (name: string) =>
 
 const redisUrl = v.pipe(
   v.string(),
-  v.check((s) => {
-    if (!/^rediss?:\/\//.test(s)) return false;
+  // One URL, or a comma-separated list of Redis Cluster seed nodes (see store/redis-connection.ts).
+  v.check((s) => s.split(',').every((one) => {
+    if (!/^rediss?:\/\//.test(one.trim())) return false;
     try {
-      new URL(s);
+      new URL(one.trim());
       return true;
     } catch {
       return false;
     }
-  }, (i) => `config: REDIS_URL must be a redis:// or rediss:// URL, ${got(i)}`),
+  }), (i) => `config: REDIS_URL must be a redis:// or rediss:// URL${String(i.input).includes(',') ? ', or a comma-separated list of them (cluster seed nodes)' : ''}, ${got(i)}`),
+);
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const organizations = v.pipe(
+  v.string(),
+  v.rawTransform(({ dataset, addIssue, NEVER }) => {
+    const list = dataset.value.split(',').map((s) => s.trim());
+    const bad = list.find((s) => !UUID.test(s));
+    if (bad !== undefined) {
+      addIssue({ message: `config: ORGANIZATIONS must be a comma-separated list of organization UUIDs, got ${JSON.stringify(bad)} in ${JSON.stringify(dataset.value.length > 200 ? dataset.value.slice(0, 200) + '...' : dataset.value)}` });
+      return NEVER;
+    }
+    return new Set(list.map((s) => s.toLowerCase())) as ReadonlySet<string>;
+  }),
 );
 
 const dataDir = v.pipe(v.string(), v.minLength(1, (i) => `config: DATA_DIR must be a folder path, ${got(i)}`));
@@ -108,6 +125,7 @@ const EnvSchema = v.object({
     v.picklist(['worker', 'main'], (i) => `config: INDEX_BUILD_THREAD must be worker or main, got ${JSON.stringify(i.input)}`),
     'worker',
   ),
+  ORGANIZATIONS: v.optional(organizations),
 });
 
 /** Validates the environment; an empty variable counts as unset. Throws ConfigError listing every problem. */
@@ -137,6 +155,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimit: rps > 0 ? { rps, burst: burst ?? Math.max(1, Math.ceil(rps)) } : null,
     shutdownTimeoutMs: o.SHUTDOWN_TIMEOUT_MS as number,
     indexBuildThread: o.INDEX_BUILD_THREAD,
+    organizations: o.ORGANIZATIONS ?? null,
   };
 }
 

@@ -30,6 +30,8 @@ export interface IndexSource {
   get(organizationId: string): OrgIndex | null;
   /** Set when the organization's snapshot failed to load and no older version is in memory: 503. */
   unavailable?(organizationId: string): { retryAfterSeconds: number } | null;
+  /** false when this replica's shard (ORGANIZATIONS) does not include the organization; absent: holds all */
+  holds?(organizationId: string): boolean;
 }
 
 // Retry-After of the 503 answered while the service loads (CONTRACT 5).
@@ -181,7 +183,7 @@ export function createPublicApp(deps: PublicAppDeps): TemplatedApp {
     return ex;
   }
 
-  /** The CONTRACT 5 order: route, 401, 403 scope, 400, 403 organization, then the search. */
+  /** The CONTRACT 5 order: route, 401, 403 scope, 400, 403 organization, 421 other shard, then the search. */
   function handle(
     method: string, path: string, query: string, authorization: string, targetChars: number, headerChars: number, outcome: Outcome, allowLookup: boolean,
   ): Uint8Array {
@@ -217,6 +219,9 @@ export function createPublicApp(deps: PublicAppDeps): TemplatedApp {
     if (!auth.principal.organizationIds.has(request.organizationId)) {
       throw new HttpError(403, 'The API key is not authorized for this organization.');
     }
+    // After every check that depends on the key alone, so a key that does not grant the
+    // organization still gets 403 here; a granted one learns the request reached the wrong shard.
+    if (indexes.holds && !indexes.holds(request.organizationId)) throw new HttpError(421);
     if (!indexes.isReady()) throw new HttpError(503, undefined, { headers: LOADING });
     const index = indexes.get(request.organizationId);
     const down = index === null ? indexes.unavailable?.(request.organizationId) : null;

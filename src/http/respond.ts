@@ -10,6 +10,7 @@ const STATUS_LINES: Record<number, string> = {
   404: '404 Not Found',
   405: '405 Method Not Allowed',
   414: '414 URI Too Long',
+  421: '421 Misdirected Request',
   429: '429 Too Many Requests',
   431: '431 Request Header Fields Too Large',
   500: '500 Internal Server Error',

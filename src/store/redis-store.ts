@@ -17,8 +17,12 @@
  * script call, so a reader never sees half a snapshot; versions older than the previous one are
  * unlinked afterwards. Commands never queue while disconnected and time out: a dead Redis gives
  * a clear "store: redis unavailable at <url>" error at once instead of a hang.
+ *
+ * Redis Cluster (redis-connection.ts): keys of different slots are never used in one command,
+ * MULTI or pipeline (CROSSSLOT); they go out as separate commands, which the cluster client
+ * batches per node.
  */
-import { Redis } from 'ioredis';
+import { connectRedis, seedUrls, type RedisClient } from './redis-connection.js';
 import type { OrgData } from '../model/records.js';
 import type { FlatIndex } from './flat-index.js';
 import { encodeSnapshot, parseManifest, prepareSnapshot, SnapshotDecoder } from './snapshot-format.js';
@@ -51,6 +55,7 @@ const versionKey = (ref: SnapshotRef): string => snapKey(ref.organizationId, `v:
 
 /** The URL without its password, for messages. */
 export function redactUrl(url: string): string {
+  if (url.includes(',')) return seedUrls(url).map(redactUrl).join(',');
   try {
     const u = new URL(url);
     if (u.password) u.password = '***';
@@ -76,13 +81,15 @@ export interface RedisStoreOptions {
 export class RedisStore implements Store {
   readonly kind = 'redis' as const;
   readonly signals: ReloadSignals;
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
+  private readonly duplicate: () => RedisClient;
   private readonly url: string;
   private readonly rawUrl: string;
   private lastError: Error | null = null;
 
-  private constructor(redis: Redis, url: string) {
+  private constructor(redis: RedisClient, duplicate: () => RedisClient, url: string) {
     this.redis = redis;
+    this.duplicate = duplicate;
     this.url = redactUrl(url);
     this.rawUrl = url;
     redis.on('error', (err: Error) => { this.lastError = err; });
@@ -91,36 +98,30 @@ export class RedisStore implements Store {
 
   /** Connects; rejects with "store: redis unavailable at <url>: ..." when Redis cannot be reached. */
   static async connect(url: string, options: RedisStoreOptions = {}): Promise<RedisStore> {
-    let redis: Redis;
+    for (const seed of seedUrls(url)) {
+      try {
+        new URL(seed);
+      } catch (err) {
+        throw new Error(`store: bad REDIS_URL ${redactUrl(url)}: ${(err as Error).message}`);
+      }
+    }
     try {
-      redis = new Redis(url, {
-        lazyConnect: true,
-        enableOfflineQueue: false,
-        commandTimeout: options.commandTimeoutMs ?? 10_000,
-        connectTimeout: options.connectTimeoutMs ?? 3_000,
-        maxRetriesPerRequest: 1,
-        // Keep reconnecting in the background (a server outlives a Redis restart), at most every 2 s.
-        retryStrategy: (times: number) => Math.min(times * 200, 2_000),
+      // Keeps reconnecting in the background (a server outlives a Redis restart), at most every 2 s.
+      const c = await connectRedis(url, {
+        commandTimeoutMs: options.commandTimeoutMs ?? 10_000,
+        connectTimeoutMs: options.connectTimeoutMs ?? 3_000,
+        background: options.background === true,
       });
+      return new RedisStore(c.client, c.duplicate, url);
     } catch (err) {
-      throw new Error(`store: bad REDIS_URL ${redactUrl(url)}: ${(err as Error).message}`);
+      throw new Error(`store: redis unavailable at ${redactUrl(url)}: ${(err as Error).message}`);
     }
-    const store = new RedisStore(redis, url);
-    try {
-      await redis.connect();
-    } catch (err) {
-      // ioredis goes on reconnecting with retryStrategy after a failed first connect.
-      if (options.background) return store;
-      redis.disconnect();
-      throw new Error(`store: redis unavailable at ${store.url}: ${(err as Error).message}`);
-    }
-    return store;
   }
 
   private fail(what: string, err: unknown): Error {
     const msg = (err as Error)?.message ?? String(err);
     if (msg.startsWith('store:') || msg.startsWith('snapshot:')) return err as Error;
-    if (this.redis.status !== 'ready' || /timed out|ECONNREFUSED|Connection is closed|isn't writeable/i.test(msg)) {
+    if (this.redis.status !== 'ready' || /timed out|ECONNREFUSED|Connection is closed|isn't writeable|isn't ready|CLUSTERDOWN|TRYAGAIN|Too many Cluster redirections|Failed to refresh slots/i.test(msg)) {
       const status = this.redis.status;
       const cause = status === 'ready' ? msg : `not connected (${status}${this.lastError ? `, last error: ${this.lastError.message}` : ''})`;
       return new Error(`store: redis unavailable at ${this.url}: ${cause}`);
@@ -186,11 +187,11 @@ export class RedisStore implements Store {
       const orgs = await this.redis.smembers('snap:orgs');
       const out: LatestListing = { refs: [], unreadable: [] };
       if (orgs.length === 0) return out;
-      const p = this.redis.pipeline();
-      for (const org of orgs) p.hget(snapKey(org, 'ptr'), 'version');
-      const res = await p.exec();
-      // No reply at all means the connection dropped: the store, not one organization, failed.
-      if (res === null || res.length !== orgs.length) throw new Error('store: redis listing snapshots: the pipeline got no reply');
+      // One command a pointer (each organization is its own slot on a cluster), sent together;
+      // a failed one is kept apart so one organization's bad pointer does not fail the listing.
+      const res = await Promise.all(
+        orgs.map((org) => this.redis.hget(snapKey(org, 'ptr'), 'version').then((v) => [null, v] as const, (e: Error) => [e, null] as const)),
+      );
       orgs.forEach((org, i) => {
         const [err, v] = res[i];
         // One organization's bad pointer (wrong type, not a version) is reported apart (issue 13);
@@ -250,20 +251,23 @@ export class RedisStore implements Store {
   }
 
   /** The underlying connection, for tests. */
-  get client(): Redis {
+  get client(): RedisClient {
     return this.redis;
   }
 
   // ---- keys
 
   // last_used_at lives apart, in the hash key-used, so the server's frequent touches never
-  // rewrite (and race with) a revocation made by the keys CLI.
+  // rewrite (and race with) a revocation made by the keys CLI. Three slots on a cluster: the
+  // record goes first, and a prefix listed without a record is skipped by listKeys.
   async putKey(record: KeyRecord): Promise<void> {
     await this.run('writing key', async () => {
       const { last_used_at, ...rest } = record;
-      const m = this.redis.multi().set(`key:${record.prefix}`, JSON.stringify(rest)).sadd('keys', record.prefix);
-      if (last_used_at !== null) m.hset('key-used', record.prefix, last_used_at); else m.hdel('key-used', record.prefix);
-      await m.exec();
+      await this.redis.set(`key:${record.prefix}`, JSON.stringify(rest));
+      await Promise.all([
+        this.redis.sadd('keys', record.prefix),
+        last_used_at !== null ? this.redis.hset('key-used', record.prefix, last_used_at) : this.redis.hdel('key-used', record.prefix),
+      ]);
     });
   }
 
@@ -282,7 +286,7 @@ export class RedisStore implements Store {
     return this.run('listing keys', async () => {
       const prefixes = await this.redis.smembers('keys');
       if (prefixes.length === 0) return [];
-      const [values, used] = await Promise.all([this.redis.mget(prefixes.map((p) => `key:${p}`)), this.redis.hgetall('key-used')]);
+      const [values, used] = await Promise.all([Promise.all(prefixes.map((p) => this.redis.get(`key:${p}`))), this.redis.hgetall('key-used')]);
       const out: KeyRecord[] = [];
       values.forEach((v, i) => { if (v !== null) out.push(this.withUsed(v, used[prefixes[i]] ?? null)); });
       return out;
@@ -311,13 +315,13 @@ export class RedisStore implements Store {
 
   async registerServer(entry: ServerEntry, ttlMs: number): Promise<void> {
     await this.run('registering server', async () => {
-      await this.redis.multi().set(`server:${entry.id}`, JSON.stringify(entry), 'PX', ttlMs).sadd('servers', entry.id).exec();
+      await Promise.all([this.redis.set(`server:${entry.id}`, JSON.stringify(entry), 'PX', ttlMs), this.redis.sadd('servers', entry.id)]);
     });
   }
 
   async unregisterServer(id: string): Promise<void> {
     await this.run('unregistering server', async () => {
-      await this.redis.multi().del(`server:${id}`).srem('servers', id).exec();
+      await Promise.all([this.redis.del(`server:${id}`), this.redis.srem('servers', id)]);
     });
   }
 
@@ -325,7 +329,7 @@ export class RedisStore implements Store {
     return this.run('listing servers', async () => {
       const ids = await this.redis.smembers('servers');
       if (ids.length === 0) return [];
-      const values = await this.redis.mget(ids.map((id) => `server:${id}`));
+      const values = await Promise.all(ids.map((id) => this.redis.get(`server:${id}`)));
       const out: ServerEntry[] = [];
       const dead: string[] = [];
       for (let i = 0; i < values.length; i++) {
@@ -343,7 +347,7 @@ export class RedisStore implements Store {
       subscribe: async (onRequest, onReady) => {
         // A subscribed connection can only (un)subscribe: a second one, which may queue while
         // reconnecting (autoResubscribe restores the subscription).
-        const sub = this.redis.duplicate({ enableOfflineQueue: true, lazyConnect: true });
+        const sub = this.duplicate();
         sub.on('error', (err: Error) => { this.lastError = err; });
         sub.on('message', (_channel: string, message: string) => {
           try {

@@ -12,6 +12,7 @@ import { CHANNELS } from '../../src/model/records.js';
 import type { SearchRequest, SearchResponse } from '../../src/query/search-request.js';
 import { parseRfc3339 } from '../../src/time/rfc3339.js';
 import { referenceSearch, referenceTerms, referenceTokens } from '../reference/brute-force.js';
+import { startCluster, type TestCluster } from './redis-cluster.js';
 import { startRedis, type TestRedis } from './redis-server.js';
 import { baseEnv, runNode, type RunResult } from './server.js';
 
@@ -25,18 +26,28 @@ export function tempDir(prefix: string): { dir: string; cleanup: () => void } {
 
 /** One store for a whole suite: the environment the server and every CLI get. */
 export interface StoreHarness {
-  name: 'embedded' | 'redis';
+  name: 'embedded' | 'redis' | 'cluster';
   env: NodeJS.ProcessEnv;
   /** extra server env (REDIS_URL or DATA_DIR) */
   serverEnv: Record<string, string>;
   redis: TestRedis | null;
+  /** the local Redis Cluster (3 masters, 3 replicas) of a 'cluster' harness */
+  cluster?: TestCluster;
   cleanup(): Promise<void>;
 }
 
-export async function openHarness(name: 'embedded' | 'redis'): Promise<StoreHarness> {
+export async function openHarness(name: 'embedded' | 'redis' | 'cluster'): Promise<StoreHarness> {
   if (name === 'embedded') {
     const d = tempDir('e2e-data-');
     return { name, env: baseEnv({ DATA_DIR: d.dir }), serverEnv: { DATA_DIR: d.dir }, redis: null, async cleanup() { d.cleanup(); } };
+  }
+  if (name === 'cluster') {
+    const cluster = await startCluster();
+    const d = tempDir('e2e-cluster-data-');
+    return {
+      name, env: baseEnv({ REDIS_URL: cluster.url, DATA_DIR: d.dir }), serverEnv: { REDIS_URL: cluster.url, DATA_DIR: d.dir }, redis: null, cluster,
+      async cleanup() { await cluster.stop(); d.cleanup(); },
+    };
   }
   const redis = await startRedis();
   // DATA_DIR too, pointing at an empty folder: nothing may be written to ./data by accident.

@@ -1,0 +1,77 @@
+/**
+ * The shard assignment, one JSON file shared by the proxy configuration (`npm run routing`) and
+ * the replicas (their ORGANIZATIONS value comes from it):
+ *
+ *   { "shards": [ { "name": "a", "upstreams": ["10.0.0.1:3000", "10.0.0.2:3000"],
+ *                   "organizations": ["<uuid>", ...] }, ... ] }
+ *
+ * Every organization belongs to exactly one shard; a shard's upstreams are its replicas' public
+ * listeners (host:port), all holding the same organizations.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import * as v from 'valibot';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+// host:port with a host name, IPv4, or [IPv6]; nothing nginx would read as another directive.
+const UPSTREAM = /^([A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:.]+\]):([0-9]{1,5})$/;
+
+const ShardSchema = v.object({
+  name: v.pipe(v.string(), v.regex(/^[a-z0-9_]{1,32}$/, 'must be 1-32 characters of [a-z0-9_]')),
+  upstreams: v.pipe(
+    v.array(v.pipe(v.string(), v.check((s) => UPSTREAM.test(s) && +s.slice(s.lastIndexOf(':') + 1) <= 65535 && +s.slice(s.lastIndexOf(':') + 1) >= 1, 'must be host:port'))),
+    v.minLength(1, 'must list at least one host:port'),
+  ),
+  organizations: v.array(v.pipe(v.string(), v.regex(UUID, 'must be a UUID'), v.transform((s) => s.toLowerCase()))),
+});
+
+const ShardsSchema = v.object({ shards: v.pipe(v.array(ShardSchema), v.minLength(1, 'must list at least one shard')) });
+
+export type Shard = v.InferOutput<typeof ShardSchema>;
+export interface Shards {
+  shards: Shard[];
+}
+
+/** Validates a parsed shards document; throws one Error listing every problem with its JSON path. */
+export function parseShards(doc: unknown, where: string): Shards {
+  const r = v.safeParse(ShardsSchema, doc);
+  if (!r.success) {
+    const lines = r.issues.map((i) => {
+      const at = (i.path ?? []).map((p) => (typeof p.key === 'number' ? `[${p.key}]` : `.${String(p.key)}`)).join('');
+      return `${where}: ${at || '(top level)'} ${i.message}${i.input !== undefined && typeof i.input !== 'object' ? `, got ${JSON.stringify(i.input)}` : ''}`;
+    });
+    throw new Error(lines.join('\n'));
+  }
+  const problems: string[] = [];
+  const owner = new Map<string, string>();
+  const names = new Set<string>();
+  for (const s of r.output.shards) {
+    if (names.has(s.name)) problems.push(`${where}: shard name ${JSON.stringify(s.name)} is used twice`);
+    names.add(s.name);
+    for (const org of s.organizations) {
+      const other = owner.get(org);
+      if (other !== undefined) problems.push(`${where}: organization ${org} is in shards ${JSON.stringify(other)} and ${JSON.stringify(s.name)}`);
+      owner.set(org, s.name);
+    }
+  }
+  if (problems.length > 0) throw new Error(problems.join('\n'));
+  return r.output;
+}
+
+/** Reads and validates a shards file; errors start with "routing: <file>". */
+export function readShardsFile(file: string): Shards {
+  const where = `routing: ${path.basename(file)}`;
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(`${where}: cannot read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`${where}: not valid JSON: ${(err as Error).message}`);
+  }
+  return parseShards(doc, where);
+}

@@ -1,0 +1,113 @@
+/**
+ * The Redis client factory: one node or a Redis Cluster, from one REDIS_URL.
+ *
+ * - A comma-separated list of URLs is a list of cluster seed nodes.
+ * - One URL is probed with `INFO cluster`: a node with `cluster_enabled:1` becomes the seed of an
+ *   ioredis `Cluster`, so REDIS_URL may name any node of a cluster.
+ *
+ * Same safety on both (FIELD-NOTES, ioredis): the client fails commands at once while it is not
+ * connected (no unbounded offline queue), every command has a timeout, reconnects keep going in
+ * the background at most every 2 s. On a cluster, each node's own connection keeps its (bounded
+ * by the timeout) queue, because ioredis opens node connections lazily on their first command;
+ * a command to a master that died is retried while the cluster fails over
+ * (`retryDelayOnFailover` × `maxRedirections`, about 4 s) and then fails with a clear error.
+ */
+import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
+
+export type RedisClient = Redis | Cluster;
+
+export interface ConnectionOptions {
+  commandTimeoutMs: number;
+  connectTimeoutMs: number;
+  /**
+   * The server's mode: when no node answers now, resolve anyway with a client that keeps
+   * reconnecting (commands fail at once meanwhile). One URL then means one node: a cluster that
+   * may be down when a server starts is named by its seed list (comma-separated).
+   */
+  background?: boolean;
+}
+
+const retryStrategy = (times: number) => Math.min(times * 200, 2_000);
+
+function nodeOptions(url: URL, o: ConnectionOptions): RedisOptions {
+  return {
+    username: url.username ? decodeURIComponent(url.username) : undefined,
+    password: url.password ? decodeURIComponent(url.password) : undefined,
+    tls: url.protocol === 'rediss:' ? {} : undefined,
+    commandTimeout: o.commandTimeoutMs,
+    connectTimeout: o.connectTimeoutMs,
+    maxRetriesPerRequest: 1,
+    retryStrategy,
+  };
+}
+
+/** The seed URLs of REDIS_URL (one or several, comma-separated). */
+export function seedUrls(redisUrl: string): string[] {
+  return redisUrl.split(',').map((s) => s.trim()).filter((s) => s !== '');
+}
+
+function newCluster(seeds: URL[], o: ConnectionOptions, overrides: { enableOfflineQueue?: boolean } = {}): Cluster {
+  const nodes: ClusterNode[] = seeds.map((u) => ({ host: u.hostname.replace(/^\[|\]$/g, ''), port: Number(u.port || 6379) }));
+  return new Cluster(nodes, {
+    lazyConnect: true,
+    enableOfflineQueue: overrides.enableOfflineQueue ?? false,
+    // Commands to keys of different slots, sent together, go out as one pipeline per node.
+    enableAutoPipelining: true,
+    redisOptions: nodeOptions(seeds[0], o),
+    clusterRetryStrategy: retryStrategy,
+    retryDelayOnFailover: 250,
+    retryDelayOnClusterDown: 250,
+    retryDelayOnTryAgain: 250,
+    maxRedirections: 16,
+    slotsRefreshTimeout: o.connectTimeoutMs,
+    // A promoted replica is learnt from MOVED replies and connection errors too; this is the floor.
+    slotsRefreshInterval: 5_000,
+  });
+}
+
+/** Is the node at `url` part of a cluster? Resolves to the connected plain client when it is not. */
+async function probe(url: string, o: ConnectionOptions): Promise<{ cluster: boolean; client: Redis }> {
+  const client = new Redis(url, { ...nodeOptions(new URL(url), o), lazyConnect: true, enableOfflineQueue: false });
+  try {
+    await client.connect();
+    const info = await client.info('cluster');
+    return { cluster: /^cluster_enabled:1\s*$/m.test(info), client };
+  } catch (err) {
+    client.disconnect();
+    throw err;
+  }
+}
+
+/** A connected client for REDIS_URL; rejects when no node answers. `duplicate` makes another one alike (for pub/sub). */
+export async function connectRedis(redisUrl: string, o: ConnectionOptions): Promise<{ client: RedisClient; duplicate: () => RedisClient }> {
+  const seeds = seedUrls(redisUrl).map((s) => new URL(s));
+  if (seeds.length === 1) {
+    let p: { cluster: boolean; client: Redis };
+    try {
+      p = await probe(seeds[0].toString(), o);
+    } catch (err) {
+      if (!o.background) throw err;
+      // ioredis goes on reconnecting with retryStrategy after a failed first connect.
+      const client = new Redis(seeds[0].toString(), { ...nodeOptions(seeds[0], o), enableOfflineQueue: false });
+      client.on('error', () => {});
+      return { client, duplicate: () => client.duplicate({ enableOfflineQueue: true, lazyConnect: true }) };
+    }
+    if (!p.cluster) {
+      const client = p.client;
+      return { client, duplicate: () => client.duplicate({ enableOfflineQueue: true, lazyConnect: true }) };
+    }
+    p.client.disconnect();
+  }
+  const client = newCluster(seeds, o);
+  try {
+    await client.connect();
+  } catch (err) {
+    // a cluster client keeps retrying with clusterRetryStrategy
+    if (!o.background) {
+      client.disconnect();
+      throw err;
+    }
+  }
+  // A subscriber may queue while reconnecting: autoResubscribe restores the subscription.
+  return { client, duplicate: () => newCluster(seeds, o, { enableOfflineQueue: true }) };
+}
