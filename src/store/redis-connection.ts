@@ -68,6 +68,8 @@ function newCluster(seeds: URL[], o: ConnectionOptions, overrides: { enableOffli
 /** Is the node at `url` part of a cluster? Resolves to the connected plain client when it is not. */
 async function probe(url: string, o: ConnectionOptions): Promise<{ cluster: boolean; client: Redis }> {
   const client = new Redis(url, { ...nodeOptions(new URL(url), o), lazyConnect: true, enableOfflineQueue: false });
+  // Failures reach the caller as rejections; without a listener ioredis also prints each one.
+  client.on('error', () => {});
   try {
     await client.connect();
     const info = await client.info('cluster');
@@ -99,6 +101,7 @@ export async function connectRedis(redisUrl: string, o: ConnectionOptions): Prom
     p.client.disconnect();
   }
   const client = newCluster(seeds, o);
+  client.on('error', () => {}); // failures reach the caller as rejections (see probe)
   try {
     await client.connect();
   } catch (err) {
