@@ -180,6 +180,7 @@ export class Catalog {
         const { index, messages, contacts } = await this.builder.load(ref);
         // One Map.set: requests already holding the old index finish on it, later ones see this.
         this.indexes.set(org, { index, version: ref.version, messages, contacts, loadedAt: new Date() });
+        if (cur) this.builder.released();
         this.failedVersions.delete(org);
         this.loadsOk++;
         summary.reloaded.push({ organization_id: org, version: ref.version, messages, contacts });
