@@ -85,7 +85,17 @@ export class IndexBuilder {
   }
 
   /** 'worker' or 'main': where the next build runs. */
-  get mode(): 'worker' | 'main' {
+  private where: 'snapshot' | 'worker' | 'main' | null = null;
+
+  /**
+   * How the last load went: 'snapshot' (a format-2 snapshot read as stored, no build), 'worker'
+   * (an older snapshot built in the worker thread) or 'main' (built on this thread).
+   */
+  get mode(): 'snapshot' | 'worker' | 'main' {
+    return this.where ?? this.buildsIn();
+  }
+
+  private buildsIn(): 'worker' | 'main' {
     return this.build === null && this.env !== null && !this.workerFailed ? 'worker' : 'main';
   }
 
@@ -103,16 +113,18 @@ export class IndexBuilder {
       try {
         const flat = await this.store.loadFlatIndex(ref, { build: false });
         const index = await wrapIndexAsync(flat, yieldToRequests);
+        this.where = 'snapshot';
         return { index, messages: flat.messageCount, contacts: flat.contactCount };
       } catch (err) {
         if (!(err instanceof OlderFormatError)) throw err;
       }
     }
-    if (this.mode === 'main') return this.onMainThread(ref);
+    if (this.buildsIn() === 'main') return this.onMainThread(ref);
     const worker = this.spawn();
     if (worker === null) return this.onMainThread(ref);
     try {
       return await new Promise<BuiltIndex>((resolve, reject) => {
+        this.where = 'worker';
         const id = this.nextId++;
         this.pending.set(id, { resolve, reject });
         worker.ref();
@@ -138,6 +150,7 @@ export class IndexBuilder {
   }
 
   private async onMainThread(ref: SnapshotRef): Promise<BuiltIndex> {
+    this.where = 'main';
     if (this.build !== null) {
       const data = await this.store.loadSnapshot(ref);
       return { index: this.build(data), messages: data.messages.count, contacts: data.contacts.length };
