@@ -88,7 +88,8 @@ for (const storeName of ['embedded', 'redis'] as const) {
       try {
         for (let r = 1; r <= RELOADS && failures.length === 0; r++) {
           const next = r % 2;
-          await store.publishSnapshot(snapshots[next]);
+          // every third version in the older format 1, which the server builds in its worker
+          await store.publishSnapshot(snapshots[next], { format: r % 3 === 0 ? 1 : 2 });
           if (r % 5 === 0) {
             const cli = await reloadCli(h.env);
             assert.equal(cli.code, 0, cli.stderr);
@@ -111,7 +112,8 @@ for (const storeName of ['embedded', 'redis'] as const) {
       assert.deepEqual(failures, []);
       assert.ok(seen[0] > 0 && seen[1] > 0, `both snapshots were answered (${seen})`);
       assert.ok(total >= 100, `enough searches ran during the reloads (${total})`);
-      assert.match(server.output(), /"builder":"worker"/, 'indexes were built in the worker thread');
+      assert.match(server.output(), /"builder":"worker"/, 'format-1 indexes were built in the worker thread');
+      assert.match(server.output(), /"builder":"snapshot"/, 'format-2 indexes were read as stored');
     });
   });
 }

@@ -18,7 +18,7 @@ import type { OrgData } from '../model/records.js';
 import type { FlatIndex } from './flat-index.js';
 import { encodeSnapshot, parseManifest, prepareSnapshot, SnapshotDecoder, type PreparedSnapshot } from './snapshot-format.js';
 import { pidAlive, syncDir, tempName, withLock, writeFileAtomic } from './file-utils.js';
-import type { KeyRecord, LatestListing, PublishOptions, ServerEntry, SnapshotRef, Store } from './store.js';
+import { OlderFormatError, type KeyRecord, type LatestListing, type LoadFlatOptions, type PublishOptions, type ServerEntry, type SnapshotRef, type Store } from './store.js';
 import { isCanonicalOrganizationId } from '../model/organization-id.js';
 
 const VERSION_FILE = /^v(\d{10})\.snap$/;
@@ -38,6 +38,7 @@ export function snapshotFile(dataDir: string, ref: SnapshotRef): string {
 }
 
 function wrap(what: string, err: unknown): Error {
+  if (err instanceof OlderFormatError) return err;
   const msg = (err as Error).message ?? String(err);
   return new Error(msg.startsWith('store:') || msg.startsWith('snapshot:') ? msg : `store: ${what}: ${msg}`);
 }
@@ -217,12 +218,12 @@ export class EmbeddedStore implements Store {
     try { return decoder.finishData(); } catch (err) { throw wrap(`organization ${ref.organizationId} version ${ref.version}`, err); }
   }
 
-  async loadFlatIndex(ref: SnapshotRef): Promise<FlatIndex> {
-    const decoder = await this.readSnapshot(ref);
+  async loadFlatIndex(ref: SnapshotRef, options: LoadFlatOptions = {}): Promise<FlatIndex> {
+    const decoder = await this.readSnapshot(ref, options);
     try { return decoder.finishFlat(); } catch (err) { throw wrap(`organization ${ref.organizationId} version ${ref.version}`, err); }
   }
 
-  private async readSnapshot(ref: SnapshotRef): Promise<SnapshotDecoder> {
+  private async readSnapshot(ref: SnapshotRef, options: LoadFlatOptions = {}): Promise<SnapshotDecoder> {
     const file = snapshotFile(this.dataDir, ref);
     let fh: fs.FileHandle;
     try {
@@ -240,7 +241,7 @@ export class EmbeddedStore implements Store {
       const manifestAt = size - FOOTER_SIZE - manifestLength;
       if (manifestAt < 0) throw new Error(`snapshot: bad footer for organization ${ref.organizationId} version ${ref.version}`);
       const manifest = parseManifest(await readAt(fh, manifestAt, manifestLength), ref);
-      const decoder = new SnapshotDecoder(manifest);
+      const decoder = new SnapshotDecoder(manifest, options);
       let at = 0;
       for (let i = 0; i < manifest.chunks.length; i++) {
         const len = manifest.chunks[i].length;

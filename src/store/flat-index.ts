@@ -83,19 +83,35 @@ function contactsOf(index: OrgIndex): Contact[] {
   return out;
 }
 
-/** A copy of `a` in a SharedArrayBuffer (a no-op when it already is). */
-export function toShared<T extends Section>(a: T): T {
-  if (a.buffer instanceof SharedArrayBuffer) return a;
-  const Ctor = SECTION_TYPES[sectionType(a)] as unknown as new (b: SharedArrayBuffer) => T;
-  const out = new Ctor(new SharedArrayBuffer(a.byteLength));
-  new Uint8Array(out.buffer, 0, a.byteLength).set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
+/**
+ * Empty sections of the given types and lengths, all views into ONE SharedArrayBuffer (each at
+ * an 8-byte aligned offset). One allocation rather than one a section: glibc serves blocks under
+ * its adaptive mmap threshold (up to 32 MiB) from its heap, which it seldom gives back, so
+ * per-section buffers made RSS creep up by most of an index a reload; one big block is mmapped
+ * and unmapped whole when the replaced index is collected.
+ */
+export function allocateShared(specs: readonly (readonly [string, SectionType, number])[]): Record<string, Section> {
+  let total = 0;
+  const at: number[] = [];
+  for (const [, type, length] of specs) {
+    at.push(total);
+    total += Math.ceil((length * SECTION_TYPES[type].BYTES_PER_ELEMENT) / 8) * 8;
+  }
+  const buffer = new SharedArrayBuffer(total);
+  const out: Record<string, Section> = {};
+  specs.forEach(([name, type, length], i) => {
+    out[name] = new (SECTION_TYPES[type] as unknown as new (b: ArrayBufferLike, o: number, l: number) => Section)(buffer, at[i], length);
+  });
   return out;
 }
 
-/** Every section of `flat` in SharedArrayBuffer-backed memory, ready to share between threads. */
+/** Every section of `flat` (but sourceOrder) copied into shared memory, ready to share between threads. */
 export function shareFlat(flat: FlatIndex): FlatIndex {
-  const sections: Record<string, Section> = {};
-  for (const [k, a] of Object.entries(flat.sections)) if (k !== 'sourceOrder') sections[k] = toShared(a);
+  const entries = Object.entries(flat.sections).filter(([k]) => k !== 'sourceOrder');
+  const sections = allocateShared(entries.map(([k, a]) => [k, sectionType(a), a.length] as const));
+  for (const [k, a] of entries) {
+    new Uint8Array(sections[k].buffer, sections[k].byteOffset, a.byteLength).set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
+  }
   return { ...flat, sections };
 }
 

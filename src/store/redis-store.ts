@@ -26,7 +26,7 @@ import { connectRedis, seedUrls, type RedisClient } from './redis-connection.js'
 import type { OrgData } from '../model/records.js';
 import type { FlatIndex } from './flat-index.js';
 import { encodeSnapshot, parseManifest, prepareSnapshot, SnapshotDecoder } from './snapshot-format.js';
-import type { KeyRecord, LatestListing, PublishOptions, ReloadAck, ReloadRequest, ReloadSignals, ServerEntry, SnapshotRef, Store } from './store.js';
+import type { KeyRecord, LatestListing, LoadFlatOptions, PublishOptions, ReloadAck, ReloadRequest, ReloadSignals, ServerEntry, SnapshotRef, Store } from './store.js';
 import { isCanonicalOrganizationId } from '../model/organization-id.js';
 
 const RELOAD_CHANNEL = 'reload';
@@ -215,17 +215,17 @@ export class RedisStore implements Store {
     return this.run(`loading organization ${ref.organizationId} version ${ref.version}`, async () => (await this.readSnapshot(ref)).finishData());
   }
 
-  async loadFlatIndex(ref: SnapshotRef): Promise<FlatIndex> {
-    return this.run(`loading organization ${ref.organizationId} version ${ref.version}`, async () => (await this.readSnapshot(ref)).finishFlat());
+  async loadFlatIndex(ref: SnapshotRef, options: LoadFlatOptions = {}): Promise<FlatIndex> {
+    return this.run(`loading organization ${ref.organizationId} version ${ref.version}`, async () => (await this.readSnapshot(ref, options)).finishFlat());
   }
 
-  private async readSnapshot(ref: SnapshotRef): Promise<SnapshotDecoder> {
+  private async readSnapshot(ref: SnapshotRef, options: LoadFlatOptions = {}): Promise<SnapshotDecoder> {
     {
       const key = versionKey(ref);
       const mbytes = await this.redis.hgetBuffer(key, 'manifest');
       if (mbytes === null) throw new Error(`store: no snapshot version ${ref.version} of organization ${ref.organizationId}`);
       const manifest = parseManifest(mbytes, ref);
-      const decoder = new SnapshotDecoder(manifest);
+      const decoder = new SnapshotDecoder(manifest, options);
       for (let start = 0; start < manifest.chunks.length; start += WINDOW) {
         const end = Math.min(start + WINDOW, manifest.chunks.length);
         const batch = [];

@@ -17,9 +17,10 @@ import { crc32 } from 'node:zlib';
 import { endianness } from 'node:os';
 import { Packr, Unpackr } from 'msgpackr';
 import { buildIndex } from '../index/build.js';
+import { OlderFormatError, type LoadFlatOptions } from './store.js';
 import { CHANNELS, DIRECTIONS, type Contact, type OrgData } from '../model/records.js';
 import {
-  flattenIndex, orgDataOf, sectionType, SECTION_TYPES, shareFlat, type FlatIndex, type Section, type SectionType,
+  allocateShared, flattenIndex, orgDataOf, sectionType, SECTION_TYPES, shareFlat, type FlatIndex, type Section, type SectionType,
 } from './flat-index.js';
 
 export const SNAPSHOT_MAGIC = 'cms-snapshot';
@@ -228,7 +229,10 @@ export class SnapshotDecoder {
   private readonly v1: RecordColumnsDecoder | null;
   private readonly v2: SectionsDecoder | null;
 
-  constructor(manifest: Manifest) {
+  constructor(manifest: Manifest, options: LoadFlatOptions = {}) {
+    if (manifest.format === 1 && options.build === false) {
+      throw new OlderFormatError(`snapshot: organization ${manifest.organizationId} version ${manifest.version} is format 1: its index must be built`);
+    }
     this.v1 = manifest.format === 1 ? new RecordColumnsDecoder(manifest) : null;
     this.v2 = manifest.format === 1 ? null : new SectionsDecoder(manifest);
   }
@@ -282,6 +286,7 @@ class SectionsDecoder {
     this.seen = new Array(manifest.chunks.length).fill(false);
     const expected = expectedLayout();
     const names = new Set<string>();
+    const shared: [string, SectionType, number][] = [];
     let total = 0;
     for (const c of manifest.chunks) total += c.length;
     for (const entry of manifest.sections!) {
@@ -297,13 +302,18 @@ class SectionsDecoder {
           + `(another index layout); ${UPGRADE}`);
       }
       const Ctor = SECTION_TYPES[type as SectionType];
-      const byteLength = length * Ctor.BYTES_PER_ELEMENT;
       // A manifest cannot make us allocate more than its chunks could fill.
-      if (byteLength > total) throw new Error(`snapshot: malformed manifest for ${this.what}`);
-      // The source order only serves finishData: ordinary memory, not shared.
-      const buffer = name === 'sourceOrder' ? new ArrayBuffer(byteLength) : new SharedArrayBuffer(byteLength);
-      const array = new (Ctor as unknown as new (b: ArrayBufferLike) => Section)(buffer);
-      this.sections.set(name, { bytes: new Uint8Array(buffer), array, filled: 0 });
+      if (length * Ctor.BYTES_PER_ELEMENT > total) throw new Error(`snapshot: malformed manifest for ${this.what}`);
+      if (name === 'sourceOrder') {
+        // Only serves finishData: ordinary memory, not shared.
+        const array = new (Ctor as unknown as new (n: number) => Section)(length);
+        this.sections.set(name, { bytes: new Uint8Array(array.buffer), array, filled: 0 });
+      } else {
+        shared.push([name, type as SectionType, length]);
+      }
+    }
+    for (const [name, array] of Object.entries(allocateShared(shared))) {
+      this.sections.set(name, { bytes: new Uint8Array(array.buffer, array.byteOffset, array.byteLength), array, filled: 0 });
     }
     for (const name of expected.keys()) {
       if (!names.has(name)) throw new Error(`snapshot: ${this.what} has no section ${name} (another index layout); ${UPGRADE}`);

@@ -1,6 +1,18 @@
 import type { OrgData } from '../model/records.js';
 import type { FlatIndex } from './flat-index.js';
 
+/** Options of loadFlatIndex. */
+export interface LoadFlatOptions {
+  /**
+   * false: an older snapshot that needs its index built (format 1) is refused with an
+   * OlderFormatError before its chunks are read, so the caller can build it elsewhere (a worker)
+   */
+  build?: boolean;
+}
+
+/** Thrown by loadFlatIndex(ref, { build: false }) for a snapshot whose index must be built. */
+export class OlderFormatError extends Error {}
+
 /** Options of publishSnapshot. */
 export interface PublishOptions {
   /** snapshot format to write: 2 (default, the built index) or 1 (the older record columns, for tests and downgrades) */
@@ -101,7 +113,7 @@ export interface Store {
    * Reads and verifies one snapshot as the index to serve: a format-2 snapshot's sections as
    * stored (in SharedArrayBuffers), a format-1 snapshot's index built from its records.
    */
-  loadFlatIndex(ref: SnapshotRef): Promise<FlatIndex>;
+  loadFlatIndex(ref: SnapshotRef, options?: LoadFlatOptions): Promise<FlatIndex>;
 
   putKey(record: KeyRecord): Promise<void>;
   getKey(prefix: string): Promise<KeyRecord | null>;

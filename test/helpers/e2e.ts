@@ -134,12 +134,23 @@ export interface Vocabulary {
 
 export function vocabulary(messages: MessageLine[], org: string): Vocabulary {
   const words = new Set<string>(), pairs = new Set<string>(), instants: number[] = [];
+  // 500 words in order of appearance, then the most frequent: the generator's vocabulary has a
+  // long Zipf tail, and requests made of tail words alone would nearly all find nothing.
+  const counts = new Map<string, number>();
   for (const m of messages) {
     if (m.organization_id !== org) continue;
     instants.push(parseRfc3339(m.sent_at)!);
-    for (const w of m.content.split(/\s+/)) if (w !== '' && words.size < 5000) words.add(w);
+    for (const w of m.content.split(/\s+/)) {
+      if (w === '') continue;
+      counts.set(w, (counts.get(w) ?? 0) + 1);
+      if (words.size < 500) words.add(w);
+    }
     const raw = m.content.split(/\s+/).filter((w) => referenceTokens(w).length === 1);
     for (let i = 0; i + 1 < raw.length && pairs.size < 5000; i++) pairs.add(`${raw[i]} ${raw[i + 1]}`);
+  }
+  for (const [w] of [...counts].sort((a, b) => b[1] - a[1])) {
+    if (words.size >= 2000) break;
+    words.add(w);
   }
   return { words: [...words], pairs: [...pairs], instants };
 }

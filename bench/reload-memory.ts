@@ -1,0 +1,44 @@
+/**
+ * Reload memory (issue 10): a server holding one organization is made to reload N times by
+ * switching the embedded store's CURRENT pointer between the two versions it keeps, then
+ * POST /admin/reload. Prints RSS when ready, after each reload (settled), and the peak sampled
+ * every 10 ms during each reload. Needs DATA_DIR (argv[2]) holding one organization published
+ * at least twice. Run: node --import tsx bench/reload-memory.ts DATA_DIR [reloads=20]
+ */
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { mib, procStatus, startServer } from './helpers.js';
+
+const dataDir = path.resolve(process.argv[2]);
+const reloads = Number(process.argv[3] ?? 20);
+const org = readdirSync(path.join(dataDir, 'snapshots')).find((d) => /^[0-9a-f-]{36}$/.test(d))!;
+const pointerFile = path.join(dataDir, 'snapshots', org, 'CURRENT');
+const pointer = JSON.parse(readFileSync(pointerFile, 'utf8')) as { version: number; previous: number };
+if (!pointer.previous) throw new Error('reload-memory: publish the organization twice first');
+
+const server = await startServer({ DATA_DIR: dataDir, ...(process.env.INDEX_BUILD_THREAD ? { INDEX_BUILD_THREAD: process.env.INDEX_BUILD_THREAD } : {}) }, { logLevel: 'warn', logFile: path.join(dataDir, 'server.log') });
+const pid = server.child.pid!;
+await new Promise((r) => setTimeout(r, 2000));
+const steady = procStatus(pid).vmRss;
+console.log(`ready in ${(server.readyMs / 1000).toFixed(2)} s; steady RSS ${mib(steady)} MiB`);
+const rows: string[] = [];
+let worstPeak = 0;
+for (let i = 1; i <= reloads; i++) {
+  const [a, b] = i % 2 === 1 ? [pointer.previous, pointer.version] : [pointer.version, pointer.previous];
+  writeFileSync(pointerFile, JSON.stringify({ version: a, previous: b }));
+  let peak = 0, sampling = true;
+  const sampler = (async () => { while (sampling) { peak = Math.max(peak, procStatus(pid).vmRss); await new Promise((r) => setTimeout(r, 10)); } })();
+  const t0 = performance.now();
+  const res = await fetch(`${server.adminUrl}/admin/reload`, { method: 'POST' });
+  const body = await res.json() as { reloaded: unknown[] };
+  const ms = performance.now() - t0;
+  await new Promise((r) => setTimeout(r, 1500));
+  sampling = false; await sampler;
+  const after = procStatus(pid).vmRss;
+  worstPeak = Math.max(worstPeak, peak);
+  rows.push(`| ${i} | ${body.reloaded.length} | ${ms.toFixed(0)} | ${mib(peak)} | ${mib(after)} |`);
+}
+writeFileSync(pointerFile, JSON.stringify(pointer));
+console.log('| reload | reloaded | ms | peak RSS MiB | RSS 1.5 s after MiB |\n|---|---|---|---|---|\n' + rows.join('\n'));
+console.log(`steady ${mib(steady)} MiB, worst peak ${mib(worstPeak)} MiB = ${(worstPeak / steady).toFixed(2)}x steady`);
+await server.stop();
