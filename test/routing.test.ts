@@ -136,6 +136,27 @@ describe('routing through a real nginx', { skip: NGINX ? false : 'nginx is not i
     assert.ok(found >= orgs.length, `answers are not empty (${found})`);
   });
 
+  test('10,000 organizations over 4 shards: nginx -t accepts the configuration without a warning', async () => {
+    const hex = (i: number) => i.toString(16).padStart(12, '0');
+    const shards = Array.from({ length: 4 }, (_, s) => ({
+      name: `s${s}`, upstreams: [`127.0.0.1:${3000 + s}`],
+      organizations: Array.from({ length: 2500 }, (_, i) => `00000000-0000-4000-8000-${hex(s * 2500 + i)}`),
+    }));
+    const file = path.join(prefix.dir, 'big.json');
+    writeFileSync(file, JSON.stringify({ shards }));
+    const conf = await routing(['nginx', '--shards', file, '--listen', '127.0.0.1:1']);
+    assert.equal(conf.code, 0, conf.stderr);
+    const confFile = path.join(prefix.dir, 'big.conf');
+    writeFileSync(confFile, conf.stdout);
+    const out = await new Promise<string>((resolve) => {
+      const c = spawn(NGINX!, ['-t', '-q', '-c', confFile, '-p', prefix.dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let text = '';
+      c.stderr!.setEncoding('utf8').on('data', (d: string) => (text += d));
+      c.on('close', (code) => resolve(`${code}:${text}`));
+    });
+    assert.equal(out, '0:', out);
+  });
+
   test('a replica of the wrong shard answers 421; errors pass through the proxy unchanged', async () => {
     for (const [org, right] of shardOf) {
       const wrong = right === a ? b : a;

@@ -9,6 +9,7 @@
  * 2 bad usage, 1 store unavailable.
  */
 import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { openStore } from '../store/open-store.js';
 import type { ReloadAck, ServerEntry, Store } from '../store/store.js';
@@ -37,6 +38,20 @@ interface Outcome {
   status: 'ok' | 'failed' | 'stopped';
   summary?: unknown;
   error?: string;
+}
+
+/**
+ * A server on this host whose process is gone (killed, crashed) is known to be stopped at once;
+ * elsewhere only its registry entry expiring (5 heartbeats) tells.
+ */
+function goneFromThisHost(s: ServerEntry): boolean {
+  if (s.hostname !== hostname()) return false;
+  try {
+    process.kill(s.pid, 0);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
 }
 
 function describe(s: ServerEntry): string {
@@ -75,6 +90,7 @@ async function viaSignals(store: Store, servers: ServerEntry[], org: string | nu
       const s = pending.get(id);
       if (s) { pending.delete(id); out.push(fromAck(s, ack)); }
     }
+    for (const [id, s] of pending) if (goneFromThisHost(s)) { pending.delete(id); out.push({ server: s, status: 'stopped' }); }
   }
   for (const s of pending.values()) out.push({ server: s, status: 'failed', error: `no answer within ${timeoutMs / 1000} s` });
   return out;

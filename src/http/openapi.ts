@@ -70,6 +70,7 @@ export function openApiDocument(): object {
             '404': errorResponse('no such path'),
             '405': errorResponse('method other than GET or HEAD (Allow: GET, HEAD)'),
             '414': errorResponse('request target longer than 32768 characters'),
+            '421': errorResponse('a sharded replica (ORGANIZATIONS) that does not hold this organization: misdirected_request'),
             '429': {
               ...errorResponse('per-key rate limit exceeded (only when the operator enables it)'),
               headers: { 'Retry-After': { schema: { type: 'integer', minimum: 1 }, description: 'seconds until a request may succeed' } },

@@ -39,8 +39,8 @@ export function renderNginxConf(shards: Shards, opts: NginxOptions): string {
   // The replicas answer 414 / 431 with the contract body at 32 KiB: let such requests reach them.
   out('  large_client_header_buffers 4 64k;');
   const orgCount = shards.shards.reduce((n, s) => n + s.organizations.length, 0);
-  out(`  map_hash_max_size ${Math.max(2048, orgCount * 2)};`);
-  out('  map_hash_bucket_size 128;');
+  out(`  map_hash_max_size ${Math.max(4096, orgCount * 4)};`);
+  out('  map_hash_bucket_size 256;');
   for (const s of shards.shards) {
     out(`  upstream ${upstreamName(s.name)} {`);
     for (const u of s.upstreams) out(`    server ${u} max_fails=1 fail_timeout=2s;`);

@@ -68,7 +68,7 @@ function newCluster(seeds: URL[], o: ConnectionOptions, overrides: { enableOffli
 /** Is the node at `url` part of a cluster? Resolves to the connected plain client when it is not. */
 async function probe(url: string, o: ConnectionOptions): Promise<{ cluster: boolean; client: Redis }> {
   const client = new Redis(url, { ...nodeOptions(new URL(url), o), lazyConnect: true, enableOfflineQueue: false });
-  // Failures reach the caller as rejections; without a listener ioredis also prints each one.
+  // connect() rejects with the cause; without a listener ioredis would also print it.
   client.on('error', () => {});
   try {
     await client.connect();
@@ -102,14 +102,24 @@ export async function connectRedis(redisUrl: string, o: ConnectionOptions): Prom
   }
   const client = newCluster(seeds, o);
   client.on('error', () => {}); // failures reach the caller as rejections (see probe)
+  // During a failover (cluster_state:fail) ioredis keeps retrying its ready check without ever
+  // rejecting: bound the wait, so a command-line tool fails clearly instead of hanging.
+  let timer: NodeJS.Timeout | undefined;
   try {
-    await client.connect();
+    await Promise.race([
+      client.connect(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`the cluster was not ready within ${o.commandTimeoutMs / 1000} s (a failover in progress, or no master for some slots)`)), o.commandTimeoutMs);
+      }),
+    ]);
   } catch (err) {
     // a cluster client keeps retrying with clusterRetryStrategy
     if (!o.background) {
       client.disconnect();
       throw err;
     }
+  } finally {
+    clearTimeout(timer);
   }
   // A subscriber may queue while reconnecting: autoResubscribe restores the subscription.
   return { client, duplicate: () => newCluster(seeds, o, { enableOfflineQueue: true }) };

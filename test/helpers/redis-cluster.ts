@@ -57,6 +57,8 @@ export async function startCluster(): Promise<TestCluster> {
       '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--cluster-enabled', 'yes',
       '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', String(NODE_TIMEOUT_MS),
       '--save', '', '--appendonly', 'no', '--daemonize', 'no',
+      // Replicas sync at once (not after the default 5 s diskless delay) and always may take over.
+      '--repl-diskless-sync-delay', '0', '--cluster-replica-validity-factor', '0',
     ], { stdio: 'ignore' }));
   }
   const live = () => ports.filter((p) => { const c = procs.get(p); return c && c.exitCode === null && c.signalCode === null; });
@@ -80,7 +82,7 @@ export async function startCluster(): Promise<TestCluster> {
     },
     async kill(port) {
       const p = procs.get(port);
-      if (!p || p.exitCode !== null) return;
+      if (!p || p.exitCode !== null || p.signalCode !== null) return;
       await new Promise<void>((resolve) => { p.once('exit', () => resolve()); p.kill('SIGKILL'); });
     },
     async waitHealthy(ms = 30_000) {
@@ -101,6 +103,12 @@ export async function startCluster(): Promise<TestCluster> {
     });
     await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'], { timeout: 30_000 });
     await cluster.waitHealthy();
+    // A replica only takes over once it has synced with its master.
+    await until('every replica to sync', 15_000, async () => {
+      let up = 0;
+      for (const p of ports) if ((await cli(p, 'INFO', 'replication')).includes('master_link_status:up')) up++;
+      return up === 3;
+    });
     // Every node must know every other one before a client's slot map is trustworthy.
     await until('every node to see 6 nodes', 10_000, async () => {
       for (const p of ports) if ((await cli(p, 'CLUSTER', 'INFO')).match(/cluster_known_nodes:(\d+)/)?.[1] !== '6') return false;
