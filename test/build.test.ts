@@ -1,7 +1,8 @@
 /**
  * Production runs the `npm run build` output: the compiled CLIs import a snapshot and create a
- * key, the compiled server builds its index in the worker thread (build-worker.js, no tsx), and
- * its answers are byte for byte those of the TypeScript server on the same data.
+ * key, the compiled server builds an older format-1 snapshot's index in the worker thread
+ * (build-worker.js, no tsx; a format-2 snapshot is the built index and needs no worker), and its
+ * answers are byte for byte those of the TypeScript server on the same data.
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -9,6 +10,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { gen, loadDataset, openHarness, search, type StoreHarness, tempDir } from './helpers/e2e.js';
 import { type CreatedKey, ROOT, type RunResult, startServer } from './helpers/server.js';
+import { openStore } from '../src/store/open-store.js';
 
 /** `node dist/<script> ...args`, as `npm run snapshot|keys` run them. */
 function runCompiled(script: string, args: string[], env: NodeJS.ProcessEnv): Promise<RunResult> {
@@ -41,6 +43,15 @@ before(async () => {
   h = await openHarness('embedded');
   const imp = await runCompiled('cli/snapshot.js', ['import', '--contacts', d.contactsFile, '--messages', d.messagesFile], h.env);
   assert.equal(imp.code, 0, `compiled import failed: ${imp.stderr}`);
+  // The same data republished in the older format 1 (record columns): its index is built on load,
+  // in the worker, which is what the compiled worker entry must do.
+  const store = await openStore(h.env);
+  try {
+    const [ref] = (await store.latest()).filter((r) => r.organizationId === org);
+    await store.publishSnapshot(await store.loadSnapshot(ref), { format: 1 });
+  } finally {
+    await store.close();
+  }
   const created = await runCompiled('cli/keys.js', ['create', '--organization-id', org, '--scopes', 'contacts:read,messages:read', '--json'], h.env);
   assert.equal(created.code, 0, `compiled keys create failed: ${created.stderr}`);
   key = JSON.parse(created.stdout) as CreatedKey;
