@@ -180,9 +180,8 @@ export class Catalog {
         const { index, messages, contacts } = await this.builder.load(ref);
         // One Map.set: requests already holding the old index finish on it, later ones see this.
         this.indexes.set(org, { index, version: ref.version, messages, contacts, loadedAt: new Date() });
-        // The replaced entry may stay referenced a while (this frame, a queued load): its index
-        // must not, so the collection that follows gives the old sections back.
-        if (cur) { (cur as { index: OrgIndex | null }).index = null; this.builder.released(); }
+        // The replaced index's shared memory is given back by a collection soon after.
+        if (cur) this.builder.released();
         this.failedVersions.delete(org);
         this.loadsOk++;
         summary.reloaded.push({ organization_id: org, version: ref.version, messages, contacts });
