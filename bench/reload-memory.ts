@@ -35,6 +35,10 @@ for (let i = 1; i <= reloads; i++) {
   await new Promise((r) => setTimeout(r, 1500));
   sampling = false; await sampler;
   const after = procStatus(pid).vmRss;
+  const metrics = await (await fetch(`${server.adminUrl}/metrics`)).text();
+  const ext = /^nodejs_external_memory_bytes (\S+)/m.exec(metrics)?.[1];
+  const heap = /^nodejs_heap_size_used_bytes (\S+)/m.exec(metrics)?.[1];
+  if (process.env.SHOW_EXTERNAL) console.log(`reload ${i}: external ${mib(Number(ext))} MiB, heap used ${mib(Number(heap))} MiB`);
   worstPeak = Math.max(worstPeak, peak);
   rows.push(`| ${i} | ${body.reloaded.length} | ${ms.toFixed(0)} | ${mib(peak)} | ${mib(after)} |`);
 }

@@ -304,6 +304,7 @@ export class Catalog {
         const { index, messages, contacts } = await this.builder.load(ref);
         // One Map.set: requests already holding the old index finish on it, later ones see this.
         this.indexes.set(org, { index, version: ref.version, messages, contacts, loadedAt: new Date() });
+        // The replaced index's shared memory is given back by a collection soon after.
         if (cur) this.builder.released();
         if (f) this.recovered(org, ref.version);
         this.count(org, 'ok');

@@ -243,10 +243,14 @@ export class EmbeddedStore implements Store {
       const manifest = parseManifest(await readAt(fh, manifestAt, manifestLength), ref);
       const decoder = new SnapshotDecoder(manifest, options);
       let at = 0;
+      // One buffer reused for every chunk (the decoder copies what it keeps): a fresh 4 MiB
+      // buffer a chunk was a whole snapshot of garbage that the C heap seldom gave back.
+      let buf = Buffer.allocUnsafe(0);
       for (let i = 0; i < manifest.chunks.length; i++) {
         const len = manifest.chunks[i].length;
         if (at + len > manifestAt) throw new Error(`snapshot: chunk ${i} runs past the data of organization ${ref.organizationId} version ${ref.version}`);
-        decoder.add(i, await readAt(fh, at, len));
+        if (len > buf.length) buf = Buffer.allocUnsafe(len);
+        decoder.add(i, await readInto(fh, buf.subarray(0, len), at));
         at += len;
       }
       return decoder;
@@ -361,6 +365,12 @@ export class EmbeddedStore implements Store {
 
 async function isDir(p: string): Promise<boolean> {
   return (await fs.stat(p).catch(() => null))?.isDirectory() ?? false;
+}
+
+async function readInto(fh: fs.FileHandle, buf: Buffer, position: number): Promise<Buffer> {
+  const { bytesRead } = await fh.read(buf, 0, buf.length, position);
+  if (bytesRead !== buf.length) throw new Error(`snapshot: short read (${bytesRead} of ${buf.length} bytes at ${position})`);
+  return buf;
 }
 
 async function readAt(fh: fs.FileHandle, position: number, length: number): Promise<Buffer> {
