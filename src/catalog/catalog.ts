@@ -22,7 +22,7 @@ import { setImmediate as yieldToRequests } from 'node:timers/promises';
 import type { OrgIndex } from '../index/build.js';
 import type { OrgData } from '../model/records.js';
 import type { ReloadAck, ReloadRequest, ServerEntry, Store } from '../store/store.js';
-import { IndexBuilder } from './index-builder.js';
+import { type BuiltIndex, IndexBuilder } from './index-builder.js';
 
 /** The subset of a pino logger the Catalog uses. */
 export interface CatalogLogger {
@@ -44,6 +44,8 @@ export interface CatalogOptions {
   build?: (data: OrgData) => OrgIndex;
   /** 'main' builds on the request thread (a diagnostic, for comparisons); default 'worker' */
   buildThread?: 'worker' | 'main';
+  /** Called (and awaited) after a new version is swapped in, before the reload counts it: serving threads swap it too. */
+  onLoaded?: (organizationId: string, version: number, built: BuiltIndex) => Promise<void>;
 }
 
 /** What one reload did; JSON-able, the body of `POST /admin/reload`. */
@@ -111,7 +113,7 @@ export class Catalog {
   readonly serverId: string;
   private readonly store: Store;
   private readonly log: CatalogLogger;
-  private readonly opts: Required<Omit<CatalogOptions, 'logger' | 'adminUrl' | 'build'>> & { adminUrl: string | null };
+  private readonly opts: Required<Omit<CatalogOptions, 'logger' | 'adminUrl' | 'build' | 'onLoaded'>> & { adminUrl: string | null };
   private readonly builder: IndexBuilder;
   // Loaded organizations the store no longer lists (Redis restarted empty): warned about once.
   private readonly missingInStore = new Set<string>();
@@ -131,8 +133,11 @@ export class Catalog {
   private readonly startedAt = new Date().toISOString();
   private stopped = false;
 
+  private readonly onLoaded: CatalogOptions['onLoaded'];
+
   constructor(store: Store, options: CatalogOptions) {
     this.store = store;
+    this.onLoaded = options.onLoaded;
     this.log = options.logger;
     this.opts = {
       adminUrl: options.adminUrl ?? null,
@@ -286,9 +291,11 @@ export class Catalog {
       }
       try {
         const t1 = performance.now();
-        const { index, messages, contacts } = await this.builder.load(ref);
+        const built = await this.builder.load(ref);
+        const { index, messages, contacts } = built;
         // One Map.set: requests already holding the old index finish on it, later ones see this.
         this.indexes.set(org, { index, version: ref.version, messages, contacts, loadedAt: new Date() });
+        await this.onLoaded?.(org, ref.version, built);
         if (f) this.recovered(org, ref.version);
         this.count(org, 'ok');
         summary.reloaded.push({ organization_id: org, version: ref.version, messages, contacts });

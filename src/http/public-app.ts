@@ -45,7 +45,8 @@ export interface PublicAppDeps {
   uws: UwsModule;
   keys: KeyCache;
   indexes: IndexSource;
-  metrics: Metrics;
+  /** where each response is counted (a serving thread batches them to the main thread's registry) */
+  metrics: Pick<Metrics, 'observe'>;
   logger: Logger;
   sunsetAt: number | null;
   /** per-key token buckets, or null when rate limiting is off */
