@@ -25,10 +25,28 @@ const post = (m: FromThread) => port.postMessage(m);
 let socket: us_listen_socket | null = null;
 const uws = loadUws();
 
+// Exiting while uWS may still dispatch a request on an open connection terminates the whole
+// process (the handler cannot run, so it "returns without responding"). So a failed thread stops
+// accepting, lets the main thread start its replacement at once, keeps answering the connections
+// it has, and exits once they are gone: uWS closes a connection idle for 10 s.
+const IDLE_CLOSE_MS = 11_000;
+const DYING_MAX_MS = 60_000;
+let dyingSince = 0;
+let lastRequestAt = 0;
 process.on('uncaughtException', (err) => {
-  logger.error({ err }, 'serving thread: uncaught exception; closing its listener and exiting (the main thread replaces it)');
+  const first = dyingSince === 0;
+  try {
+    post({ kind: 'crashed', message: String(err?.message ?? err), stack: String(err?.stack ?? '') });
+  } catch {
+    /* the port is gone */
+  }
+  if (!first) return;
+  dyingSince = Date.now();
   closeListener();
-  process.exit(1);
+  setInterval(() => {
+    const quiet = inFlight.count === 0 && Date.now() - lastRequestAt > IDLE_CLOSE_MS;
+    if (quiet || Date.now() - dyingSince > DYING_MAX_MS) process.exit(1);
+  }, 500);
 });
 process.on('unhandledRejection', (err) => logger.error({ err }, 'serving thread: unhandled rejection'));
 
@@ -80,6 +98,7 @@ const app = createPublicApp({
   rateLimiter: null,
   metrics: {
     observe(_listener, status, startedAt) {
+      lastRequestAt = Date.now();
       observed.push(status, Number(process.hrtime.bigint() - startedAt) / 1e9);
     },
   },

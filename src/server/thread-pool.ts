@@ -36,6 +36,8 @@ interface Slot {
   keysReady: boolean;
   listening: boolean;
   stopping: boolean;
+  /** a replacement was started (the thread reported a crash, or exited) */
+  replaced: boolean;
 }
 
 const STATE_MS = 250;
@@ -144,7 +146,7 @@ export class ThreadPool {
       workerData: { config: this.deps.config, faultHook: this.deps.faultHook === true },
     });
     // A new thread starts with the current seq: everything posted before is re-sent below.
-    const slot: Slot = { name, worker, acked: this.seq, keysReady: false, listening: false, stopping: false };
+    const slot: Slot = { name, worker, acked: this.seq, keysReady: false, listening: false, stopping: false, replaced: false };
     this.slots[i] = slot;
     for (const [organizationId, { version, flat }] of this.flats) {
       worker.postMessage({ kind: 'index', seq: this.seq, organizationId, version, flat } satisfies ToThread);
@@ -176,23 +178,33 @@ export class ThreadPool {
             break;
           case 'stopped':
             break;
+          case 'crashed':
+            this.deps.logger.error({ thread: name, err: { message: m.message, stack: m.stack } }, 'serving thread: uncaught exception; it closed its listener and exits once its connections are gone');
+            this.replace(i, slot, 'crashed');
+            break;
         }
       });
       worker.on('error', (err) => this.deps.logger.error({ err, thread: name }, 'serving thread failed'));
       worker.on('exit', (code) => {
         if (!slot.listening) reject(new Error(`serving thread ${name} exited with code ${code} before listening`));
-        if (this.stopping || slot.stopping || this.slots[i] !== slot) return;
-        this.deps.logger.error({ thread: name, code }, 'serving thread exited; replacing it');
-        const started = Date.now();
-        this.spawn(i).then(
-          () => {
-            this.wake();
-            this.deps.logger.info({ thread: name, ms: Date.now() - started }, 'serving thread replaced');
-          },
-          (err: Error) => this.deps.logger.error({ err: err.message, thread: name }, 'serving thread could not be replaced'),
-        );
+        this.replace(i, slot, `exited with code ${code}`);
       });
     });
+  }
+
+  /** Starts a new thread in slot i, once per failed thread (it reports a crash, then exits later). */
+  private replace(i: number, slot: Slot, why: string): void {
+    if (slot.replaced || this.stopping || slot.stopping || !slot.listening || this.slots[i] !== slot) return;
+    slot.replaced = true;
+    const started = Date.now();
+    this.deps.logger.error({ thread: slot.name, why }, 'serving thread failed; replacing it');
+    this.spawn(i).then(
+      () => {
+        this.wake();
+        this.deps.logger.info({ thread: slot.name, ms: Date.now() - started }, 'serving thread replaced');
+      },
+      (err: Error) => this.deps.logger.error({ err: err.message, thread: slot.name }, 'serving thread could not be replaced'),
+    );
   }
 
   private storeCall(worker: Worker, id: number, method: 'listKeys' | 'getKey' | 'touchKeys', args: unknown[]): void {

@@ -37,4 +37,6 @@ export type FromThread =
   | { kind: 'store'; id: number; method: 'listKeys' | 'getKey' | 'touchKeys'; args: unknown[] }
   /** responses since the last batch: [status, seconds] pairs */
   | { kind: 'observed'; pairs: number[] }
-  | { kind: 'stopped'; drained: boolean };
+  | { kind: 'stopped'; drained: boolean }
+  /** an uncaught exception: the thread closed its listener and exits (logged by the main thread, whose log survives) */
+  | { kind: 'crashed'; message: string; stack: string };
