@@ -10,6 +10,8 @@ import { createLogger, type Logger } from './log/logger.js';
 import { Metrics } from './metrics/metrics.js';
 import { catalogOrgStats, catalogReloadStats } from './metrics/catalog-stats.js';
 import { openStore } from './store/open-store.js';
+import { ThreadPool } from './server/thread-pool.js';
+import type { ServingState } from './server/thread-protocol.js';
 
 /** Prints start-up problems as plain lines (no stack trace) and exits 1. */
 function refuse(lines: string[]): never {
@@ -58,17 +60,25 @@ async function main(): Promise<void> {
 
   // A store that is down now does not stop the start: the server listens, answers 503 and retries.
   const store = await openStore(storeEnv(config), (err) => logger.warn({ err: err.message }, 'store: unavailable at start; serving 503 and retrying'));
-  const catalog = new Catalog(store, { logger, adminUrl: adminUrlOf(config), buildThread: config.indexBuildThread, organizations: config.organizations });
+  // Read at scrape time only, once `catalog` exists.
+  const metrics = new Metrics(() => catalogOrgStats(catalog));
+  metrics.addReloadStats(() => catalogReloadStats(catalog));
+  // SERVER_THREADS > 1: serving threads answer the public port; this thread keeps the rest.
+  const pool: ThreadPool | null =
+    config.serverThreads > 1
+      ? new ThreadPool({ config, store, metrics, logger, state: () => servingState(catalog), faultHook: process.env.SERVING_THREAD_FAULT_HOOK === '1' })
+      : null;
+  const catalog = new Catalog(store, {
+    logger, adminUrl: adminUrlOf(config), buildThread: config.indexBuildThread, organizations: config.organizations,
+    onLoaded: pool ? (org, version, built) => pool.loaded(org, version, built) : undefined,
+  });
   // Loading may take a while; the listeners open now so /readyz can say 503 meanwhile.
   const loading = catalog.start();
   Promise.resolve(loading).catch((err: unknown) => logger.error({ err }, 'catalog: initial load failed'));
 
   const keys = new KeyCache(store, { logger });
-  await keys.start();
-
-  const metrics = new Metrics(() => catalogOrgStats(catalog));
-  metrics.addReloadStats(() => catalogReloadStats(catalog));
-  const isReady = () => catalogIsReady(catalog);
+  if (!pool) await keys.start();
+  const isReady = () => catalogIsReady(catalog) && (pool === null || pool.ready);
   const rateLimiter = config.rateLimit ? new RateLimiter(config.rateLimit) : null;
   const publicApp = createPublicApp({
     uws, keys, metrics, logger, sunsetAt: config.sunsetAt, rateLimiter,
@@ -78,7 +88,16 @@ async function main(): Promise<void> {
     uws, metrics, logger, catalog: { isReady, reload: (org) => catalog.reload(org), failed: () => catalog.failed() },
   });
 
-  const sockets = [await listen(publicApp, config.host, config.port), await listen(adminApp, config.adminHost, config.adminPort)];
+  let sockets: us_listen_socket[];
+  if (pool) {
+    // Refuses a port another process holds (as the exclusive listen below), then lets the threads share it.
+    uws.us_listen_socket_close(await listen(uws.App(), config.host, config.port));
+    await pool.start();
+    sockets = [await listen(adminApp, config.adminHost, config.adminPort)];
+    if (process.env.SERVING_THREAD_FAULT_HOOK === '1') process.on('SIGUSR2', () => pool.fault(0));
+  } else {
+    sockets = [await listen(publicApp, config.host, config.port), await listen(adminApp, config.adminHost, config.adminPort)];
+  }
   logger.info(
     { port: config.port, host: config.host, admin_port: config.adminPort, admin_host: config.adminHost, store: store.kind, sunset_at: config.sunsetAt === null ? null : new Date(config.sunsetAt).toISOString() },
     `listening on ${config.host}:${config.port}, admin on ${config.adminHost}:${config.adminPort}`,
@@ -92,7 +111,8 @@ async function main(): Promise<void> {
     // Stop accepting. Answers are computed synchronously; what can still be in flight is a large
     // body a slow client is reading (backpressure) or an admin reload: wait for those, bounded.
     for (const s of sockets) uws.us_listen_socket_close(s);
-    const drained = await Promise.race([
+    const threadsDrained = pool ? pool.stop(config.shutdownTimeoutMs) : Promise.resolve(true);
+    const drained = (await threadsDrained) && await Promise.race([
       inFlight.idle().then(() => true),
       new Promise<false>((resolve) => setTimeout(() => resolve(false), config.shutdownTimeoutMs).unref()),
     ]);
@@ -110,6 +130,16 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+/** What serving threads need of the catalog besides the indexes: readiness and the organizations answering 503. */
+function servingState(catalog: Catalog): ServingState {
+  const unavailable: ServingState['unavailable'] = [];
+  for (const f of catalog.failed()) {
+    const down = catalog.unavailable(f.organization_id);
+    if (down) unavailable.push([f.organization_id, down.retryAfterSeconds]);
+  }
+  return { ready: catalog.ready, unavailable };
 }
 
 function catalogIsReady(catalog: Catalog): boolean {

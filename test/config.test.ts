@@ -18,6 +18,10 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
     [{ HOST: 'not a host' }, 'config: HOST must be a host name or IP address, got "not a host"'],
     [{ ORGANIZATIONS: '00000000-0000-4000-8000-000000000001,nope' }, 'config: ORGANIZATIONS must be a comma-separated list of organization UUIDs, got "nope" in "00000000-0000-4000-8000-000000000001,nope"'],
     [{ REDIS_URL: 'redis://a:1,http://b:2' }, 'config: REDIS_URL must be a redis:// or rediss:// URL, or a comma-separated list'],
+    [{ SERVER_THREADS: '0' }, 'config: SERVER_THREADS must be an integer 1-256, got "0"'],
+    [{ SERVER_THREADS: '257' }, 'config: SERVER_THREADS must be an integer 1-256, got "257"'],
+    [{ SERVER_THREADS: 'two' }, 'config: SERVER_THREADS must be an integer 1-256, got "two"'],
+    [{ SERVER_THREADS: '2', RATE_LIMIT_RPS: '10' }, 'config: SERVER_THREADS=2 with RATE_LIMIT_RPS is not supported yet'],
   ];
   for (const [vars, message] of cases) {
     it(Object.entries(vars).map(([k, v]) => `${k}=${v}`).join(' '), async () => {
@@ -30,10 +34,15 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
   it('every problem is reported at once (in-process)', () => {
     assert.throws(() => loadConfig({ PORT: 'x', LOG_LEVEL: 'y' }), (err: Error) => err.message.includes('PORT') && err.message.includes('LOG_LEVEL'));
   });
+  it('SERVER_THREADS: 1-256', () => {
+    assert.equal(loadConfig({ SERVER_THREADS: '1' }).serverThreads, 1);
+    assert.equal(loadConfig({ SERVER_THREADS: '256' }).serverThreads, 256);
+    assert.throws(() => loadConfig({ SERVER_THREADS: '1.5' }), /SERVER_THREADS must be an integer 1-256, got "1.5"/);
+  });
   it('defaults', () => {
     assert.deepEqual(loadConfig({}), {
       port: 3000, host: '0.0.0.0', adminPort: 9464, adminHost: '127.0.0.1', redisUrl: null, dataDir: './data', logLevel: 'info', sunsetAt: null,
-      rateLimit: null, shutdownTimeoutMs: 10000, indexBuildThread: 'worker', organizations: null,
+      rateLimit: null, shutdownTimeoutMs: 10000, indexBuildThread: 'worker', organizations: null, serverThreads: 1,
     });
   });
   it('a port already in use stops the start with exit 1', async () => {

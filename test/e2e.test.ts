@@ -53,9 +53,10 @@ function request(org: string, q: string, more: Partial<SearchRequest> = {}): Sea
   };
 }
 
-// The cluster run: REDIS_URL names one node of a local Redis Cluster (3 masters, 3 replicas).
-for (const storeName of ['embedded', 'redis', 'cluster'] as const) {
-  describe(`end to end, ${storeName} store`, () => {
+// Each store with one serving thread (the main thread); the cluster run: REDIS_URL names one node of
+// a local Redis Cluster (3 masters, 3 replicas); and two serving threads sharing the port.
+for (const [storeName, threads] of [['embedded', 1], ['redis', 1], ['cluster', 1], ['embedded', 2], ['redis', 2]] as const) {
+  describe(`end to end, ${storeName} store, SERVER_THREADS=${threads}`, () => {
     let h: StoreHarness;
     let server: RunningServer;
     let key: CreatedKey;
@@ -71,7 +72,7 @@ for (const storeName of ['embedded', 'redis', 'cluster'] as const) {
       assert.equal(summary.messages, 3000);
       assert.deepEqual(summary.organizations.map((o) => o.organization_id).sort(), [...orgs].sort());
       key = await createKey(h.env, [...orgs, EMPTY_ORG], 'contacts:read,messages:read', ['--name', 'e2e']);
-      server = await startServer(h.serverEnv);
+      server = await startServer({ ...h.serverEnv, SERVER_THREADS: String(threads) });
       for (const o of orgs) vocab.set(o, vocabulary(base.messages, o));
       data = { contacts: base.contacts, messages: base.messages };
     });

@@ -22,7 +22,7 @@ import { setImmediate as yieldToRequests } from 'node:timers/promises';
 import type { OrgIndex } from '../index/build.js';
 import type { OrgData } from '../model/records.js';
 import type { ReloadAck, ReloadRequest, ServerEntry, Store } from '../store/store.js';
-import { IndexBuilder } from './index-builder.js';
+import { type BuiltIndex, IndexBuilder } from './index-builder.js';
 import { parseOrganizationId } from '../model/organization-id.js';
 
 /** The subset of a pino logger the Catalog uses. */
@@ -47,6 +47,8 @@ export interface CatalogOptions {
   buildThread?: 'worker' | 'main';
   /** the organizations of this replica's shard (ORGANIZATIONS), or null for all; others are never loaded */
   organizations?: ReadonlySet<string> | null;
+  /** Called (and awaited) after a new version is swapped in, before the reload counts it: serving threads swap it too. */
+  onLoaded?: (organizationId: string, version: number, built: BuiltIndex) => Promise<void>;
 }
 
 /** What one reload did; JSON-able, the body of `POST /admin/reload`. */
@@ -113,7 +115,7 @@ export class Catalog {
   readonly serverId: string;
   private readonly store: Store;
   private readonly log: CatalogLogger;
-  private readonly opts: Required<Omit<CatalogOptions, 'logger' | 'adminUrl' | 'build' | 'organizations'>> & { adminUrl: string | null };
+  private readonly opts: Required<Omit<CatalogOptions, 'logger' | 'adminUrl' | 'build' | 'organizations' | 'onLoaded'>> & { adminUrl: string | null };
   private readonly shard: ReadonlySet<string> | null;
   private readonly builder: IndexBuilder;
   // Loaded organizations the store no longer lists (Redis restarted empty): warned about once.
@@ -134,8 +136,11 @@ export class Catalog {
   private readonly startedAt = new Date().toISOString();
   private stopped = false;
 
+  private readonly onLoaded: CatalogOptions['onLoaded'];
+
   constructor(store: Store, options: CatalogOptions) {
     this.store = store;
+    this.onLoaded = options.onLoaded;
     this.log = options.logger;
     this.opts = {
       adminUrl: options.adminUrl ?? null,
@@ -301,11 +306,13 @@ export class Catalog {
       }
       try {
         const t1 = performance.now();
-        const { index, messages, contacts } = await this.builder.load(ref);
+        const built = await this.builder.load(ref);
+        const { index, messages, contacts } = built;
         // One Map.set: requests already holding the old index finish on it, later ones see this.
         this.indexes.set(org, { index, version: ref.version, messages, contacts, loadedAt: new Date() });
         // The replaced index's shared memory is given back by a collection soon after.
         if (cur) this.builder.released();
+        await this.onLoaded?.(org, ref.version, built);
         if (f) this.recovered(org, ref.version);
         this.count(org, 'ok');
         summary.reloaded.push({ organization_id: org, version: ref.version, messages, contacts });

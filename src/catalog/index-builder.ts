@@ -16,7 +16,7 @@ import { Worker } from 'node:worker_threads';
 import { setImmediate as yieldToRequests } from 'node:timers/promises';
 import type { OrgIndex } from '../index/org-index.js';
 import type { OrgData } from '../model/records.js';
-import { wrapIndex, wrapIndexAsync } from '../store/flat-index.js';
+import { type FlatIndex, wrapIndex, wrapIndexAsync } from '../store/flat-index.js';
 import { OlderFormatError, type SnapshotRef, type Store } from '../store/store.js';
 import type { WorkerReply, WorkerRequest } from './worker-protocol.js';
 
@@ -26,6 +26,8 @@ const COMPILED = import.meta.url.endsWith('.js');
 /** A loaded snapshot's index and the counts the Catalog reports. */
 export interface BuiltIndex {
   index: OrgIndex;
+  /** the shared sections `index` wraps, when it was loaded from them (serving threads wrap them too) */
+  flat?: FlatIndex;
   messages: number;
   contacts: number;
 }
@@ -162,7 +164,7 @@ export class IndexBuilder {
       return { index: this.build(data), messages: data.messages.count, contacts: data.contacts.length };
     }
     const flat = await this.store.loadFlatIndex(ref);
-    return { index: wrapIndex(flat), messages: flat.messageCount, contacts: flat.contactCount };
+    return { index: wrapIndex(flat), flat, messages: flat.messageCount, contacts: flat.contactCount };
   }
 
   private spawn(): Worker | null {
@@ -224,7 +226,7 @@ export class IndexBuilder {
     if (reply.kind === 'error') { p.reject(new Error(reply.message)); return; }
     const flat = reply.flat;
     wrapIndexAsync(flat, yieldToRequests).then(
-      (index) => p.resolve({ index, messages: flat.messageCount, contacts: flat.contactCount }),
+      (index) => p.resolve({ index, flat, messages: flat.messageCount, contacts: flat.contactCount }),
       p.reject,
     );
   }

@@ -20,6 +20,8 @@ export interface Config {
   indexBuildThread: 'worker' | 'main';
   /** ORGANIZATIONS: the shard this replica serves (lower-case UUIDs), or null for every organization */
   organizations: ReadonlySet<string> | null;
+  /** serving threads on the public port; 1: the main thread serves (no worker threads) */
+  serverThreads: number;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -49,6 +51,13 @@ const host = (name: string) =>
     // A host name or an IPv4/IPv6 literal; no scheme, no port, no spaces.
     v.regex(/^[A-Za-z0-9.:_-]{1,253}$/, (i) => `config: ${name} must be a host name or IP address, ${got(i)}`),
   );
+
+// Serving threads on the public port (src/server/thread-pool.ts); 1 serves on the main thread.
+const serverThreads = v.pipe(
+  v.string(),
+  v.check((s) => /^[0-9]{1,3}$/.test(s) && +s >= 1 && +s <= 256, (i) => `config: SERVER_THREADS must be an integer 1-256, ${got(i)}`),
+  v.transform(Number),
+);
 
 const redisUrl = v.pipe(
   v.string(),
@@ -121,6 +130,7 @@ const EnvSchema = v.object({
   RATE_LIMIT_RPS: v.optional(rateRps),
   RATE_LIMIT_BURST: v.optional(rateBurst),
   SHUTDOWN_TIMEOUT_MS: v.optional(shutdownMs, '10000'),
+  SERVER_THREADS: v.optional(serverThreads, '1'),
   INDEX_BUILD_THREAD: v.optional(
     v.picklist(['worker', 'main'], (i) => `config: INDEX_BUILD_THREAD must be worker or main, got ${JSON.stringify(i.input)}`),
     'worker',
@@ -143,6 +153,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (burst !== undefined && rps === 0) {
     throw new ConfigError([`config: RATE_LIMIT_BURST is set (${burst}) but RATE_LIMIT_RPS is not; set RATE_LIMIT_RPS to enable rate limiting`]);
   }
+  if ((o.SERVER_THREADS as number) > 1 && rps > 0) {
+    // Each thread's token buckets are its own: N threads would give a key N times its limit.
+    throw new ConfigError([`config: SERVER_THREADS=${o.SERVER_THREADS} with RATE_LIMIT_RPS is not supported yet (the limit would not hold across threads); use SERVER_THREADS=1`]);
+  }
   return {
     port: o.PORT as number,
     host: o.HOST,
@@ -156,6 +170,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownTimeoutMs: o.SHUTDOWN_TIMEOUT_MS as number,
     indexBuildThread: o.INDEX_BUILD_THREAD,
     organizations: o.ORGANIZATIONS ?? null,
+    serverThreads: o.SERVER_THREADS as number,
   };
 }
 

@@ -1,8 +1,10 @@
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics/metrics.js';
 import { HttpError } from './errors.js';
-import { commonHeaders, type Exchange, inFlight, requestIdFor, send, sendError } from './respond.js';
-import type { HttpRequest, HttpResponse, TemplatedApp, UwsModule } from './uws.js';
+import { type Answer, answerOf, errorAnswer, type RequestIn } from './answer.js';
+import { commonHeaders, requestIdFor } from './respond.js';
+import { serveWith } from './uws-adapter.js';
+import type { TemplatedApp, UwsModule } from './uws.js';
 
 import { API_VERSION as VERSION } from './api-version.js';
 import { parseOrganizationId } from '../model/organization-id.js';
@@ -27,48 +29,72 @@ export interface AdminAppDeps {
   logger: Logger;
 }
 
-type Route = { method: 'GET' | 'POST'; run: (ex: Exchange, query: string) => void };
+type Route = { method: 'GET' | 'POST'; run: (ex: AdminExchange, query: string) => Answer | Promise<Answer> };
+
+/** What a route needs to build its answer. */
+interface AdminExchange {
+  readonly requestId: string;
+  readonly head: boolean;
+}
+
+/**
+ * The admin pipeline as one function: request in, whole answer out, or a promise of it for the
+ * async routes (/metrics, POST /admin/reload).
+ */
+export type AdminPipeline = (req: RequestIn) => Answer | Promise<Answer>;
 
 /**
  * The operator listener (CONTRACT 6): /healthz, /readyz, /metrics, POST /admin/reload. Bound to
- * 127.0.0.1 by default. The async routes attach onAborted before returning and cork their writes.
+ * 127.0.0.1 by default.
  */
 export function createAdminApp(deps: AdminAppDeps): TemplatedApp {
-  const { uws, catalog, metrics, logger } = deps;
+  const { uws, metrics, logger } = deps;
+  return serveWith(uws.App(), {
+    common: commonHeaders(null),
+    logger,
+    answer: createAdminPipeline(deps),
+    done(req, answer, status, startedAt, aborted) {
+      metrics.observe('admin', status, startedAt);
+      logger.debug(
+        { request_id: answer.requestId, method: req.method, path: req.path, status, duration_ms: Number(process.hrtime.bigint() - startedAt) / 1e6, aborted },
+        'admin request',
+      );
+    },
+  });
+}
+
+/** Builds `answerAdminRequest` (no uWS: tests call it directly). */
+export function createAdminPipeline(deps: Omit<AdminAppDeps, 'uws'>): AdminPipeline {
+  const { catalog, metrics, logger } = deps;
   const common = commonHeaders(null);
   const healthBody = JSON.stringify({ status: 'ok', version: VERSION });
+  const ok = (ex: AdminExchange, body: string, contentType?: string) => answerOf(ex.requestId, ex.head, common, 200, body, contentType);
 
   const routes: Record<string, Route> = {
-    '/healthz': { method: 'GET', run: (ex) => send(ex, common, 200, healthBody) },
+    '/healthz': { method: 'GET', run: (ex) => ok(ex, healthBody) },
     '/readyz': {
       method: 'GET',
       run: (ex) => {
         if (!catalog.isReady()) throw new HttpError(503, 'The snapshots present at start are still loading.', { headers: RETRY_AFTER });
         // Ready means every organization was tried; those that failed are named (and retried).
-        send(ex, common, 200, JSON.stringify({ status: 'ready', failed_organizations: catalog.failed?.() ?? [] }));
+        return ok(ex, JSON.stringify({ status: 'ready', failed_organizations: catalog.failed?.() ?? [] }));
       },
     },
     '/metrics': {
       method: 'GET',
-      run: (ex) => {
-        settle(ex, metrics.registry.metrics().then((text) => {
-          send(ex, common, 200, text, metrics.registry.contentType);
-          return 200;
-        }));
-      },
+      run: (ex) => metrics.registry.metrics().then((text) => ok(ex, text, metrics.registry.contentType)),
     },
     '/admin/reload': {
       method: 'POST',
       run: (ex, query) => {
         const org = reloadTarget(query);
         const started = process.hrtime.bigint();
-        settle(ex, catalog.reload(org).then(
+        return catalog.reload(org).then(
           (summary) => {
             metrics.reloads.inc({ result: 'ok' });
             metrics.reloadSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
             logger.info({ request_id: ex.requestId, organization_id: org ?? null, summary }, 'admin: reload done');
-            send(ex, common, 200, JSON.stringify(summary ?? {}));
-            return 200;
+            return ok(ex, JSON.stringify(summary ?? {}));
           },
           (err: unknown) => {
             metrics.reloads.inc({ result: 'error' });
@@ -80,29 +106,10 @@ export function createAdminApp(deps: AdminAppDeps): TemplatedApp {
             }
             throw err;
           },
-        ));
+        );
       },
     },
   };
-
-  /** Finishes an async route: errors become the contract body, the log line is written once. */
-  function settle(ex: Exchange, done: Promise<number>): void {
-    ex.res.onAborted(() => {
-      ex.aborted = true;
-    });
-    // Shutdown waits for it (an admin reload may take a while).
-    inFlight.add();
-    (ex as Pending).pending = done
-      .then(
-        (status) => status,
-        (thrown: unknown) => {
-          const err = toError(thrown, ex.requestId);
-          sendError(ex, common, err);
-          return err.status;
-        },
-      )
-      .finally(() => inFlight.done());
-  }
 
   function toError(thrown: unknown, requestId: string): HttpError {
     if (thrown instanceof HttpError) return thrown;
@@ -110,16 +117,10 @@ export function createAdminApp(deps: AdminAppDeps): TemplatedApp {
     return new HttpError(500);
   }
 
-  return uws.App().any('/*', (res: HttpResponse, req: HttpRequest) => {
-    const startedAt = process.hrtime.bigint();
-    const method = req.getCaseSensitiveMethod();
-    const path = req.getUrl();
-    const query = req.getQuery() ?? '';
-    const ex: Pending = { res, requestId: requestIdFor(req.getHeader('x-request-id')), head: method === 'HEAD', aborted: false, pending: null };
-    const done = (status: number) => {
-      metrics.observe('admin', status, startedAt);
-      logger.debug({ request_id: ex.requestId, method, path, status, duration_ms: Number(process.hrtime.bigint() - startedAt) / 1e6, aborted: ex.aborted }, 'admin request');
-    };
+  return function answerAdminRequest(req: RequestIn): Answer | Promise<Answer> {
+    const { method, path, query } = req;
+    const ex: AdminExchange = { requestId: requestIdFor(req.headers['x-request-id'] ?? ''), head: method === 'HEAD' };
+    const fail = (thrown: unknown) => errorAnswer(ex.requestId, ex.head, common, toError(thrown, ex.requestId));
     try {
       const route = routes[path];
       if (!route) throw new HttpError(404);
@@ -129,29 +130,12 @@ export function createAdminApp(deps: AdminAppDeps): TemplatedApp {
           headers: [['Allow', route.method === 'GET' ? 'GET, HEAD' : 'POST']],
         });
       }
-      route.run(ex, query);
-      if (ex.pending) ex.pending.then(done, () => done(500));
-      else done(200);
+      const answer = route.run(ex, query);
+      return answer instanceof Promise ? answer.catch(fail) : answer;
     } catch (thrown) {
-      const err = toError(thrown, ex.requestId);
-      try {
-        sendError(ex, common, err);
-      } catch (writeErr) {
-        // Never return from a uWS handler without answering: that terminates the process.
-        logger.error({ request_id: ex.requestId, err: writeErr }, 'admin: failed to write a response');
-        try {
-          res.close();
-        } catch {
-          /* already closed */
-        }
-      }
-      done(err.status);
+      return fail(thrown);
     }
-  });
-}
-
-interface Pending extends Exchange {
-  pending: Promise<number> | null;
+  };
 }
 
 /** `organization_id` of a reload request, validated; undefined reloads every organization. */

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { KeyCache } from '../auth/key-cache.js';
 import type { RateLimiter } from '../auth/rate-limit.js';
@@ -7,8 +6,10 @@ import type { Metrics } from '../metrics/metrics.js';
 import { searchBody } from '../query/execute.js';
 import { parseSearchParams } from '../query/parse-params.js';
 import { HttpError, unauthorized } from './errors.js';
-import { commonHeaders, type Exchange, inFlight, requestIdFor, send, sendError } from './respond.js';
-import type { HttpRequest, HttpResponse, TemplatedApp, UwsModule } from './uws.js';
+import { type Answer, answerOf, errorAnswer, type RequestIn } from './answer.js';
+import { commonHeaders, requestIdFor } from './respond.js';
+import { serveWith } from './uws-adapter.js';
+import type { TemplatedApp, UwsModule } from './uws.js';
 
 export const SEARCH_PATH = '/contacts/message-search';
 const ALLOW: Array<readonly [string, string]> = [['Allow', 'GET, HEAD']];
@@ -46,14 +47,13 @@ export interface PublicAppDeps {
   uws: UwsModule;
   keys: KeyCache;
   indexes: IndexSource;
-  metrics: Metrics;
+  /** where each response is counted (a serving thread batches them to the main thread's registry) */
+  metrics: Pick<Metrics, 'observe'>;
   logger: Logger;
   sunsetAt: number | null;
   /** per-key token buckets, or null when rate limiting is off */
   rateLimiter?: RateLimiter | null;
 }
-
-const ANSWERED = Symbol('answered');
 
 /** Per-request facts for the log line; never the key itself. */
 interface Outcome {
@@ -61,126 +61,80 @@ interface Outcome {
   keyPrefix: string | null;
 }
 
+/** A search answer, with what the log line says about it. */
+export interface SearchAnswer extends Answer {
+  readonly organizationId: string | null;
+  readonly keyPrefix: string | null;
+}
+
 /**
- * The public listener: GET/HEAD /contacts/message-search, 405 for other methods there, 404
- * elsewhere. Keys and indexes are in memory, so a request is answered before the handler returns;
- * the one exception is a key prefix not in memory yet (a key just created): the handler attaches
- * onAborted, returns, and answers (corked) once the one store lookup settles. `req` is never
- * used after the handler returns: everything is copied first.
+ * The public pipeline as one function: request in, whole answer out (status, headers, body bytes).
+ * Keys and indexes are in memory, so it answers at once; the one exception is a key prefix not in
+ * memory yet (a key just created): it then returns a promise of the answer, computed once the one
+ * store lookup settles (its body is copied: the thread's output buffer is reused by the next search).
  */
+export type SearchPipeline = (req: RequestIn) => SearchAnswer | Promise<SearchAnswer>;
+
+/** The public listener: GET/HEAD /contacts/message-search, 405 for other methods there, 404 elsewhere. */
 export function createPublicApp(deps: PublicAppDeps): TemplatedApp {
-  const { uws, keys, indexes, metrics, logger } = deps;
+  const { uws, metrics, logger } = deps;
+  const answerSearchRequest = createSearchPipeline(deps);
+  return serveWith(uws.App(), {
+    common: commonHeaders(deps.sunsetAt),
+    logger,
+    answer: answerSearchRequest,
+    done(req, answer, status, startedAt) {
+      metrics.observe('public', status, startedAt);
+      const facts = answer as SearchAnswer;
+      logger.info(
+        {
+          request_id: answer.requestId,
+          method: req.method,
+          path: req.path.length > 256 ? req.path.slice(0, 256) + '...' : req.path,
+          status,
+          duration_ms: Number(process.hrtime.bigint() - startedAt) / 1e6,
+          organization_id: facts.organizationId,
+          key_prefix: facts.keyPrefix,
+        },
+        'request',
+      );
+    },
+  });
+}
+
+/** Builds `answerSearchRequest` over the given keys, indexes and limits (no uWS: tests call it directly). */
+export function createSearchPipeline(deps: Omit<PublicAppDeps, 'uws' | 'metrics'>): SearchPipeline {
+  const { keys, indexes, logger } = deps;
   const rateLimiter = deps.rateLimiter ?? null;
   const common = commonHeaders(deps.sunsetAt);
 
-  return uws.App().any('/*', (res: HttpResponse, req: HttpRequest) => {
-    let ex: Exchange | null = null;
-    try {
-      ex = serve(res, req);
-    } catch (thrown) {
-      // Last line of defence: something outside the per-request error handling threw. uWS
-      // terminates the process if the handler returns without answering, so answer (or close).
-      logger.error({ request_id: ex?.requestId ?? null, err: thrown }, 'unexpected error in the request handler');
-      try {
-        if (!answered(res)) sendError(ex ?? { res, requestId: randomUUID(), head: false, aborted: false }, common, new HttpError(500));
-      } catch {
-        try {
-          res.close();
-        } catch {
-          /* already closed */
-        }
-      }
-    }
-  });
+  return function answerSearchRequest(req: RequestIn): SearchAnswer | Promise<SearchAnswer> {
+    const requestId = requestIdFor(req.headers['x-request-id'] ?? '');
+    return respond(req, requestId, true);
+  };
 
-  /** Whether a response was already ended or handed to backpressure on this res. */
-  function answered(res: HttpResponse): boolean {
-    return (res as HttpResponse & { [ANSWERED]?: boolean })[ANSWERED] === true;
-  }
-
-  function serve(res: HttpResponse, req: HttpRequest): Exchange {
-    const startedAt = process.hrtime.bigint();
-    // Copy everything needed from req now: it is invalid once this handler returns.
-    const method = req.getCaseSensitiveMethod();
-    const path = req.getUrl();
-    const query = req.getQuery() ?? '';
-    const authorization = req.getHeader('authorization');
-    let headerChars = 0;
-    req.forEach((k, v) => {
-      headerChars += k.length + v.length + 4;
-    });
-    const ex: Exchange = { res, requestId: requestIdFor(req.getHeader('x-request-id')), head: method === 'HEAD', aborted: false };
-    return respond(ex, startedAt, method, path, query, authorization, headerChars, true);
-  }
-
-  /** Answers from the copied request; `allowLookup` false once the key's store lookup has settled. */
-  function respond(
-    ex: Exchange, startedAt: bigint, method: string, path: string, query: string, authorization: string, headerChars: number, allowLookup: boolean,
-  ): Exchange {
-    const res = ex.res;
+  /** Answers the copied request; `allowLookup` false once the key's store lookup has settled. */
+  function respond(req: RequestIn, requestId: string, allowLookup: boolean): SearchAnswer | Promise<SearchAnswer> {
+    const { method, path, query } = req;
+    const head = method === 'HEAD';
     const outcome: Outcome = { organizationId: null, keyPrefix: null };
-    let status = 200;
-    let body: Uint8Array | null = null;
-    let error: HttpError | null = null;
+    let answer: Answer;
     try {
       const targetChars = path.length + (query.length > 0 ? query.length + 1 : 0);
-      body = handle(method, path, query, authorization, targetChars, headerChars, outcome, allowLookup);
+      const body = handle(method, path, query, req.headers.authorization ?? '', targetChars, req.headerChars, outcome, allowLookup);
+      answer = answerOf(requestId, head, common, 200, body);
     } catch (thrown) {
       if (thrown instanceof AwaitingKeyLookup) {
-        // uWS terminates the process if the handler returns unanswered without onAborted.
-        res.onAborted(() => {
-          ex.aborted = true;
-        });
-        inFlight.add();
         const again = () => {
-          try {
-            respond(ex, startedAt, method, path, query, authorization, headerChars, false);
-          } catch (late) {
-            logger.error({ request_id: ex.requestId, err: late }, 'unexpected error after a key lookup');
-            try {
-              if (!ex.aborted) res.close();
-            } catch {
-              /* already closed */
-            }
-          } finally {
-            inFlight.done();
-          }
+          const later = respond(req, requestId, false) as SearchAnswer;
+          // Another lookup settling in the same tick may search before this body is written.
+          return typeof later.body === 'string' ? later : { ...later, body: Buffer.from(later.body) };
         };
-        thrown.lookup.then(again, again);
-        return ex;
+        return thrown.lookup.then(again, again);
       }
-      error = toHttpError(thrown, logger, ex.requestId);
-      status = error.status;
+      answer = errorAnswer(requestId, head, common, toHttpError(thrown, logger, requestId));
     }
-    try {
-      (res as HttpResponse & { [ANSWERED]?: boolean })[ANSWERED] = true;
-      if (error) sendError(ex, common, error);
-      else send(ex, common, 200, body!);
-    } catch (thrown) {
-      // Writing itself failed: nothing sensible can reach the client any more; never leave the
-      // response unanswered (uWS would terminate the process).
-      logger.error({ request_id: ex.requestId, err: thrown }, 'failed to write a response');
-      status = 500;
-      try {
-        res.close();
-      } catch {
-        /* already closed */
-      }
-    }
-    metrics.observe('public', status, startedAt);
-    logger.info(
-      {
-        request_id: ex.requestId,
-        method,
-        path: path.length > 256 ? path.slice(0, 256) + '...' : path,
-        status,
-        duration_ms: Number(process.hrtime.bigint() - startedAt) / 1e6,
-        organization_id: outcome.organizationId,
-        key_prefix: outcome.keyPrefix,
-      },
-      'request',
-    );
-    return ex;
+    return { ...answer, organizationId: outcome.organizationId, keyPrefix: outcome.keyPrefix };
   }
 
   /** The CONTRACT 5 order: route, 401, 403 scope, 400, 403 organization, 421 other shard, then the search. */

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Answer } from './answer.js';
 import type { HttpError } from './errors.js';
 import type { HttpResponse } from './uws.js';
 
@@ -26,12 +27,9 @@ export function requestIdFor(header: string): string {
   return REQUEST_ID.test(header) ? header : randomUUID();
 }
 
-/** One response on its way out: what was copied from the request, and whether the client left. */
+/** One response on its way out, and whether the client left. */
 export interface Exchange {
   readonly res: HttpResponse;
-  readonly requestId: string;
-  /** HEAD: headers of the would-be response, no body */
-  readonly head: boolean;
   aborted: boolean;
 }
 
@@ -75,34 +73,19 @@ class InFlight {
 export const inFlight = new InFlight();
 
 /**
- * Writes a whole response. Safe to call after an await (it corks) and after an abort (it does
- * nothing). HEAD gets the same headers, Content-Length included, and no body. The body goes out
- * with backpressure (see writeBody).
+ * Writes a whole answer. Safe to call after an await (it corks) and after an abort (it does
+ * nothing). The body goes out with backpressure (see writeBody).
  */
-export function send(
-  ex: Exchange,
-  common: CommonHeaders,
-  status: number,
-  body: string | Uint8Array,
-  contentType = JSON_TYPE,
-  extra: ReadonlyArray<readonly [string, string]> = [],
-): void {
+export function writeAnswer(ex: Exchange, answer: Answer): void {
   if (ex.aborted) return;
   const res = ex.res;
   res.cork(() => {
-    res.writeStatus(STATUS_LINES[status] ?? `${status} Unknown`);
-    res.writeHeader('Content-Type', contentType);
-    for (const [k, v] of common.pairs) res.writeHeader(k, v);
-    res.writeHeader('X-Request-Id', ex.requestId);
-    for (const [k, v] of extra) res.writeHeader(k, v);
-    if (ex.head) {
-      // endWithoutBody(length) of this uWS build never completes the response; the explicit
-      // header plus endWithoutBody() does.
-      res.writeHeader('Content-Length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength));
-      res.endWithoutBody();
-    } else {
-      writeBody(ex, body);
-    }
+    res.writeStatus(STATUS_LINES[answer.status] ?? `${answer.status} Unknown`);
+    for (const [k, v] of answer.headers) res.writeHeader(k, v);
+    // endWithoutBody(length) of this uWS build never completes the response; the explicit
+    // Content-Length header (in answer.headers) plus endWithoutBody() does.
+    if (answer.head) res.endWithoutBody();
+    else writeBody(ex, answer.body);
   });
 }
 
@@ -156,9 +139,4 @@ export function renderError(err: HttpError, requestId: string): string {
   };
   if (err.status === 400) body.details = err.details ?? [];
   return JSON.stringify(body);
-}
-
-/** Sends an HttpError with its status and extra headers. */
-export function sendError(ex: Exchange, common: CommonHeaders, err: HttpError): void {
-  send(ex, common, err.status, renderError(err, ex.requestId), JSON_TYPE, err.headers);
 }

@@ -29,7 +29,7 @@ export function tempDataDir(): { dir: string; cleanup: () => void } {
 /** Environment for children: the parent's, minus anything that could point at a real deployment. */
 export function baseEnv(extra: Record<string, string | undefined>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const k of ['PORT', 'HOST', 'ADMIN_PORT', 'ADMIN_HOST', 'REDIS_URL', 'DATA_DIR', 'LOG_LEVEL', 'SUNSET_AT', 'NODE_OPTIONS', 'RATE_LIMIT_RPS', 'RATE_LIMIT_BURST', 'SHUTDOWN_TIMEOUT_MS', 'INDEX_BUILD_THREAD']) delete env[k];
+  for (const k of ['PORT', 'HOST', 'ADMIN_PORT', 'ADMIN_HOST', 'REDIS_URL', 'DATA_DIR', 'LOG_LEVEL', 'SUNSET_AT', 'NODE_OPTIONS', 'RATE_LIMIT_RPS', 'RATE_LIMIT_BURST', 'SHUTDOWN_TIMEOUT_MS', 'INDEX_BUILD_THREAD', 'SERVER_THREADS', 'SERVING_THREAD_FAULT_HOOK']) delete env[k];
   for (const [k, v] of Object.entries(extra)) if (v !== undefined) env[k] = v;
   return env;
 }

@@ -1,0 +1,104 @@
+import type { Answer, RequestIn } from './answer.js';
+import { HttpError } from './errors.js';
+import { type CommonHeaders, type Exchange, inFlight, requestIdFor } from './respond.js';
+import { errorAnswer } from './answer.js';
+import { writeAnswer } from './respond.js';
+import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
+import type { Logger } from 'pino';
+
+/** A listener's pipeline, and what it does once a response went out (metrics, log line). */
+export interface Listener {
+  /** Answers now, or later (a store lookup, an admin reload); never rejects on purpose. */
+  answer(req: RequestIn): Answer | Promise<Answer>;
+  /** Called once per request: `status` is what was sent (500 when writing the answer failed). */
+  done(req: RequestIn, answer: Answer, status: number, startedAt: bigint, aborted: boolean): void;
+  /** headers of the last-resort 500 */
+  common: CommonHeaders;
+  logger: Logger;
+}
+
+/**
+ * The one bridge between uWS and a pipeline, used by both listeners: copies the request (it is
+ * invalid once the handler returns), writes the answer, and keeps uWS's rules: a handler answers
+ * before returning or attaches onAborted first; writes after an await are corked (writeAnswer).
+ */
+export function serveWith(app: TemplatedApp, listener: Listener): TemplatedApp {
+  const { logger, common } = listener;
+  return app.any('/*', (res: HttpResponse, req: HttpRequest) => {
+    const startedAt = process.hrtime.bigint();
+    const request = copyRequest(req);
+    const ex: Exchange = { res, aborted: false };
+    let result: Answer | Promise<Answer>;
+    try {
+      result = listener.answer(request);
+    } catch (thrown) {
+      // Last line of defence: the pipeline turns its own errors into answers; this is a bug.
+      const requestId = requestIdFor(request.headers['x-request-id'] ?? '');
+      logger.error({ request_id: requestId, err: thrown }, 'unexpected error in the request handler');
+      result = errorAnswer(requestId, request.method === 'HEAD', common, new HttpError(500));
+    }
+    if (!(result instanceof Promise)) {
+      finish(ex, request, result, startedAt);
+      return;
+    }
+    // uWS terminates the process if the handler returns unanswered without onAborted.
+    res.onAborted(() => {
+      ex.aborted = true;
+    });
+    // Shutdown waits for it.
+    inFlight.add();
+    result
+      .then(
+        (answer) => finish(ex, request, answer, startedAt),
+        (late: unknown) => {
+          logger.error({ err: late }, 'unexpected error after an asynchronous step');
+          closeQuietly(ex);
+        },
+      )
+      .finally(() => inFlight.done());
+  });
+
+  function finish(ex: Exchange, request: RequestIn, answer: Answer, startedAt: bigint): void {
+    let status = answer.status;
+    try {
+      writeAnswer(ex, answer);
+    } catch (thrown) {
+      // Writing itself failed: nothing sensible can reach the client any more; never leave the
+      // response unanswered (uWS would terminate the process).
+      logger.error({ request_id: answer.requestId, err: thrown }, 'failed to write a response');
+      status = 500;
+      closeQuietly(ex);
+    }
+    try {
+      listener.done(request, answer, status, startedAt, ex.aborted);
+    } catch (thrown) {
+      // The answer is out; a failing log sink or metric must not escape into uWS.
+      try {
+        logger.error({ request_id: answer.requestId, err: thrown }, 'failed to record a response');
+      } catch {
+        /* the logger itself is broken */
+      }
+    }
+  }
+}
+
+function closeQuietly(ex: Exchange): void {
+  try {
+    if (!ex.aborted) ex.res.close();
+  } catch {
+    /* already closed */
+  }
+}
+
+/** Everything a pipeline may read, copied out of `req`. */
+export function copyRequest(req: HttpRequest): RequestIn {
+  // no prototype: a header named __proto__ is just a header
+  const headers: Record<string, string> = Object.create(null) as Record<string, string>;
+  let headerChars = 0;
+  req.forEach((k, v) => {
+    headerChars += k.length + v.length + 4;
+    // uWS getHeader returns the first of repeated headers: keep the first too.
+    if (headers[k] === undefined) headers[k] = v;
+  });
+  return { method: req.getCaseSensitiveMethod(), path: req.getUrl(), query: req.getQuery() ?? '', headers, headerChars };
+}

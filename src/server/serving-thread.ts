@@ -1,0 +1,167 @@
+/**
+ * A serving thread: its own uWS app on the public port (SO_REUSEPORT: the kernel spreads
+ * connections over the threads), answering with the same pipeline as a single-thread server.
+ * Indexes arrive from the main thread as shared sections and are wrapped without a copy; keys are
+ * read through the main thread (it owns the store). An uncaught exception here must not abort the
+ * process (FIELD-NOTES): it is logged, the listen socket closed, and the thread exits; the main
+ * thread replaces it.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { KeyCache } from '../auth/key-cache.js';
+import type { OrgIndex } from '../index/build.js';
+import { createPublicApp } from '../http/public-app.js';
+import { inFlight } from '../http/respond.js';
+import { loadUws, type us_listen_socket } from '../http/uws.js';
+import { createLogger } from '../log/logger.js';
+import { wrapIndex } from '../store/flat-index.js';
+import type { Store } from '../store/store.js';
+import type { FromThread, ServingState, ServingThreadData, ToThread } from './thread-protocol.js';
+
+const port = parentPort!;
+const { config, faultHook } = workerData as ServingThreadData;
+const logger = createLogger(config.logLevel).child({ thread: process.env.SERVING_THREAD_NAME ?? 'serving' });
+const post = (m: FromThread) => port.postMessage(m);
+
+let socket: us_listen_socket | null = null;
+const uws = loadUws();
+
+// Exiting while uWS may still dispatch a request on an open connection terminates the whole
+// process (the handler cannot run, so it "returns without responding"). So a failed thread stops
+// accepting, lets the main thread start its replacement at once, keeps answering the connections
+// it has, and exits once they are gone: uWS closes a connection idle for 10 s.
+const IDLE_CLOSE_MS = 11_000;
+const DYING_MAX_MS = 60_000;
+let dyingSince = 0;
+let lastRequestAt = 0;
+process.on('uncaughtException', (err) => {
+  const first = dyingSince === 0;
+  try {
+    post({ kind: 'crashed', message: String(err?.message ?? err), stack: String(err?.stack ?? '') });
+  } catch {
+    /* the port is gone */
+  }
+  if (!first) return;
+  dyingSince = Date.now();
+  closeListener();
+  setInterval(() => {
+    const quiet = inFlight.count === 0 && Date.now() - lastRequestAt > IDLE_CLOSE_MS;
+    if (quiet || Date.now() - dyingSince > DYING_MAX_MS) process.exit(1);
+  }, 500);
+});
+process.on('unhandledRejection', (err) => logger.error({ err }, 'serving thread: unhandled rejection'));
+
+function closeListener(): void {
+  if (socket === null) return;
+  try {
+    uws.us_listen_socket_close(socket);
+  } catch {
+    /* already closed */
+  }
+  socket = null;
+}
+
+// Key-store calls are answered by the main thread.
+let nextId = 1;
+const calls = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+function call<T>(method: 'listKeys' | 'getKey' | 'touchKeys', args: unknown[]): Promise<T> {
+  const id = nextId++;
+  return new Promise<T>((resolve, reject) => {
+    calls.set(id, { resolve: resolve as (v: unknown) => void, reject });
+    post({ kind: 'store', id, method, args });
+  });
+}
+const keyStore = {
+  listKeys: () => call('listKeys', []),
+  getKey: (prefix: string) => call('getKey', [prefix]),
+  touchKeys: (lastUsed: Map<string, string>) => call('touchKeys', [lastUsed]),
+} as unknown as Store;
+
+const keys = new KeyCache(keyStore, { logger });
+const indexes = new Map<string, OrgIndex>();
+let state: ServingState = { ready: false, unavailable: [] };
+let unavailable = new Map<string, number>();
+
+// Responses are counted here and sent to the main thread's registry in batches.
+let observed: number[] = [];
+const flushObserved = () => {
+  if (observed.length === 0) return;
+  post({ kind: 'observed', pairs: observed });
+  observed = [];
+};
+setInterval(flushObserved, 100).unref();
+
+const app = createPublicApp({
+  uws,
+  keys,
+  logger,
+  sunsetAt: config.sunsetAt,
+  rateLimiter: null,
+  metrics: {
+    observe(_listener, status, startedAt) {
+      lastRequestAt = Date.now();
+      observed.push(status, Number(process.hrtime.bigint() - startedAt) / 1e9);
+    },
+  },
+  indexes: {
+    isReady: () => state.ready,
+    get: (org) => indexes.get(org) ?? null,
+    // the shard of this replica (ORGANIZATIONS), as the main thread's catalog holds it: 421 otherwise
+    holds: (org) => config.organizations === null || config.organizations.has(org),
+    unavailable: (org) => {
+      const s = unavailable.get(org);
+      return s === undefined ? null : { retryAfterSeconds: s };
+    },
+  },
+});
+
+port.on('message', (m: ToThread) => {
+  switch (m.kind) {
+    case 'index':
+      // One Map.set: a request sees the old index or the new one, never a mix.
+      indexes.set(m.organizationId, wrapIndex(m.flat));
+      post({ kind: 'ack', seq: m.seq, keysReady: keys.ready });
+      break;
+    case 'state':
+      state = m.state;
+      unavailable = new Map(m.state.unavailable);
+      post({ kind: 'ack', seq: m.seq, keysReady: keys.ready });
+      break;
+    case 'store-reply': {
+      const c = calls.get(m.id);
+      if (c === undefined) break;
+      calls.delete(m.id);
+      if (m.ok) c.resolve(m.value);
+      else c.reject(new Error(m.message));
+      break;
+    }
+    case 'stop':
+      void stop(m.timeoutMs);
+      break;
+    case 'fault':
+      if (faultHook) setImmediate(() => { throw new Error('serving thread: fault injected by a test'); });
+      break;
+  }
+});
+
+async function stop(timeoutMs: number): Promise<void> {
+  closeListener();
+  const drained = await Promise.race([
+    inFlight.idle().then(() => true),
+    new Promise<false>((resolve) => setTimeout(() => resolve(false), timeoutMs).unref()),
+  ]);
+  await keys.stop().catch(() => undefined);
+  flushObserved();
+  post({ kind: 'stopped', drained });
+  port.close();
+}
+
+await keys.start();
+// Same port as the other threads; the main thread refused a port held by another process before.
+app.listen(config.host, config.port, (s) => {
+  if (s) {
+    socket = s;
+    post({ kind: 'listening' });
+  } else {
+    post({ kind: 'listen-failed', message: `http: cannot listen on ${config.host}:${config.port} (in use or not permitted)` });
+  }
+});

@@ -1,0 +1,226 @@
+/**
+ * The main thread's side of SERVER_THREADS > 1: starts the serving threads, shares each loaded
+ * index with them (SharedArrayBuffer sections: no copy), answers their key-store calls (the main
+ * thread owns the store), adds their response counts to the one metrics registry, replaces a
+ * thread that died, and drains them all on shutdown.
+ */
+import { Worker } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import type { BuiltIndex } from '../catalog/index-builder.js';
+import type { Config } from '../config/config.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { type FlatIndex, flattenIndex, shareFlat } from '../store/flat-index.js';
+import type { Store } from '../store/store.js';
+import type { FromThread, ServingState, ToThread } from './thread-protocol.js';
+
+/** Where the serving thread's entry module is (a compiled dist/ build points it at .js). */
+export function servingThreadEntry(): string {
+  return new URL('./serving-thread.ts', import.meta.url).href;
+}
+
+export interface ThreadPoolDeps {
+  config: Config;
+  store: Store;
+  metrics: Metrics;
+  logger: Logger;
+  /** the catalog's state, read when it is posted (every 250 ms and after each load) */
+  state: () => ServingState;
+  faultHook?: boolean;
+}
+
+interface Slot {
+  name: string;
+  worker: Worker;
+  /** last seq the thread acknowledged */
+  acked: number;
+  keysReady: boolean;
+  listening: boolean;
+  stopping: boolean;
+  /** a replacement was started (the thread reported a crash, or exited) */
+  replaced: boolean;
+}
+
+const STATE_MS = 250;
+
+export class ThreadPool {
+  private readonly slots: Slot[] = [];
+  private readonly flats = new Map<string, { version: number; flat: FlatIndex }>();
+  private readonly waiters: Array<{ seq: number; resolve: () => void }> = [];
+  private seq = 0;
+  private stopping = false;
+  private lastState: ServingState = { ready: false, unavailable: [] };
+  private timer: NodeJS.Timeout | null = null;
+
+  private readonly deps: ThreadPoolDeps;
+  private syncedReady = false;
+
+  constructor(deps: ThreadPoolDeps) {
+    this.deps = deps;
+  }
+
+  /** Starts every thread; resolves once all listen (rejects if one cannot). */
+  async start(): Promise<void> {
+    const n = this.deps.config.serverThreads;
+    await Promise.all(Array.from({ length: n }, (_, i) => this.spawn(i)));
+    this.timer = setInterval(() => void this.postState(), STATE_MS);
+    this.timer.unref();
+  }
+
+  /** True once every thread has the catalog's ready state and its keys loaded. */
+  get ready(): boolean {
+    return this.syncedReady && this.slots.every((s) => s.keysReady);
+  }
+
+  /** Shares a newly loaded version with every thread; resolves once each has swapped it in. */
+  async loaded(organizationId: string, version: number, built: BuiltIndex): Promise<void> {
+    // An index built on this thread (tests' builder) has no shared sections yet: make them once.
+    const flat = built.flat ?? shareFlat(flattenIndex(built.index));
+    this.flats.set(organizationId, { version, flat });
+    const seq = ++this.seq;
+    for (const s of this.slots) s.worker.postMessage({ kind: 'index', seq, organizationId, version, flat } satisfies ToThread);
+    await this.acked(seq);
+    await this.postState();
+  }
+
+  /** Posts the catalog's state to every thread and waits for them to apply it. */
+  async postState(): Promise<void> {
+    const state = this.deps.state();
+    const seq = ++this.seq;
+    this.lastState = state;
+    for (const s of this.slots) s.worker.postMessage({ kind: 'state', seq, state } satisfies ToThread);
+    await this.acked(seq);
+    this.syncedReady = state.ready;
+  }
+
+  /** A test hook: makes thread `i` throw an uncaught exception. */
+  fault(i: number): void {
+    this.slots[i]?.worker.postMessage({ kind: 'fault' } satisfies ToThread);
+  }
+
+  /** Closes every listener, waits (bounded) for each thread's responses in flight, then ends them. */
+  async stop(timeoutMs: number): Promise<boolean> {
+    this.stopping = true;
+    if (this.timer) clearInterval(this.timer);
+    const results = await Promise.all(
+      this.slots.map(
+        (s) =>
+          new Promise<boolean>((resolve) => {
+            s.stopping = true;
+            s.worker.once('message', function onStopped(this: Worker, m: FromThread) {
+              if (m.kind === 'stopped') resolve(m.drained);
+            });
+            s.worker.once('exit', () => resolve(false));
+            s.worker.postMessage({ kind: 'stop', timeoutMs } satisfies ToThread);
+            setTimeout(() => resolve(false), timeoutMs + 1000).unref();
+          }),
+      ),
+    );
+    await Promise.all(this.slots.map((s) => s.worker.terminate().catch(() => undefined)));
+    return results.every(Boolean);
+  }
+
+  /** Resolves once every live thread acknowledged `seq` (a thread that dies is replaced with everything). */
+  private acked(seq: number): Promise<void> {
+    if (this.slots.every((s) => s.acked >= seq)) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ seq, resolve }));
+  }
+
+  private wake(): void {
+    const min = Math.min(...this.slots.map((s) => s.acked));
+    for (let i = this.waiters.length - 1; i >= 0; i--) {
+      if (this.waiters[i].seq <= min) this.waiters.splice(i, 1)[0].resolve();
+    }
+  }
+
+  private spawn(i: number): Promise<void> {
+    const name = `serving-${i}`;
+    const tsxApi = import.meta.resolve('tsx/esm/api');
+    const entry = servingThreadEntry();
+    // As the build worker: tsx's loader is registered before the TypeScript entry is imported.
+    const boot = `import(${JSON.stringify(tsxApi)}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); })`;
+    const worker = new Worker(boot, {
+      eval: true,
+      execArgv: [],
+      name,
+      env: { ...process.env, SERVING_THREAD_NAME: name },
+      workerData: { config: this.deps.config, faultHook: this.deps.faultHook === true },
+    });
+    // A new thread starts with the current seq: everything posted before is re-sent below.
+    const slot: Slot = { name, worker, acked: this.seq, keysReady: false, listening: false, stopping: false, replaced: false };
+    this.slots[i] = slot;
+    for (const [organizationId, { version, flat }] of this.flats) {
+      worker.postMessage({ kind: 'index', seq: this.seq, organizationId, version, flat } satisfies ToThread);
+    }
+    worker.postMessage({ kind: 'state', seq: this.seq, state: this.lastState } satisfies ToThread);
+    return new Promise<void>((resolve, reject) => {
+      worker.on('message', (m: FromThread) => {
+        switch (m.kind) {
+          case 'listening':
+            slot.listening = true;
+            resolve();
+            break;
+          case 'listen-failed':
+            reject(new Error(m.message));
+            break;
+          case 'ack':
+            slot.acked = Math.max(slot.acked, m.seq);
+            slot.keysReady = m.keysReady;
+            this.wake();
+            break;
+          case 'store':
+            this.storeCall(worker, m.id, m.method, m.args);
+            break;
+          case 'observed':
+            for (let k = 0; k + 1 < m.pairs.length; k += 2) {
+              this.deps.metrics.requests.inc({ listener: 'public', status: String(m.pairs[k]) });
+              this.deps.metrics.latency.observe({ listener: 'public' }, m.pairs[k + 1]);
+            }
+            break;
+          case 'stopped':
+            break;
+          case 'crashed':
+            this.deps.logger.error({ thread: name, err: { message: m.message, stack: m.stack } }, 'serving thread: uncaught exception; it closed its listener and exits once its connections are gone');
+            this.replace(i, slot, 'crashed');
+            break;
+        }
+      });
+      worker.on('error', (err) => this.deps.logger.error({ err, thread: name }, 'serving thread failed'));
+      worker.on('exit', (code) => {
+        if (!slot.listening) reject(new Error(`serving thread ${name} exited with code ${code} before listening`));
+        this.replace(i, slot, `exited with code ${code}`);
+      });
+    });
+  }
+
+  /** Starts a new thread in slot i, once per failed thread (it reports a crash, then exits later). */
+  private replace(i: number, slot: Slot, why: string): void {
+    if (slot.replaced || this.stopping || slot.stopping || !slot.listening || this.slots[i] !== slot) return;
+    slot.replaced = true;
+    const started = Date.now();
+    this.deps.logger.error({ thread: slot.name, why }, 'serving thread failed; replacing it');
+    this.spawn(i).then(
+      () => {
+        this.wake();
+        this.deps.logger.info({ thread: slot.name, ms: Date.now() - started }, 'serving thread replaced');
+      },
+      (err: Error) => this.deps.logger.error({ err: err.message, thread: slot.name }, 'serving thread could not be replaced'),
+    );
+  }
+
+  private storeCall(worker: Worker, id: number, method: 'listKeys' | 'getKey' | 'touchKeys', args: unknown[]): void {
+    const store = this.deps.store;
+    const run =
+      method === 'listKeys' ? store.listKeys() : method === 'getKey' ? store.getKey(args[0] as string) : store.touchKeys(args[0] as Map<string, string>);
+    run.then(
+      (value) => post({ kind: 'store-reply', id, ok: true, value }),
+      (err: unknown) => post({ kind: 'store-reply', id, ok: false, message: (err as Error)?.message ?? String(err) }),
+    );
+    function post(m: ToThread): void {
+      try {
+        worker.postMessage(m);
+      } catch {
+        /* the thread is gone */
+      }
+    }
+  }
+}

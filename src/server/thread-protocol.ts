@@ -1,0 +1,42 @@
+/**
+ * Messages between the main thread and the serving threads (src/server/thread-pool.ts,
+ * src/server/serving-thread.ts). Indexes travel as FlatIndex: their sections are
+ * SharedArrayBuffer-backed, so posting one shares the memory, it does not copy it.
+ */
+import type { Config } from '../config/config.js';
+import type { FlatIndex } from '../store/flat-index.js';
+
+/** What a serving thread starts with. */
+export interface ServingThreadData {
+  config: Config;
+  /** set by tests only: the thread throws on a `fault` message */
+  faultHook: boolean;
+}
+
+/** The catalog's state as a serving thread answers from it. */
+export interface ServingState {
+  ready: boolean;
+  /** organizations that failed to load and have no older version in memory, with their Retry-After */
+  unavailable: Array<[organizationId: string, retryAfterSeconds: number]>;
+}
+
+export type ToThread =
+  | { kind: 'index'; seq: number; organizationId: string; version: number; flat: FlatIndex }
+  | { kind: 'state'; seq: number; state: ServingState }
+  | { kind: 'store-reply'; id: number; ok: true; value: unknown }
+  | { kind: 'store-reply'; id: number; ok: false; message: string }
+  | { kind: 'stop'; timeoutMs: number }
+  | { kind: 'fault' };
+
+export type FromThread =
+  | { kind: 'listening' }
+  | { kind: 'listen-failed'; message: string }
+  /** `seq` of an index or state message, applied; `keysReady` once the thread's key cache has loaded */
+  | { kind: 'ack'; seq: number; keysReady: boolean }
+  /** a key-store call made on the thread's behalf by the main thread (it owns the store) */
+  | { kind: 'store'; id: number; method: 'listKeys' | 'getKey' | 'touchKeys'; args: unknown[] }
+  /** responses since the last batch: [status, seconds] pairs */
+  | { kind: 'observed'; pairs: number[] }
+  | { kind: 'stopped'; drained: boolean }
+  /** an uncaught exception: the thread closed its listener and exits (logged by the main thread, whose log survives) */
+  | { kind: 'crashed'; message: string; stack: string };
