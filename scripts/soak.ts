@@ -173,8 +173,9 @@ async function one(i: number, useRotating: boolean): Promise<void> {
   const idleMs = Date.now() - lastUsed[i];
   let out = await pool[i].request(rawGet(t.path, [['Authorization', `Bearer ${key}`]]), { timeoutMs: 10_000 });
   // The keep-alive race every HTTP client meets: the server closes an idle connection (uWS: 10 s)
-  // as the request goes out, before a byte of answer. A GET may be retried (RFC 9110 9.2.2), once.
-  if (out.kind === 'closed' && out.partial.length === 0 && idleMs >= 9000) {
+  // as the request goes out, before a byte of answer (seen from 8 s idle on: its timer ticks
+  // coarsely). A GET may be retried (RFC 9110 9.2.2), once.
+  if (out.kind === 'closed' && out.partial.length === 0 && idleMs >= 5000) {
     idleCloseRetries++;
     pool[i] = new RawConnection(port);
     out = await pool[i].request(rawGet(t.path, [['Authorization', `Bearer ${key}`]]), { timeoutMs: 10_000 });
