@@ -111,6 +111,7 @@ export class Catalog {
   async start(): Promise<void> {
     const summary = await this.enqueue(() => this.load(null, true));
     this.ready = true;
+    this.builder.serving = true;
     this.log.info({ organizations: this.indexes.size, failed: summary.failed.length, seconds: this.lastReloadSeconds }, 'catalog: snapshots loaded');
     if (this.store.signals) {
       this.unsubscribe = await this.store.signals.subscribe((req) => this.onRequest(req), () => this.poll());
