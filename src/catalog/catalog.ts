@@ -171,6 +171,8 @@ export class Catalog {
     } catch (err) {
       this.storeState(err as Error);
     }
+    // Cold start read snapshots on this thread (fastest); from now on loads go through the worker.
+    this.builder.serving = true;
     // In tests with a live store, start() resolving means joined too (the CLI can reach it).
     await Promise.race([joined, new Promise((r) => setTimeout(r, this.opts.heartbeatMs).unref())]);
   }

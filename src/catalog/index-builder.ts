@@ -94,6 +94,12 @@ export class IndexBuilder {
 
   /** 'worker' or 'main': where the next build runs. */
   private where: 'snapshot' | 'worker' | 'main' | null = null;
+  /**
+   * Set once the server answers requests. Before (cold start) a snapshot is read right here:
+   * fastest, nothing to protect. After, the worker reads it, so the request thread only
+   * rebuilds the dictionary (measured at 1M: reload p99 12.9x steady when read here).
+   */
+  serving = false;
 
   /**
    * How the last load went: 'snapshot' (a format-2 snapshot read as stored, no build), 'worker'
@@ -113,7 +119,7 @@ export class IndexBuilder {
   }
 
   async load(ref: SnapshotRef): Promise<BuiltIndex> {
-    if (this.build === null) {
+    if (this.build === null && (!this.serving || this.buildsIn() === 'main')) {
       // A format-2 snapshot is read, verified and copied into shared memory right here, one
       // chunk per step with the event loop free between them; only the dictionaries are rebuilt,
       // in slices. Measured faster and leaner than a worker (whose start alone took 1-2 s, and
