@@ -106,7 +106,7 @@ export class ThreadPool {
         (s) =>
           new Promise<boolean>((resolve) => {
             s.stopping = true;
-            s.worker.once('message', function onStopped(this: Worker, m: FromThread) {
+            s.worker.on('message', (m: FromThread) => {
               if (m.kind === 'stopped') resolve(m.drained);
             });
             s.worker.once('exit', () => resolve(false));
@@ -115,7 +115,8 @@ export class ThreadPool {
           }),
       ),
     );
-    await Promise.all(this.slots.map((s) => s.worker.terminate().catch(() => undefined)));
+    // No worker.terminate(): tearing down a thread whose uWS loop still has connections (an idle
+    // keep-alive one) aborts the process; the caller's process.exit ends them all at once.
     return results.every(Boolean);
   }
 
