@@ -26,13 +26,12 @@ let socket: us_listen_socket | null = null;
 const uws = loadUws();
 
 // Exiting while uWS may still dispatch a request on an open connection terminates the whole
-// process (the handler cannot run, so it "returns without responding"). So a failed thread stops
-// accepting, lets the main thread start its replacement at once, keeps answering the connections
-// it has, and exits once they are gone: uWS closes a connection idle for 10 s.
-const IDLE_CLOSE_MS = 11_000;
-const DYING_MAX_MS = 60_000;
+// process (the handler cannot run, so it "returns without responding"), and ending a worker
+// whose loop holds connections aborts it. So a failed thread stops accepting, lets the main
+// thread start its replacement at once, finishes the answers being written (at most 5 s),
+// closes all its connections, then exits.
+const DYING_MAX_MS = 5_000;
 let dyingSince = 0;
-let lastRequestAt = 0;
 process.on('uncaughtException', (err) => {
   const first = dyingSince === 0;
   try {
@@ -43,12 +42,29 @@ process.on('uncaughtException', (err) => {
   if (!first) return;
   dyingSince = Date.now();
   closeListener();
-  setInterval(() => {
-    const quiet = inFlight.count === 0 && Date.now() - lastRequestAt > IDLE_CLOSE_MS;
-    if (quiet || Date.now() - dyingSince > DYING_MAX_MS) process.exit(1);
-  }, 500);
+  // Answers being written finish (bounded), then every connection of this thread is closed.
+  const timer = setInterval(() => {
+    if (inFlight.count > 0 && Date.now() - dyingSince < DYING_MAX_MS) return;
+    clearInterval(timer);
+    closeApp();
+    setTimeout(() => process.exit(1), 50);
+  }, 100);
 });
 process.on('unhandledRejection', (err) => logger.error({ err }, 'serving thread: unhandled rejection'));
+
+/**
+ * Closes every connection of this thread's app (the native App has close(); the typings lack
+ * it). A worker whose uWS loop still holds a connection when it ends (an idle keep-alive) aborts
+ * the whole process (uv_loop_close with open handles), so this runs before any exit.
+ */
+function closeApp(): void {
+  closeListener();
+  try {
+    (app as unknown as { close(): void }).close();
+  } catch {
+    /* already closed */
+  }
+}
 
 function closeListener(): void {
   if (socket === null) return;
@@ -98,7 +114,6 @@ const app = createPublicApp({
   rateLimiter: null,
   metrics: {
     observe(_listener, status, startedAt) {
-      lastRequestAt = Date.now();
       observed.push(status, Number(process.hrtime.bigint() - startedAt) / 1e9);
     },
   },
@@ -151,6 +166,7 @@ async function stop(timeoutMs: number): Promise<void> {
   ]);
   await keys.stop().catch(() => undefined);
   flushObserved();
+  closeApp();
   post({ kind: 'stopped', drained });
   port.close();
 }

@@ -41,6 +41,8 @@ interface Slot {
 }
 
 const STATE_MS = 250;
+// A key set read from the store is reused for the threads' refreshes within this window.
+const KEY_LIST_REUSE_MS = 250;
 
 export class ThreadPool {
   private readonly slots: Slot[] = [];
@@ -53,6 +55,7 @@ export class ThreadPool {
 
   private readonly deps: ThreadPoolDeps;
   private syncedReady = false;
+  private keyList: { at: number; value: Promise<unknown> } | null = null;
 
   constructor(deps: ThreadPoolDeps) {
     this.deps = deps;
@@ -106,7 +109,7 @@ export class ThreadPool {
         (s) =>
           new Promise<boolean>((resolve) => {
             s.stopping = true;
-            s.worker.once('message', function onStopped(this: Worker, m: FromThread) {
+            s.worker.on('message', (m: FromThread) => {
               if (m.kind === 'stopped') resolve(m.drained);
             });
             s.worker.once('exit', () => resolve(false));
@@ -115,7 +118,8 @@ export class ThreadPool {
           }),
       ),
     );
-    await Promise.all(this.slots.map((s) => s.worker.terminate().catch(() => undefined)));
+    // No worker.terminate(): tearing down a thread whose uWS loop still has connections (an idle
+    // keep-alive one) aborts the process; the caller's process.exit ends them all at once.
     return results.every(Boolean);
   }
 
@@ -207,10 +211,26 @@ export class ThreadPool {
     );
   }
 
+  /**
+   * Every thread refreshes its keys each second: one store read serves the threads that ask within
+   * KEY_LIST_REUSE_MS, so N threads do not read the key set N times a second.
+   */
+  private listKeysShared(): Promise<unknown> {
+    const now = Date.now();
+    if (this.keyList !== null && now - this.keyList.at < KEY_LIST_REUSE_MS) return this.keyList.value;
+    const value = this.deps.store.listKeys();
+    const entry = { at: now, value };
+    this.keyList = entry;
+    value.catch(() => {
+      if (this.keyList === entry) this.keyList = null;
+    });
+    return value;
+  }
+
   private storeCall(worker: Worker, id: number, method: 'listKeys' | 'getKey' | 'touchKeys', args: unknown[]): void {
     const store = this.deps.store;
     const run =
-      method === 'listKeys' ? store.listKeys() : method === 'getKey' ? store.getKey(args[0] as string) : store.touchKeys(args[0] as Map<string, string>);
+      method === 'listKeys' ? this.listKeysShared() : method === 'getKey' ? store.getKey(args[0] as string) : store.touchKeys(args[0] as Map<string, string>);
     run.then(
       (value) => post({ kind: 'store-reply', id, ok: true, value }),
       (err: unknown) => post({ kind: 'store-reply', id, ok: false, message: (err as Error)?.message ?? String(err) }),
