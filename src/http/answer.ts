@@ -1,4 +1,4 @@
-import { HttpError } from './errors.js';
+import type { HttpError } from './errors.js';
 import { type CommonHeaders, JSON_TYPE, renderError } from './respond.js';
 
 /** What a listener's pipeline reads of a request: copied from uWS before the handler returns. */

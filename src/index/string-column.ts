@@ -1,4 +1,5 @@
 // what JSON.stringify escapes in a well-formed string: '"', '\\' and C0 controls
+// biome-ignore lint/suspicious/noControlCharactersInRegex: C0 controls are what JSON escapes, on purpose
 const NEEDS_ESCAPE = /["\\\u0000-\u001f]/;
 
 // any surrogate code unit (no `u` flag): only such strings can hold a lone one
