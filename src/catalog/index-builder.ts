@@ -5,23 +5,19 @@
  * snapshot needs its index built: off the request path, in a worker thread that opens its own
  * connection to the same store and hands the flat index back in shared memory (no copy).
  *
- * Compiled (`dist/`), the worker runs build-worker.js. From source, it runs TypeScript through
- * tsx's API registered inside it, so it works whether the server runs as `tsx src/main.ts` or
- * `node --import tsx src/main.ts`. When it cannot start, the
- * builder logs that once and builds on the main thread instead.
+ * The worker starts through startModuleWorker (compiled or through tsx). When it cannot start,
+ * the builder logs that once and builds on the main thread instead.
  */
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { setImmediate as yieldToRequests } from 'node:timers/promises';
 import type { OrgIndex } from '../index/org-index.js';
 import type { OrgData } from '../model/records.js';
 import { type FlatIndex, wrapIndex, wrapIndexAsync } from '../store/flat-index.js';
 import { OlderFormatError, type SnapshotRef, type Store } from '../store/store.js';
 import type { WorkerReply, WorkerRequest } from './worker-protocol.js';
-
-/** Running from `dist/` (`npm run build`): the worker is plain JavaScript, tsx is not needed (nor installed). */
-const COMPILED = import.meta.url.endsWith('.js');
+import { startModuleWorker } from '../runtime/module-worker.js';
 
 /** A loaded snapshot's index and the counts the Catalog reports. */
 export interface BuiltIndex {
@@ -40,11 +36,6 @@ export interface BuilderLogger {
 interface Pending {
   resolve: (b: BuiltIndex) => void;
   reject: (e: Error) => void;
-}
-
-/** Where the worker's entry module is (kept in one place: a compiled dist/ build points it at .js). */
-export function workerEntry(): string {
-  return new URL('./build-worker.ts', import.meta.url).href;
 }
 
 /**
@@ -177,17 +168,7 @@ export class IndexBuilder {
     if (this.worker) return this.worker;
     let worker: Worker;
     try {
-      const options = { execArgv: [], workerData: { env: this.env }, name: 'index-build' };
-      if (COMPILED) {
-        worker = new Worker(new URL('./build-worker.js', import.meta.url), options);
-      } else {
-        const tsxApi = import.meta.resolve('tsx/esm/api');
-        const entry = workerEntry();
-        // tsx's loader is registered inside the worker before the TypeScript entry is imported:
-        // `execArgv: ['--import', 'tsx']` does not apply to a worker's entry point on Node 20.
-        const boot = `import(${JSON.stringify(tsxApi)}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); })`;
-        worker = new Worker(boot, { ...options, eval: true });
-      }
+      worker = startModuleWorker(import.meta.url, 'build-worker', { execArgv: [], workerData: { env: this.env }, name: 'index-build' });
     } catch (err) {
       this.giveUp(err as Error);
       return null;

@@ -4,19 +4,15 @@
  * thread owns the store), adds their response counts to the one metrics registry, replaces a
  * thread that died, and drains them all on shutdown.
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { BuiltIndex } from '../catalog/index-builder.js';
 import type { Config } from '../config/config.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { type FlatIndex, flattenIndex, shareFlat } from '../store/flat-index.js';
 import type { Store } from '../store/store.js';
+import { startModuleWorker } from '../runtime/module-worker.js';
 import type { FromThread, ServingState, ToThread } from './thread-protocol.js';
-
-/** Where the serving thread's entry module is (a compiled dist/ build points it at .js). */
-export function servingThreadEntry(): string {
-  return new URL('./serving-thread.ts', import.meta.url).href;
-}
 
 export interface ThreadPoolDeps {
   config: Config;
@@ -138,12 +134,7 @@ export class ThreadPool {
 
   private spawn(i: number): Promise<void> {
     const name = `serving-${i}`;
-    const tsxApi = import.meta.resolve('tsx/esm/api');
-    const entry = servingThreadEntry();
-    // As the build worker: tsx's loader is registered before the TypeScript entry is imported.
-    const boot = `import(${JSON.stringify(tsxApi)}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); })`;
-    const worker = new Worker(boot, {
-      eval: true,
+    const worker = startModuleWorker(import.meta.url, 'serving-thread', {
       execArgv: [],
       name,
       env: { ...process.env, SERVING_THREAD_NAME: name },
