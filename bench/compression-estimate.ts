@@ -15,7 +15,10 @@ const n = flat.messageCount;
 let post = 0;
 for (let e = 0; e + 1 < s.entryPostStart.length; e++) {
   let prev = 0;
-  for (let p = s.entryPostStart[e]; p < s.entryPostStart[e + 1]; p++) { post += varint(s.postings[p] - prev); prev = s.postings[p]; }
+  for (let p = s.entryPostStart[e]; p < s.entryPostStart[e + 1]; p++) {
+    post += varint(s.postings[p] - prev);
+    prev = s.postings[p];
+  }
 }
 let seq = 0;
 for (let k = 0; k < s.tokenSeq.length; k++) seq += varint(s.tokenSeq[k]);

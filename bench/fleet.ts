@@ -19,8 +19,27 @@ import { importCli, loadDataset, organizationsOf, rehome, tempDir, writeDataset 
 import { baseEnv, createKey, ROOT, runNode, startServer, type RunningServer } from '../test/helpers/server.js';
 
 /** `npm run gen` with a long timeout (1M messages on a busy machine). */
-async function gen(out: string, o: { messages: number; contacts: number; organizations: number; seed: number }): Promise<void> {
-  const r = await runNode('scripts/gen.ts', ['--messages', String(o.messages), '--contacts', String(o.contacts), '--organizations', String(o.organizations), '--seed', String(o.seed), '--out', out], baseEnv({}), 900_000);
+async function gen(
+  out: string,
+  o: { messages: number; contacts: number; organizations: number; seed: number },
+): Promise<void> {
+  const r = await runNode(
+    'scripts/gen.ts',
+    [
+      '--messages',
+      String(o.messages),
+      '--contacts',
+      String(o.contacts),
+      '--organizations',
+      String(o.organizations),
+      '--seed',
+      String(o.seed),
+      '--out',
+      out,
+    ],
+    baseEnv({}),
+    900_000,
+  );
   if (r.code !== 0) throw new Error(`gen failed: ${r.stderr}`);
 }
 
@@ -31,15 +50,23 @@ const t = () => performance.now();
 const log = (s: string) => process.stdout.write(s + '\n');
 
 /** Runs the reload CLI, returning its wall time and output; `onLine` sees stdout lines as they come. */
-function reload(env: NodeJS.ProcessEnv): Promise<{ ms: number; code: number | null; out: string; firstLineMs: Map<string, number> }> {
+function reload(
+  env: NodeJS.ProcessEnv,
+): Promise<{ ms: number; code: number | null; out: string; firstLineMs: Map<string, number> }> {
   return new Promise((resolve) => {
     const t0 = t();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/reload.ts', '--timeout', '60'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/reload.ts', '--timeout', '60'], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     const firstLineMs = new Map<string, number>();
     const onData = (d: Buffer) => {
       out += d.toString();
-      for (const line of out.split('\n')) if (line.includes('stopped before answering') && !firstLineMs.has('stopped')) firstLineMs.set('stopped', t() - t0);
+      for (const line of out.split('\n'))
+        if (line.includes('stopped before answering') && !firstLineMs.has('stopped'))
+          firstLineMs.set('stopped', t() - t0);
     };
     child.stdout.on('data', onData);
     child.stderr.on('data', onData);
@@ -54,7 +81,9 @@ async function versionOf(s: RunningServer, org: string): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  log(`# fleet bench: ${MESSAGES.toLocaleString('en')} messages, 3 organizations, ${REPLICAS} replicas, local Redis Cluster 3+3`);
+  log(
+    `# fleet bench: ${MESSAGES.toLocaleString('en')} messages, 3 organizations, ${REPLICAS} replicas, local Redis Cluster 3+3`,
+  );
   log(`machine: ${machine()}; free memory ${(freemem() / 2 ** 30).toFixed(1)} GiB; date ${new Date().toISOString()}`);
   const work = tempDir('fleet-');
   const cluster = await startCluster();
@@ -62,8 +91,18 @@ async function main(): Promise<void> {
   try {
     const env = baseEnv({ REDIS_URL: cluster.url, DATA_DIR: work.dir });
     let t0 = t();
-    await gen(`${work.dir}/base`, { messages: MESSAGES, contacts: Math.max(3, Math.round(MESSAGES / 25)), organizations: 3, seed: SEED });
-    await gen(`${work.dir}/other`, { messages: Math.round(MESSAGES / 3), contacts: Math.max(1, Math.round(MESSAGES / 75)), organizations: 1, seed: SEED + 1 });
+    await gen(`${work.dir}/base`, {
+      messages: MESSAGES,
+      contacts: Math.max(3, Math.round(MESSAGES / 25)),
+      organizations: 3,
+      seed: SEED,
+    });
+    await gen(`${work.dir}/other`, {
+      messages: Math.round(MESSAGES / 3),
+      contacts: Math.max(1, Math.round(MESSAGES / 75)),
+      organizations: 1,
+      seed: SEED + 1,
+    });
     log(`gen: ${((t() - t0) / 1000).toFixed(1)} s`);
     const base = loadDataset(`${work.dir}/base`);
     const orgs = organizationsOf(base);
@@ -76,7 +115,8 @@ async function main(): Promise<void> {
     log(`import of ${MESSAGES.toLocaleString('en')} messages into the cluster: ${((t() - t0) / 1000).toFixed(1)} s`);
     const key = await createKey(env, orgs, 'contacts:read,messages:read');
     t0 = t();
-    for (let i = 0; i < REPLICAS; i++) servers.push(await startServer({ REDIS_URL: cluster.url, DATA_DIR: work.dir, LOG_LEVEL: 'info' }));
+    for (let i = 0; i < REPLICAS; i++)
+      servers.push(await startServer({ REDIS_URL: cluster.url, DATA_DIR: work.dir, LOG_LEVEL: 'info' }));
     log(`${REPLICAS} replicas ready: ${((t() - t0) / 1000).toFixed(1)} s (started one after another)`);
 
     // Searches while the reload runs: a word of the replaced organization's new content.
@@ -88,7 +128,10 @@ async function main(): Promise<void> {
       const org = orgs[i % 3];
       while (searching) {
         const a = t();
-        const r = await fetch(`${s.url}/contacts/message-search?organization_id=${org}&q=${encodeURIComponent(word)}&direction=all`, { headers: { authorization: `Bearer ${key.key}` } });
+        const r = await fetch(
+          `${s.url}/contacts/message-search?organization_id=${org}&q=${encodeURIComponent(word)}&direction=all`,
+          { headers: { authorization: `Bearer ${key.key}` } },
+        );
         await r.arrayBuffer();
         samples.push(t() - a);
         if (r.status !== 200) errors++;
@@ -103,9 +146,11 @@ async function main(): Promise<void> {
     let watching = true;
     const watch = (async () => {
       while (watching && served.some((x) => x < 0)) {
-        await Promise.all(servers.map(async (s, i) => {
-          if (served[i] < 0 && (await versionOf(s, orgs[0])) !== before[i]) served[i] = t();
-        }));
+        await Promise.all(
+          servers.map(async (s, i) => {
+            if (served[i] < 0 && (await versionOf(s, orgs[0])) !== before[i]) served[i] = t();
+          }),
+        );
         await new Promise((r) => setTimeout(r, 10));
       }
     })();
@@ -113,14 +158,21 @@ async function main(): Promise<void> {
     const imp2 = await importCli(env, replacement);
     if (imp2.code !== 0) throw new Error(`re-import failed: ${imp2.stderr}`);
     const importEnd = t();
-    log(`re-import of organization ${orgs[0]} (${moved.messages.length.toLocaleString('en')} messages): ${((importEnd - t0) / 1000).toFixed(1)} s`);
+    log(
+      `re-import of organization ${orgs[0]} (${moved.messages.length.toLocaleString('en')} messages): ${((importEnd - t0) / 1000).toFixed(1)} s`,
+    );
     samples.length = 0;
     const start = t();
     const rel = await reload(env);
-    setTimeout(() => { watching = false; }, 30_000).unref();
+    setTimeout(() => {
+      watching = false;
+    }, 30_000).unref();
     await watch;
     const loads = servers.map((s, i) => {
-      const m = s.output().slice(logsBefore[i]).match(new RegExp(`"organization_id":"${orgs[0]}"[^\\n]*"seconds":([0-9.]+)[^\\n]*snapshot loaded`));
+      const m = s
+        .output()
+        .slice(logsBefore[i])
+        .match(new RegExp(`"organization_id":"${orgs[0]}"[^\\n]*"seconds":([0-9.]+)[^\\n]*snapshot loaded`));
       return m ? Number(m[1]) * 1000 : NaN;
     });
     const sorted = sortedCopy(samples);
@@ -128,9 +180,15 @@ async function main(): Promise<void> {
     log('## reload of one organization');
     log(`npm run reload: exit ${rel.code}, ${rel.ms.toFixed(0)} ms wall (including ~${'node+tsx start'} of the CLI)`);
     const last = Math.max(...served);
-    log(`every replica serves the new version: ${(last - start).toFixed(0)} ms after the command started, ${(last - importEnd).toFixed(0)} ms after the import exited (per replica from the command: ${served.map((x) => (x - start).toFixed(0)).join(', ')} ms)`);
-    log(`replica load times (log): ${loads.map((x) => x.toFixed(0)).join(', ')} ms; slowest ${Math.max(...loads).toFixed(0)} ms; all served ${(last - importEnd - Math.max(...loads)).toFixed(0)} ms beyond the slowest load, counted from the import's end`);
-    log(`searches during the reload: n=${sorted.length}, p50 ${percentile(sorted, 0.5).toFixed(2)} ms, p99 ${percentile(sorted, 0.99).toFixed(2)} ms, max ${sorted[sorted.length - 1]?.toFixed(2)} ms, non-200 ${errors}`);
+    log(
+      `every replica serves the new version: ${(last - start).toFixed(0)} ms after the command started, ${(last - importEnd).toFixed(0)} ms after the import exited (per replica from the command: ${served.map((x) => (x - start).toFixed(0)).join(', ')} ms)`,
+    );
+    log(
+      `replica load times (log): ${loads.map((x) => x.toFixed(0)).join(', ')} ms; slowest ${Math.max(...loads).toFixed(0)} ms; all served ${(last - importEnd - Math.max(...loads)).toFixed(0)} ms beyond the slowest load, counted from the import's end`,
+    );
+    log(
+      `searches during the reload: n=${sorted.length}, p50 ${percentile(sorted, 0.5).toFixed(2)} ms, p99 ${percentile(sorted, 0.99).toFixed(2)} ms, max ${sorted[sorted.length - 1]?.toFixed(2)} ms, non-200 ${errors}`,
+    );
 
     searching = false;
     await Promise.all(loops);
@@ -142,8 +200,16 @@ async function main(): Promise<void> {
     const rel2 = await reload(env);
     log('');
     log('## reload with a replica killed (SIGKILL) just before');
-    log(`npm run reload: exit ${rel2.code}, named the killed replica after ${(rel2.firstLineMs.get('stopped') ?? NaN).toFixed(0)} ms, exited after ${rel2.ms.toFixed(0)} ms`);
-    log(rel2.out.trim().split('\n').map((l) => `    ${l}`).join('\n'));
+    log(
+      `npm run reload: exit ${rel2.code}, named the killed replica after ${(rel2.firstLineMs.get('stopped') ?? NaN).toFixed(0)} ms, exited after ${rel2.ms.toFixed(0)} ms`,
+    );
+    log(
+      rel2.out
+        .trim()
+        .split('\n')
+        .map((l) => `    ${l}`)
+        .join('\n'),
+    );
   } finally {
     await Promise.all(servers.map((s) => s.stop()));
     await cluster.stop();

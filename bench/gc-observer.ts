@@ -17,7 +17,7 @@ if (file) {
   };
   new PerformanceObserver((list) => {
     for (const e of list.getEntries()) {
-      const kind = ((e as { detail?: { kind?: number } }).detail)?.kind ?? 0;
+      const kind = (e as { detail?: { kind?: number } }).detail?.kind ?? 0;
       lines.push(`${(performance.timeOrigin + e.startTime).toFixed(3)} ${e.duration.toFixed(3)} ${kind}\n`);
     }
   }).observe({ entryTypes: ['gc'] });

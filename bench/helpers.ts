@@ -36,15 +36,22 @@ export const fmt = (n: number, digits = 0): string =>
 export const mib = (bytes: number): string => (bytes / 1048576).toFixed(1);
 
 export function table(head: string[], rows: (string | number)[][]): string {
-  return [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+  return [
+    `| ${head.join(' | ')} |`,
+    `|${head.map(() => '---').join('|')}|`,
+    ...rows.map((r) => `| ${r.join(' | ')} |`),
+  ].join('\n');
 }
 
 /** nproc, CPU model, memory, Node version, date: the header of every result. */
 export function machine(): string {
-  const model = /model name\s*:\s*(.*)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? cpus()[0]?.model ?? 'unknown';
+  const model =
+    /model name\s*:\s*(.*)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? cpus()[0]?.model ?? 'unknown';
   return (
     `machine: ${cpus().length} CPUs (${model}), ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM; ` +
-    `node ${process.version}; ${new Date().toISOString()}; load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`
+    `node ${process.version}; ${new Date().toISOString()}; load average ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')}`
   );
 }
 
@@ -67,7 +74,18 @@ export { freePort };
 /** The parent's environment minus anything that could point at a real deployment. */
 export function cleanEnv(extra: Record<string, string | undefined>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const k of ['PORT', 'HOST', 'ADMIN_PORT', 'ADMIN_HOST', 'REDIS_URL', 'DATA_DIR', 'LOG_LEVEL', 'SUNSET_AT', 'NODE_OPTIONS']) delete env[k];
+  for (const k of [
+    'PORT',
+    'HOST',
+    'ADMIN_PORT',
+    'ADMIN_HOST',
+    'REDIS_URL',
+    'DATA_DIR',
+    'LOG_LEVEL',
+    'SUNSET_AT',
+    'NODE_OPTIONS',
+  ])
+    delete env[k];
   for (const [k, v] of Object.entries(extra)) if (v !== undefined) env[k] = v;
   return env;
 }
@@ -80,10 +98,19 @@ export interface RunResult {
 }
 
 /** `node --import tsx <script> ...args` from the project root; wall time included. */
-export function runNode(script: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs = 3_600_000): Promise<RunResult> {
+export function runNode(
+  script: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  timeoutMs = 3_600_000,
+): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -117,10 +144,29 @@ export async function dataset(messages: number, contacts: number, seed = 42): Pr
   const ds = (): Dataset => {
     const c = path.join(dir, 'contacts.ndjson');
     const m = path.join(dir, 'messages.ndjson');
-    return { dir, contacts: c, messages: m, messageCount: messages, contactCount: contacts, seed, bytes: statSync(c).size + statSync(m).size };
+    return {
+      dir,
+      contacts: c,
+      messages: m,
+      messageCount: messages,
+      contactCount: contacts,
+      seed,
+      bytes: statSync(c).size + statSync(m).size,
+    };
   };
   if (existsSync(path.join(dir, '.done'))) return ds();
-  const args = ['--messages', String(messages), '--contacts', String(contacts), '--organizations', '1', '--seed', String(seed), '--out', dir];
+  const args = [
+    '--messages',
+    String(messages),
+    '--contacts',
+    String(contacts),
+    '--organizations',
+    '1',
+    '--seed',
+    String(seed),
+    '--out',
+    dir,
+  ];
   const r = await runNode('scripts/gen.ts', args, cleanEnv({}));
   if (r.code !== 0) throw new Error(`bench: gen failed: ${r.stderr}`);
   writeFileSync(path.join(dir, '.done'), r.stdout);
@@ -147,11 +193,25 @@ export interface ImportSummary {
 /** `npm run snapshot -- import --contacts F --messages F --json` with a store environment. */
 export async function importCli(ds: Dataset, storeEnv: Record<string, string>): Promise<ImportSummary> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/snapshot.ts', 'import', '--contacts', ds.contacts, '--messages', ds.messages, '--json'], {
-    cwd: ROOT,
-    env: cleanEnv(storeEnv),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      'src/cli/snapshot.ts',
+      'import',
+      '--contacts',
+      ds.contacts,
+      '--messages',
+      ds.messages,
+      '--json',
+    ],
+    {
+      cwd: ROOT,
+      env: cleanEnv(storeEnv),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -167,7 +227,15 @@ export async function importCli(ds: Dataset, storeEnv: Record<string, string>): 
 
 /** A key with both scopes for the organizations, through the real keys CLI. */
 export async function createKey(storeEnv: Record<string, string>, orgs: string[]): Promise<string> {
-  const args = ['create', ...orgs.flatMap((o) => ['--organization-id', o]), '--scopes', 'contacts:read,messages:read', '--name', 'bench', '--json'];
+  const args = [
+    'create',
+    ...orgs.flatMap((o) => ['--organization-id', o]),
+    '--scopes',
+    'contacts:read,messages:read',
+    '--name',
+    'bench',
+    '--json',
+  ];
   const r = await runNode('src/cli/keys.ts', args, cleanEnv(storeEnv));
   if (r.code !== 0) throw new Error(`bench: keys create failed: ${r.stderr}`);
   return (JSON.parse(r.stdout) as { key: string }).key;
@@ -227,15 +295,33 @@ export interface Server {
  */
 export async function startServer(
   storeEnv: Record<string, string>,
-  opts: { logLevel: string; logFile: string; readyTimeoutMs?: number; pollMs?: number; nodeArgs?: string[]; env?: Record<string, string> },
+  opts: {
+    logLevel: string;
+    logFile: string;
+    readyTimeoutMs?: number;
+    pollMs?: number;
+    nodeArgs?: string[];
+    env?: Record<string, string>;
+  },
 ): Promise<Server> {
   const port = await freePort();
   const adminPort = await freePort();
-  const env = cleanEnv({ ...storeEnv, ...opts.env, LOG_LEVEL: opts.logLevel, PORT: String(port), ADMIN_PORT: String(adminPort), HOST: '127.0.0.1' });
+  const env = cleanEnv({
+    ...storeEnv,
+    ...opts.env,
+    LOG_LEVEL: opts.logLevel,
+    PORT: String(port),
+    ADMIN_PORT: String(adminPort),
+    HOST: '127.0.0.1',
+  });
   const fd = openSync(opts.logFile, 'a');
   const t0 = performance.now();
   // nodeArgs: e.g. a preload such as bench/gc-observer.ts
-  const child = spawn(process.execPath, ['--import', 'tsx', ...(opts.nodeArgs ?? []), 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', fd, fd] });
+  const child = spawn(process.execPath, ['--import', 'tsx', ...(opts.nodeArgs ?? []), 'src/main.ts'], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', fd, fd],
+  });
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
   const adminUrl = `http://127.0.0.1:${adminPort}`;
   const server: Server = {
@@ -254,7 +340,8 @@ export async function startServer(
   };
   const deadline = Date.now() + (opts.readyTimeoutMs ?? 300_000);
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`bench: server exited with ${child.exitCode}; log in ${opts.logFile}:\n${tail(opts.logFile)}`);
+    if (child.exitCode !== null)
+      throw new Error(`bench: server exited with ${child.exitCode}; log in ${opts.logFile}:\n${tail(opts.logFile)}`);
     try {
       const r = await fetch(`${adminUrl}/readyz`);
       await r.arrayBuffer();
@@ -316,15 +403,25 @@ export function paced(opts: {
   connections?: number;
 }): PacedRun {
   const conns = opts.connections ?? 64;
-  const headerText = Object.entries(opts.headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
-  const reqs = opts.paths.map((p) => Buffer.from(`GET ${p} HTTP/1.1\r\nHost: 127.0.0.1:${opts.port}\r\n${headerText}\r\n`));
+  const headerText = Object.entries(opts.headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+  const reqs = opts.paths.map((p) =>
+    Buffer.from(`GET ${p} HTTP/1.1\r\nHost: 127.0.0.1:${opts.port}\r\n${headerText}\r\n`),
+  );
   const samples: PacedSample[] = [];
   const idle: Conn[] = [];
   const waiting: number[] = []; // due times of requests waiting for a connection
   let sent = 0;
   let stopped = false;
   let inFlight = 0;
-  const run: PacedRun = { samples, queued: 0, errors: 0, stop: async () => finish(), done: null as unknown as Promise<PacedSample[]> };
+  const run: PacedRun = {
+    samples,
+    queued: 0,
+    errors: 0,
+    stop: async () => finish(),
+    done: null as unknown as Promise<PacedSample[]>,
+  };
   let resolveDone!: (s: PacedSample[]) => void;
   run.done = new Promise((r) => (resolveDone = r));
   let t0 = performance.now();
@@ -411,8 +508,18 @@ export function paced(opts: {
 }
 
 /** p50/p99/max and count of the samples whose due time falls in [from, to). */
-export function windowStats(samples: PacedSample[], from: number, to: number): { n: number; p50: number; p99: number; max: number; non2xx: number } {
+export function windowStats(
+  samples: PacedSample[],
+  from: number,
+  to: number,
+): { n: number; p50: number; p99: number; max: number; non2xx: number } {
   const xs = samples.filter((s) => s.at >= from && s.at < to);
   const sorted = sortedCopy(xs.map((s) => s.latency));
-  return { n: xs.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted[sorted.length - 1] ?? NaN, non2xx: xs.filter((s) => s.status < 200 || s.status > 299).length };
+  return {
+    n: xs.length,
+    p50: percentile(sorted, 50),
+    p99: percentile(sorted, 99),
+    max: sorted[sorted.length - 1] ?? NaN,
+    non2xx: xs.filter((s) => s.status < 200 || s.status > 299).length,
+  };
 }

@@ -26,8 +26,23 @@ import { tokenize } from '../src/text/normalize.js';
 import { parseRfc3339 } from '../src/time/rfc3339.js';
 import { RawConnection, rawGet, type RawOutcome } from '../test/helpers/raw-http.js';
 import {
-  createKey, dataset, flagNumber, flagString, fmt, freePort, importCli, machine, percentile, procCpuSeconds,
-  procStatus, ROOT, sortedCopy, startServer, table, tempDir, type Server,
+  createKey,
+  dataset,
+  flagNumber,
+  flagString,
+  fmt,
+  freePort,
+  importCli,
+  machine,
+  percentile,
+  procCpuSeconds,
+  procStatus,
+  ROOT,
+  sortedCopy,
+  startServer,
+  table,
+  tempDir,
+  type Server,
 } from './helpers.js';
 
 const MESSAGES = flagNumber('messages', 1_000_000);
@@ -58,7 +73,8 @@ function queryClasses(orgIdHint: string): { orgId: string; classes: Record<strin
     }
     sentAt.push(parseRfc3339(r.message.sent_at)!);
     const tokens = tokenize(r.message.content);
-    if (phrase === '' && tokens.length >= 2 && tokens[0].length >= 2 && tokens[1].length >= 2) phrase = `${tokens[0]} ${tokens[1]}`;
+    if (phrase === '' && tokens.length >= 2 && tokens[0].length >= 2 && tokens[1].length >= 2)
+      phrase = `${tokens[0]} ${tokens[1]}`;
     for (const t of new Set(tokens)) df.set(t, (df.get(t) ?? 0) + 1);
   }
   const byDf = [...df]
@@ -123,10 +139,14 @@ interface Child {
 
 async function spawnCeiling(size: number): Promise<Child> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/http.bench.ts', '--serve', 'ceiling', '--port', String(port), '--size', String(size)], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'bench/http.bench.ts', '--serve', 'ceiling', '--port', String(port), '--size', String(size)],
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   await new Promise<void>((resolve, reject) => {
     let out = '';
     child.stdout!.setEncoding('utf8').on('data', (d: string) => {
@@ -144,16 +164,22 @@ async function spawnCeiling(size: number): Promise<Child> {
  * SERIAL requests a class over one keep-alive connection, one at a time, the classes
  * interleaved (after a warm-up of a tenth as many); ms from the write to the whole response.
  */
-async function serial(port: number, targets: Record<string, string>, headers: Array<[string, string]>): Promise<Record<string, Float64Array>> {
+async function serial(
+  port: number,
+  targets: Record<string, string>,
+  headers: Array<[string, string]>,
+): Promise<Record<string, Float64Array>> {
   const conn = new RawConnection(port);
   const names = Object.keys(targets);
   const requests = names.map((n) => Buffer.from(rawGet(targets[n], headers)));
   const times = names.map(() => new Float64Array(SERIAL));
   const check = (o: RawOutcome, name: string): void => {
-    if (o.kind !== 'response' || o.status !== 200) throw new Error(`bench: serial ${name}: ${o.kind === 'response' ? o.status : o.kind}`);
+    if (o.kind !== 'response' || o.status !== 200)
+      throw new Error(`bench: serial ${name}: ${o.kind === 'response' ? o.status : o.kind}`);
   };
   try {
-    for (let i = 0; i < Math.ceil(SERIAL / 10); i++) for (let k = 0; k < names.length; k++) check(await conn.request(requests[k]), names[k]);
+    for (let i = 0; i < Math.ceil(SERIAL / 10); i++)
+      for (let k = 0; k < names.length; k++) check(await conn.request(requests[k]), names[k]);
     for (let i = 0; i < SERIAL; i++) {
       for (let k = 0; k < names.length; k++) {
         const t0 = process.hrtime.bigint();
@@ -194,7 +220,11 @@ function wrkMs(s: string): number {
 async function wrk(port: number, script: string, seconds: number, serverPid: number): Promise<WrkResult> {
   const cpu0 = procCpuSeconds(serverPid);
   const from = Date.now();
-  const child = spawn('wrk', ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', '-s', script, `http://127.0.0.1:${port}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    'wrk',
+    ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', '-s', script, `http://127.0.0.1:${port}`],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
@@ -248,13 +278,21 @@ function pauses(file: string): Pause[] {
   } catch {
     return [];
   }
-  return text.split('\n').filter((l) => l !== '').map((l) => {
-    const [at, ms, kind] = l.split(' ').map(Number);
-    return { at, ms, kind };
-  });
+  return text
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => {
+      const [at, ms, kind] = l.split(' ').map(Number);
+      return { at, ms, kind };
+    });
 }
 
-const KINDS: Record<number, string> = { 1: 'minor (scavenge)', 2: 'major (mark-compact)', 4: 'incremental marking', 8: 'weak callbacks' };
+const KINDS: Record<number, string> = {
+  1: 'minor (scavenge)',
+  2: 'major (mark-compact)',
+  4: 'incremental marking',
+  8: 'weak callbacks',
+};
 
 // ---------------------------------------------------------------- main
 
@@ -271,7 +309,12 @@ async function main(): Promise<void> {
     const orgId = imported.organizations[0].organization_id;
     const key = await createKey(store, [orgId]);
     const gcLog = path.join(tmp.dir, 'gc.log');
-    service = await startServer(store, { logLevel: 'warn', logFile: path.join(tmp.dir, 'server.log'), nodeArgs: ['--import', './bench/gc-observer.ts'], env: { GC_LOG_FILE: gcLog } });
+    service = await startServer(store, {
+      logLevel: 'warn',
+      logFile: path.join(tmp.dir, 'server.log'),
+      nodeArgs: ['--import', './bench/gc-observer.ts'],
+      env: { GC_LOG_FILE: gcLog },
+    });
     const { orgId: generated, classes } = queryClasses(orgId);
     if (generated !== orgId) throw new Error(`bench: generated organization ${generated} is not the imported ${orgId}`);
 
@@ -284,11 +327,18 @@ async function main(): Promise<void> {
       if (r.status !== 200) throw new Error(`bench: ${name}: status ${r.status}: ${text}`);
       sizes[name] = Buffer.byteLength(text);
       const count = (JSON.parse(text) as { pagination: { count: number } }).pagination.count;
-      classRows.push([name, `\`${decodeURIComponent(classes[name].replace(/^organization_id=[^&]+&/, ''))}\``, fmt(count), fmt(sizes[name])]);
+      classRows.push([
+        name,
+        `\`${decodeURIComponent(classes[name].replace(/^organization_id=[^&]+&/, ''))}\``,
+        fmt(count),
+        fmt(sizes[name]),
+      ]);
     }
     const meanSize = Math.round(Object.values(sizes).reduce((a, b) => a + b, 0) / Object.keys(sizes).length);
     ceiling = await spawnCeiling(meanSize);
-    console.log(`\nquery classes (mean response ${fmt(meanSize)} bytes; the ceiling answers that many bytes to everything):\n`);
+    console.log(
+      `\nquery classes (mean response ${fmt(meanSize)} bytes; the ceiling answers that many bytes to everything):\n`,
+    );
     console.log(table(['class', 'parameters', 'matching contacts', 'response bytes'], classRows));
 
     // 1. serial latency
@@ -296,10 +346,25 @@ async function main(): Promise<void> {
     const svcSerial = await serial(service.port, paths, auth);
     const ceilSerial = await serial(ceiling.port, { ceiling: paths.common }, auth);
     const all = sortedCopy(Object.values(svcSerial).flatMap((xs) => [...xs]));
-    const serialRows = Object.entries(svcSerial).map(([n, xs]) => [n, percentile(xs, 50).toFixed(3), percentile(xs, 99).toFixed(3), xs[xs.length - 1].toFixed(3)]);
-    serialRows.push(['**mix of the 6**', percentile(all, 50).toFixed(3), percentile(all, 99).toFixed(3), all[all.length - 1].toFixed(3)]);
+    const serialRows = Object.entries(svcSerial).map(([n, xs]) => [
+      n,
+      percentile(xs, 50).toFixed(3),
+      percentile(xs, 99).toFixed(3),
+      xs[xs.length - 1].toFixed(3),
+    ]);
+    serialRows.push([
+      '**mix of the 6**',
+      percentile(all, 50).toFixed(3),
+      percentile(all, 99).toFixed(3),
+      all[all.length - 1].toFixed(3),
+    ]);
     const cs = ceilSerial.ceiling;
-    serialRows.push([`ceiling (${fmt(meanSize)} bytes)`, percentile(cs, 50).toFixed(3), percentile(cs, 99).toFixed(3), cs[cs.length - 1].toFixed(3)]);
+    serialRows.push([
+      `ceiling (${fmt(meanSize)} bytes)`,
+      percentile(cs, 50).toFixed(3),
+      percentile(cs, 99).toFixed(3),
+      cs[cs.length - 1].toFixed(3),
+    ]);
 
     // 2. throughput, interleaved rounds
     const script = path.join(tmp.dir, 'mix.lua');
@@ -313,7 +378,8 @@ async function main(): Promise<void> {
       for (const [i, t] of targets.entries()) {
         if (round === 0 && WARMUP > 0) await wrk(t.port, script, WARMUP, t.pid);
         const r = await wrk(t.port, script, DURATION, t.pid);
-        if (r.non2xx > 0 || r.errors !== '') throw new Error(`bench: ${t.name}: ${r.non2xx} non-2xx, socket errors ${r.errors}`);
+        if (r.non2xx > 0 || r.errors !== '')
+          throw new Error(`bench: ${t.name}: ${r.non2xx} non-2xx, socket errors ${r.errors}`);
         runs[i].push(r);
         console.log(`  round ${round + 1} ${t.name}: ${fmt(r.rps)} req/s`);
       }
@@ -329,27 +395,56 @@ async function main(): Promise<void> {
     const loadSeconds = windows.reduce((s, [a, b]) => s + (b - a) / 1000, 0);
 
     console.log('\n## Results\n');
-    console.log(`### Serial latency, one keep-alive raw-socket client, ${fmt(SERIAL)} requests a class (classes interleaved)\n`);
-    console.log(table(['class', 'p50 ms', 'p99 ms', 'max ms'], serialRows));
-    console.log(`\n### Throughput: wrk, 1 thread, ${CONNECTIONS} connections, the 6 classes round robin, ${ROUNDS} interleaved rounds of ${DURATION} s\n`);
     console.log(
-      table(['target', 'requests/s (median)', 'each round', 'p50 ms', 'p99 ms', 'server CPU', 'wrk CPU'], targets.map((t, i) => {
-        const rs = runs[i];
-        return [t.name, fmt(median(rs.map((r) => r.rps))), rs.map((r) => fmt(r.rps)).join(' / '), median(rs.map((r) => r.p50)).toFixed(2), median(rs.map((r) => r.p99)).toFixed(2),
-          `${Math.round(median(rs.map((r) => r.serverCpu)) * 100)}%`, `${Math.round(median(rs.map((r) => r.wrkCpu)) * 100)}%`];
-      })),
+      `### Serial latency, one keep-alive raw-socket client, ${fmt(SERIAL)} requests a class (classes interleaved)\n`,
     );
-    console.log(`\nservice / ceiling, same round: ${ratios.map((r) => r.toFixed(3)).join(' / ')} (median ${median(ratios).toFixed(3)})`);
-    console.log(`\n### GC pauses of the service during its ${loadSeconds.toFixed(0)} s at full load (perf_hooks observer)\n`);
+    console.log(table(['class', 'p50 ms', 'p99 ms', 'max ms'], serialRows));
+    console.log(
+      `\n### Throughput: wrk, 1 thread, ${CONNECTIONS} connections, the 6 classes round robin, ${ROUNDS} interleaved rounds of ${DURATION} s\n`,
+    );
+    console.log(
+      table(
+        ['target', 'requests/s (median)', 'each round', 'p50 ms', 'p99 ms', 'server CPU', 'wrk CPU'],
+        targets.map((t, i) => {
+          const rs = runs[i];
+          return [
+            t.name,
+            fmt(median(rs.map((r) => r.rps))),
+            rs.map((r) => fmt(r.rps)).join(' / '),
+            median(rs.map((r) => r.p50)).toFixed(2),
+            median(rs.map((r) => r.p99)).toFixed(2),
+            `${Math.round(median(rs.map((r) => r.serverCpu)) * 100)}%`,
+            `${Math.round(median(rs.map((r) => r.wrkCpu)) * 100)}%`,
+          ];
+        }),
+      ),
+    );
+    console.log(
+      `\nservice / ceiling, same round: ${ratios.map((r) => r.toFixed(3)).join(' / ')} (median ${median(ratios).toFixed(3)})`,
+    );
+    console.log(
+      `\n### GC pauses of the service during its ${loadSeconds.toFixed(0)} s at full load (perf_hooks observer)\n`,
+    );
     const gcRows = Object.entries(KINDS).map(([k, name]) => {
       const xs = sortedCopy(loaded.filter((p) => p.kind === Number(k)).map((p) => p.ms));
-      return [name, fmt(xs.length), xs.length ? xs.reduce((a, b) => a + b, 0).toFixed(1) : '0', xs.length ? percentile(xs, 50).toFixed(2) : '-', xs.length ? percentile(xs, 99).toFixed(2) : '-', xs.length ? xs[xs.length - 1].toFixed(2) : '-'];
+      return [
+        name,
+        fmt(xs.length),
+        xs.length ? xs.reduce((a, b) => a + b, 0).toFixed(1) : '0',
+        xs.length ? percentile(xs, 50).toFixed(2) : '-',
+        xs.length ? percentile(xs, 99).toFixed(2) : '-',
+        xs.length ? xs[xs.length - 1].toFixed(2) : '-',
+      ];
     });
     console.log(table(['kind', 'pauses', 'total ms', 'p50 ms', 'p99 ms', 'max ms'], gcRows));
     const over = loaded.filter((p) => p.ms > 5);
-    console.log(`\npauses over 5 ms: ${over.length}${over.length ? ` (${over.map((p) => `${p.ms.toFixed(1)} ms ${KINDS[p.kind] ?? p.kind}`).join(', ')})` : ''}; ` +
-      `GC time ${((loaded.reduce((s, p) => s + p.ms, 0) / 1000 / loadSeconds) * 100).toFixed(1)}% of the wall time`);
-    console.log(`RSS of the service after the load: ${(rssService.vmRss / 2 ** 20).toFixed(0)} MiB (peak ${(rssService.vmHwm / 2 ** 20).toFixed(0)} MiB)`);
+    console.log(
+      `\npauses over 5 ms: ${over.length}${over.length ? ` (${over.map((p) => `${p.ms.toFixed(1)} ms ${KINDS[p.kind] ?? p.kind}`).join(', ')})` : ''}; ` +
+        `GC time ${((loaded.reduce((s, p) => s + p.ms, 0) / 1000 / loadSeconds) * 100).toFixed(1)}% of the wall time`,
+    );
+    console.log(
+      `RSS of the service after the load: ${(rssService.vmRss / 2 ** 20).toFixed(0)} MiB (peak ${(rssService.vmHwm / 2 ** 20).toFixed(0)} MiB)`,
+    );
     console.log(`\nend: ${machine()}`);
   } finally {
     ceiling?.stop();

@@ -6,12 +6,21 @@ const t0 = performance.now();
 const flat = await store.loadFlatIndex(ref);
 const t1 = performance.now();
 const n = flat.messageCount;
-let total = 0, text = 0;
+let total = 0,
+  text = 0;
 const rows: [string, number][] = [];
-for (const [k, a] of Object.entries(flat.sections)) { rows.push([k, a.byteLength]); total += a.byteLength; if (k === 'msgContentBytes') text = a.byteLength; }
+for (const [k, a] of Object.entries(flat.sections)) {
+  rows.push([k, a.byteLength]);
+  total += a.byteLength;
+  if (k === 'msgContentBytes') text = a.byteLength;
+}
 rows.sort((a, b) => b[1] - a[1]);
 for (const [k, b] of rows) console.log(`| ${k} | ${(b / 2 ** 20).toFixed(1)} | ${(b / n).toFixed(1)} |`);
 console.log(`| total sections | ${(total / 2 ** 20).toFixed(1)} | ${(total / n).toFixed(1)} |`);
-console.log(`| beyond the text (total - msgContentBytes) | ${((total - text) / 2 ** 20).toFixed(1)} | ${((total - text) / n).toFixed(1)} |`);
-console.log(`messages ${n}, contacts ${flat.contactCount}, tokens ${flat.sections.tokenOffsets.length - 1}, pairs ${flat.sections.pairKeys.length}; read+verify ${(t1 - t0).toFixed(0)} ms`);
+console.log(
+  `| beyond the text (total - msgContentBytes) | ${((total - text) / 2 ** 20).toFixed(1)} | ${((total - text) / n).toFixed(1)} |`,
+);
+console.log(
+  `messages ${n}, contacts ${flat.contactCount}, tokens ${flat.sections.tokenOffsets.length - 1}, pairs ${flat.sections.pairKeys.length}; read+verify ${(t1 - t0).toFixed(0)} ms`,
+);
 await store.close();

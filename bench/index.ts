@@ -19,11 +19,15 @@ if (i >= 0) {
   args.splice(i, 2);
   const unknown = only.filter((x) => !(x in BENCHES));
   if (only.length === 0 || unknown.length > 0) {
-    process.stderr.write(`bench: --only takes ${Object.keys(BENCHES).join(', ')} (comma-separated), got ${JSON.stringify(unknown.join(',') || '')}\n`);
+    process.stderr.write(
+      `bench: --only takes ${Object.keys(BENCHES).join(', ')} (comma-separated), got ${JSON.stringify(unknown.join(',') || '')}\n`,
+    );
     process.exit(2);
   }
 }
 for (const name of only) {
-  const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', BENCHES[name], ...args], { stdio: 'inherit' });
+  const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', BENCHES[name], ...args], {
+    stdio: 'inherit',
+  });
   if (r.status !== 0) process.exit(r.status ?? 1);
 }

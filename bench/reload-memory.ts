@@ -16,7 +16,13 @@ const pointerFile = path.join(dataDir, 'snapshots', org, 'CURRENT');
 const pointer = JSON.parse(readFileSync(pointerFile, 'utf8')) as { version: number; previous: number };
 if (!pointer.previous) throw new Error('reload-memory: publish the organization twice first');
 
-const server = await startServer({ DATA_DIR: dataDir, ...(process.env.INDEX_BUILD_THREAD ? { INDEX_BUILD_THREAD: process.env.INDEX_BUILD_THREAD } : {}) }, { logLevel: 'warn', logFile: path.join(dataDir, 'server.log') });
+const server = await startServer(
+  {
+    DATA_DIR: dataDir,
+    ...(process.env.INDEX_BUILD_THREAD ? { INDEX_BUILD_THREAD: process.env.INDEX_BUILD_THREAD } : {}),
+  },
+  { logLevel: 'warn', logFile: path.join(dataDir, 'server.log') },
+);
 const pid = server.child.pid!;
 await new Promise((r) => setTimeout(r, 2000));
 const steady = procStatus(pid).vmRss;
@@ -26,23 +32,33 @@ let worstPeak = 0;
 for (let i = 1; i <= reloads; i++) {
   const [a, b] = i % 2 === 1 ? [pointer.previous, pointer.version] : [pointer.version, pointer.previous];
   writeFileSync(pointerFile, JSON.stringify({ version: a, previous: b }));
-  let peak = 0, sampling = true;
-  const sampler = (async () => { while (sampling) { peak = Math.max(peak, procStatus(pid).vmRss); await new Promise((r) => setTimeout(r, 10)); } })();
+  let peak = 0,
+    sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      peak = Math.max(peak, procStatus(pid).vmRss);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  })();
   const t0 = performance.now();
   const res = await fetch(`${server.adminUrl}/admin/reload`, { method: 'POST' });
-  const body = await res.json() as { reloaded: unknown[] };
+  const body = (await res.json()) as { reloaded: unknown[] };
   const ms = performance.now() - t0;
   await new Promise((r) => setTimeout(r, 1500));
-  sampling = false; await sampler;
+  sampling = false;
+  await sampler;
   const after = procStatus(pid).vmRss;
   const metrics = await (await fetch(`${server.adminUrl}/metrics`)).text();
   const ext = /^nodejs_external_memory_bytes (\S+)/m.exec(metrics)?.[1];
   const heap = /^nodejs_heap_size_used_bytes (\S+)/m.exec(metrics)?.[1];
-  if (process.env.SHOW_EXTERNAL) console.log(`reload ${i}: external ${mib(Number(ext))} MiB, heap used ${mib(Number(heap))} MiB`);
+  if (process.env.SHOW_EXTERNAL)
+    console.log(`reload ${i}: external ${mib(Number(ext))} MiB, heap used ${mib(Number(heap))} MiB`);
   worstPeak = Math.max(worstPeak, peak);
   rows.push(`| ${i} | ${body.reloaded.length} | ${ms.toFixed(0)} | ${mib(peak)} | ${mib(after)} |`);
 }
 writeFileSync(pointerFile, JSON.stringify(pointer));
-console.log('| reload | reloaded | ms | peak RSS MiB | RSS 1.5 s after MiB |\n|---|---|---|---|---|\n' + rows.join('\n'));
+console.log(
+  '| reload | reloaded | ms | peak RSS MiB | RSS 1.5 s after MiB |\n|---|---|---|---|---|\n' + rows.join('\n'),
+);
 console.log(`steady ${mib(steady)} MiB, worst peak ${mib(worstPeak)} MiB = ${(worstPeak / steady).toFixed(2)}x steady`);
 await server.stop();

@@ -33,7 +33,8 @@ const TIES = !process.argv.includes('--no-ties');
 const render: (index: OrgIndex | null, req: SearchRequest) => Uint8Array =
   (execute as { searchBody?: (index: OrgIndex | null, req: SearchRequest) => Uint8Array }).searchBody ??
   ((index, req) => Buffer.from(JSON.stringify(execute.executeSearch(index, req)), 'utf8'));
-const countOf = (index: OrgIndex, req: SearchRequest): number => (JSON.parse(Buffer.from(render(index, req)).toString()) as { pagination: { count: number } }).pagination.count;
+const countOf = (index: OrgIndex, req: SearchRequest): number =>
+  (JSON.parse(Buffer.from(render(index, req)).toString()) as { pagination: { count: number } }).pagination.count;
 const gc = (globalThis as { gc?: () => void }).gc;
 
 function memory(): number {
@@ -48,7 +49,9 @@ function us(ms: number | undefined): string {
 }
 
 async function main(): Promise<void> {
-  console.log(`# search benchmark: ${MESSAGES} messages, ${CONTACTS} contacts, 1 organization, node ${process.version}`);
+  console.log(
+    `# search benchmark: ${MESSAGES} messages, ${CONTACTS} contacts, 1 organization, node ${process.version}`,
+  );
   let builder: OrgDataBuilder | null = null;
   const lines: MessageLine[] = [];
   const contacts: Contact[] = [];
@@ -68,7 +71,9 @@ async function main(): Promise<void> {
   const t0 = performance.now();
   const index: OrgIndex = buildIndex(data);
   const buildMs = performance.now() - t0;
-  console.log(`build: ${buildMs.toFixed(0)} ms, ${Math.round(MESSAGES / (buildMs / 1000)).toLocaleString('en')} messages/s`);
+  console.log(
+    `build: ${buildMs.toFixed(0)} ms, ${Math.round(MESSAGES / (buildMs / 1000)).toLocaleString('en')} messages/s`,
+  );
   // The index keeps its own copy of everything (text as UTF-8 columns), so a second build while
   // the first is alive measures exactly one index's heap + external memory.
   const before = memory();
@@ -84,7 +89,8 @@ async function main(): Promise<void> {
   if (second.messageCount !== index.messageCount) throw new Error('bench: builds differ');
 
   // query terms chosen from the data: by document frequency
-  const byDf = [...index.tokenIds].map(([t, id]) => ({ t, df: tokenFrequency(index, id) }))
+  const byDf = [...index.tokenIds]
+    .map(([t, id]) => ({ t, df: tokenFrequency(index, id) }))
     .filter((x) => x.t.length >= 3 && !/^\d+$/.test(x.t))
     .sort((a, b) => b.df - a.df);
   const common = byDf[0].t;
@@ -106,7 +112,10 @@ async function main(): Promise<void> {
     phrase: `q=${enc(phrase)}`,
     'channel + date filter': `q=${enc(mid[8])}&channel=whatsapp&from=${dateFrom}&to=${dateTo}`,
     'deep offset': `q=${enc(common)}&limit=100&offset=5000`,
-    '10 common terms any, max limits': `keywords=${byDf.slice(0, 10).map((x) => enc(x.t)).join(',')}&limit=100&messages_limit=20&direction=all`,
+    '10 common terms any, max limits': `keywords=${byDf
+      .slice(0, 10)
+      .map((x) => enc(x.t))
+      .join(',')}&limit=100&messages_limit=20&direction=all`,
   };
   const requests: Record<string, SearchRequest> = {};
   for (const [name, q] of Object.entries(classes)) {
@@ -135,10 +144,24 @@ async function main(): Promise<void> {
   }
   for (const t of [...bench.tasks, ...ref.tasks]) row(t, counts, sizes);
 
-  if (TIES) await ties(data, buildMs, Object.fromEntries(['common term', 'rare term', '3 terms any', 'deep offset', '10 common terms any, max limits'].map((n) => [n, requests[n]])));
+  if (TIES)
+    await ties(
+      data,
+      buildMs,
+      Object.fromEntries(
+        ['common term', 'rare term', '3 terms any', 'deep offset', '10 common terms any, max limits'].map((n) => [
+          n,
+          requests[n],
+        ]),
+      ),
+    );
 }
 
-function row(t: { name: string; result?: unknown }, counts: Record<string, number>, sizes: Record<string, number>): void {
+function row(
+  t: { name: string; result?: unknown },
+  counts: Record<string, number>,
+  sizes: Record<string, number>,
+): void {
   const r = t.result as { latency?: { p50?: number; p99?: number; mean?: number; samplesCount?: number } } | undefined;
   const name = t.name.replace(/^(index|reference|tied): /, '');
   console.log(
@@ -149,7 +172,10 @@ function row(t: { name: string; result?: unknown }, counts: Record<string, numbe
 /** Every message stamped with one sent_at: build time against distinct times, and query latency. */
 async function ties(data: OrgData, distinctBuildMs: number, requests: Record<string, SearchRequest>): Promise<void> {
   const stamp = data.messages.sentAt[0];
-  const tied: OrgData = { ...data, messages: { ...data.messages, sentAt: new Float64Array(data.messages.count).fill(stamp) } };
+  const tied: OrgData = {
+    ...data,
+    messages: { ...data.messages, sentAt: new Float64Array(data.messages.count).fill(stamp) },
+  };
   const t0 = performance.now();
   const index = buildIndex(tied);
   const buildMs = performance.now() - t0;

@@ -42,7 +42,13 @@ function memory(pid: number): { rss: number; hwm: number } {
 /** One start; null when /readyz did not answer 200 within 60 s (counted, not averaged). */
 async function once(args: readonly string[]): Promise<{ ms: number; rss: number; hwm: number } | null> {
   const [port, adminPort] = [await freePort(), await freePort()];
-  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: values['data-dir'], PORT: String(port), ADMIN_PORT: String(adminPort), LOG_LEVEL: 'silent' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATA_DIR: values['data-dir'],
+    PORT: String(port),
+    ADMIN_PORT: String(adminPort),
+    LOG_LEVEL: 'silent',
+  };
   delete env.REDIS_URL;
   const t0 = performance.now();
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: 'ignore' });
@@ -50,7 +56,10 @@ async function once(args: readonly string[]): Promise<{ ms: number; rss: number;
     for (;;) {
       if (child.exitCode !== null) throw new Error(`startup: ${args.join(' ')} exited with ${child.exitCode}`);
       if (performance.now() - t0 > 60_000) return null;
-      const ok = await fetch(`http://127.0.0.1:${adminPort}/readyz`).then((r) => r.status === 200, () => false);
+      const ok = await fetch(`http://127.0.0.1:${adminPort}/readyz`).then(
+        (r) => r.status === 200,
+        () => false,
+      );
       if (ok) break;
       await new Promise((r) => setTimeout(r, 5));
     }
@@ -76,9 +85,14 @@ for (let i = 0; i < RUNS; i++) {
     acc.hwm.push(r.hwm);
   }
 }
-console.log(`| way | ready runs (not ready in 60 s) | spawn to /readyz 200, median ms (min-max) | RSS when ready, median MiB | peak RSS, median MiB |`);
+console.log(
+  `| way | ready runs (not ready in 60 s) | spawn to /readyz 200, median ms (min-max) | RSS when ready, median MiB | peak RSS, median MiB |`,
+);
 console.log('|---|---|---|---|---|');
 for (const [name, r] of Object.entries(results)) {
-  const lo = Math.min(...r.ms).toFixed(0), hi = Math.max(...r.ms).toFixed(0);
-  console.log(`| \`${WAYS[name as keyof typeof WAYS].join(' ')}\` | ${r.ms.length} (${r.stuck}) | ${median(r.ms).toFixed(0)} (${lo}-${hi}) | ${median(r.rss).toFixed(1)} | ${median(r.hwm).toFixed(1)} |`);
+  const lo = Math.min(...r.ms).toFixed(0),
+    hi = Math.max(...r.ms).toFixed(0);
+  console.log(
+    `| \`${WAYS[name as keyof typeof WAYS].join(' ')}\` | ${r.ms.length} (${r.stuck}) | ${median(r.ms).toFixed(0)} (${lo}-${hi}) | ${median(r.rss).toFixed(1)} | ${median(r.hwm).toFixed(1)} |`,
+  );
 }

@@ -13,8 +13,23 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { startRedis, type TestRedis } from '../test/helpers/redis-server.js';
 import {
-  createKey, dataset, dirBytes, flagBool, flagNumber, fmt, importCli, machine, mib, paced, procStatus, startServer,
-  table, tempDir, windowStats, type Dataset, type ImportSummary,
+  createKey,
+  dataset,
+  dirBytes,
+  flagBool,
+  flagNumber,
+  fmt,
+  importCli,
+  machine,
+  mib,
+  paced,
+  procStatus,
+  startServer,
+  table,
+  tempDir,
+  windowStats,
+  type Dataset,
+  type ImportSummary,
 } from './helpers.js';
 
 const MESSAGES = flagNumber('messages', 1_000_000);
@@ -59,12 +74,22 @@ function metric(text: string, name: string): number | null {
 }
 
 /** One paced run through steady state, a re-import and POST /admin/reload, then a few seconds after. */
-async function reloadUnderLoad(ds: Dataset, store: Record<string, string>, server: { port: number; adminUrl: string }, orgId: string): Promise<ReloadResult> {
+async function reloadUnderLoad(
+  ds: Dataset,
+  store: Record<string, string>,
+  server: { port: number; adminUrl: string },
+  orgId: string,
+): Promise<ReloadResult> {
   const rate = Math.max(5, Math.round((RELOAD_RATE * 1_000_000) / Math.max(ds.messageCount, 1_000_000)));
   const key = await createKey(store, [orgId]);
   const o = `organization_id=${orgId}`;
-  const paths = [`q=pedido`, `q=cliente47`, `keywords=entrega,prazo&match=all`, `q=segunda%20via`, `q=boleto&channel=whatsapp&from=2024-01-01&to=2024-12-31`]
-    .map((q) => `${SEARCH_PATH}?${o}&${q}`);
+  const paths = [
+    `q=pedido`,
+    `q=cliente47`,
+    `keywords=entrega,prazo&match=all`,
+    `q=segunda%20via`,
+    `q=boleto&channel=whatsapp&from=2024-01-01&to=2024-12-31`,
+  ].map((q) => `${SEARCH_PATH}?${o}&${q}`);
   const headers = { authorization: `Bearer ${key}` };
   // a key created while the server runs reaches it within 2 s (CONTRACT 7)
   const deadline = Date.now() + 5000;
@@ -77,7 +102,8 @@ async function reloadUnderLoad(ds: Dataset, store: Record<string, string>, serve
       await new Promise((res) => setTimeout(res, 100));
     }
   }
-  const versionOf = async () => metric(await (await fetch(`${server.adminUrl}/metrics`)).text(), 'index_snapshot_version');
+  const versionOf = async () =>
+    metric(await (await fetch(`${server.adminUrl}/metrics`)).text(), 'index_snapshot_version');
   const v0 = await versionOf();
 
   const run = paced({ port: server.port, paths, headers, rate, durationMs: 3_600_000, connections: 64 });
@@ -104,7 +130,8 @@ async function reloadUnderLoad(ds: Dataset, store: Record<string, string>, serve
   if (Number.isNaN(swappedAt)) swappedAt = reloadReturned;
   await new Promise((r) => setTimeout(r, 3000));
   const afterEnd = now();
-  const reloadSeconds = metric(await (await fetch(`${server.adminUrl}/metrics`)).text(), 'catalog_last_reload_seconds') ?? NaN;
+  const reloadSeconds =
+    metric(await (await fetch(`${server.adminUrl}/metrics`)).text(), 'catalog_last_reload_seconds') ?? NaN;
   polling = false;
   await poller;
   const samples = await run.stop();
@@ -140,7 +167,9 @@ async function measure(messages: number, contacts: number, withReload: boolean):
     const embedded = await importCli(ds, embeddedEnv);
     const orgId = embedded.organizations[0].organization_id;
     const diskBytes = dirBytes(path.join(tmp.dir, 'data', 'snapshots'));
-    console.log(`embedded import: ${embedded.seconds.toFixed(1)} s (${fmt((embedded.contacts + embedded.messages) / embedded.seconds)} lines/s), snapshot ${mib(diskBytes)} MiB`);
+    console.log(
+      `embedded import: ${embedded.seconds.toFixed(1)} s (${fmt((embedded.contacts + embedded.messages) / embedded.seconds)} lines/s), snapshot ${mib(diskBytes)} MiB`,
+    );
 
     const cold: SizeResult['cold'] = [];
     const logFile = path.join(tmp.dir, 'server.log');
@@ -152,7 +181,9 @@ async function measure(messages: number, contacts: number, withReload: boolean):
     try {
       if (withReload) {
         reload = await reloadUnderLoad(ds, embeddedEnv, s1, orgId);
-        console.log(`reload: steady p99 ${reload.steady.p99.toFixed(2)} ms, during reload p99 ${reload.reloading.p99.toFixed(2)} ms`);
+        console.log(
+          `reload: steady p99 ${reload.steady.p99.toFixed(2)} ms, during reload p99 ${reload.reloading.p99.toFixed(2)} ms`,
+        );
       }
     } finally {
       await s1.stop();
@@ -169,7 +200,8 @@ async function measure(messages: number, contacts: number, withReload: boolean):
       const imp = await importCli(ds, env);
       const after = await used();
       let memoryUsage = 0;
-      for (const k of await client.keys('snap:*')) memoryUsage += Number((await client.call('MEMORY', 'USAGE', k, 'SAMPLES', '0')) ?? 0);
+      for (const k of await client.keys('snap:*'))
+        memoryUsage += Number((await client.call('MEMORY', 'USAGE', k, 'SAMPLES', '0')) ?? 0);
       await client.quit();
       redisResult = { ...imp, usedMemoryDelta: after - before, memoryUsage };
       console.log(`redis import: ${imp.seconds.toFixed(1)} s, used_memory +${mib(after - before)} MiB`);
@@ -195,43 +227,107 @@ function report(results: SizeResult[]): void {
   for (const r of results) {
     const lines = r.ds.messageCount + r.ds.contactCount;
     const add = (store: string, s: ImportSummary) =>
-      imp.push([fmt(r.ds.messageCount), store, mib(r.ds.bytes), s.seconds.toFixed(1), s.wallSeconds.toFixed(1), fmt(lines / s.seconds), fmt(lines / s.wallSeconds), mib(s.peakRssBytes)]);
+      imp.push([
+        fmt(r.ds.messageCount),
+        store,
+        mib(r.ds.bytes),
+        s.seconds.toFixed(1),
+        s.wallSeconds.toFixed(1),
+        fmt(lines / s.seconds),
+        fmt(lines / s.wallSeconds),
+        mib(s.peakRssBytes),
+      ]);
     add('embedded', r.embedded);
     if (r.redis) add('redis', r.redis);
   }
-  console.log(table(['messages', 'store', 'NDJSON MiB', 'CLI s', 'process wall s', 'lines/s (CLI)', 'lines/s (wall)', 'importer peak RSS MiB'], imp));
+  console.log(
+    table(
+      [
+        'messages',
+        'store',
+        'NDJSON MiB',
+        'CLI s',
+        'process wall s',
+        'lines/s (CLI)',
+        'lines/s (wall)',
+        'importer peak RSS MiB',
+      ],
+      imp,
+    ),
+  );
 
   console.log('\n### Snapshot size\n');
   const size: (string | number)[][] = [];
   for (const r of results) {
     const n = r.ds.messageCount;
-    size.push([fmt(n), 'embedded: files under DATA_DIR/snapshots', mib(r.diskBytes), (r.diskBytes / n).toFixed(1), (r.ds.bytes / n).toFixed(1)]);
+    size.push([
+      fmt(n),
+      'embedded: files under DATA_DIR/snapshots',
+      mib(r.diskBytes),
+      (r.diskBytes / n).toFixed(1),
+      (r.ds.bytes / n).toFixed(1),
+    ]);
     if (r.redis) {
-      size.push([fmt(n), 'redis: INFO used_memory delta', mib(r.redis.usedMemoryDelta), (r.redis.usedMemoryDelta / n).toFixed(1), (r.ds.bytes / n).toFixed(1)]);
-      size.push([fmt(n), 'redis: MEMORY USAGE of snap:* keys', mib(r.redis.memoryUsage), (r.redis.memoryUsage / n).toFixed(1), (r.ds.bytes / n).toFixed(1)]);
+      size.push([
+        fmt(n),
+        'redis: INFO used_memory delta',
+        mib(r.redis.usedMemoryDelta),
+        (r.redis.usedMemoryDelta / n).toFixed(1),
+        (r.ds.bytes / n).toFixed(1),
+      ]);
+      size.push([
+        fmt(n),
+        'redis: MEMORY USAGE of snap:* keys',
+        mib(r.redis.memoryUsage),
+        (r.redis.memoryUsage / n).toFixed(1),
+        (r.ds.bytes / n).toFixed(1),
+      ]);
     }
   }
   console.log(table(['messages', 'where', 'MiB', 'bytes a message', 'NDJSON bytes a message'], size));
 
   console.log('\n### Cold start (spawn of `node --import tsx src/main.ts` to /readyz 200)\n');
   const cold: (string | number)[][] = [];
-  for (const r of results) for (const c of r.cold) cold.push([fmt(r.ds.messageCount), c.store, (c.listeningMs / 1000).toFixed(2), (c.readyMs / 1000).toFixed(2), mib(c.rss), mib(c.hwm)]);
+  for (const r of results)
+    for (const c of r.cold)
+      cold.push([
+        fmt(r.ds.messageCount),
+        c.store,
+        (c.listeningMs / 1000).toFixed(2),
+        (c.readyMs / 1000).toFixed(2),
+        mib(c.rss),
+        mib(c.hwm),
+      ]);
   console.log(table(['messages', 'store', 'listening s', 'ready s', 'RSS when ready MiB', 'peak RSS MiB'], cold));
 
   for (const r of results) {
     const x = r.reload;
     if (!x) continue;
-    console.log(`\n### Search latency during a full reload (${fmt(r.ds.messageCount)} messages, embedded store, paced ${fmt(x.rate)} req/s over 64 connections, 5 query shapes)\n`);
-    const w = (name: string, s: ReturnType<typeof windowStats>) => [name, fmt(s.n), s.p50.toFixed(2), s.p99.toFixed(2), s.max.toFixed(2), s.non2xx];
     console.log(
-      table(['window', 'requests', 'p50 ms', 'p99 ms', 'max ms', 'non-2xx'], [
-        w(`steady (${STEADY_S} s before the re-import)`, x.steady),
-        w(`re-import running (CLI ${x.importSeconds.toFixed(1)} s), reload excluded`, x.importing),
-        w(`reload (index load ${x.reloadSeconds.toFixed(2)} s, ±0.3 s)`, x.reloading),
-        w('3 s after', x.after),
-      ]),
+      `\n### Search latency during a full reload (${fmt(r.ds.messageCount)} messages, embedded store, paced ${fmt(x.rate)} req/s over 64 connections, 5 query shapes)\n`,
     );
-    console.log(`\nthe new version was loaded by ${x.source}; connection errors: ${x.errors}; requests that waited for a free connection: ${fmt(x.queued)}`);
+    const w = (name: string, s: ReturnType<typeof windowStats>) => [
+      name,
+      fmt(s.n),
+      s.p50.toFixed(2),
+      s.p99.toFixed(2),
+      s.max.toFixed(2),
+      s.non2xx,
+    ];
+    console.log(
+      table(
+        ['window', 'requests', 'p50 ms', 'p99 ms', 'max ms', 'non-2xx'],
+        [
+          w(`steady (${STEADY_S} s before the re-import)`, x.steady),
+          w(`re-import running (CLI ${x.importSeconds.toFixed(1)} s), reload excluded`, x.importing),
+          w(`reload (index load ${x.reloadSeconds.toFixed(2)} s, ±0.3 s)`, x.reloading),
+          w('3 s after', x.after),
+        ],
+      ),
+    );
+    console.log(
+      `\nthe new version was loaded by ${x.source}; connection errors: ${x.errors}; requests that waited for a free connection: ${fmt(x.queued)}`,
+    );
   }
 
   console.log('\n### Goals\n');
@@ -240,18 +336,24 @@ function report(results: SizeResult[]): void {
   const coldOf = (r: SizeResult) => r.cold.find((c) => c.store === 'embedded')!.readyMs / 1000;
   if (big) {
     const s = coldOf(big);
-    console.log(`- cold start of ${fmt(big.ds.messageCount)} messages ≤ 30 s: ${s <= 30 ? 'met' : 'NOT met'}, ${s.toFixed(1)} s (${(s / 30).toFixed(2)} of the budget, measured)`);
+    console.log(
+      `- cold start of ${fmt(big.ds.messageCount)} messages ≤ 30 s: ${s <= 30 ? 'met' : 'NOT met'}, ${s.toFixed(1)} s (${(s / 30).toFixed(2)} of the budget, measured)`,
+    );
   } else {
     // process start-up (to listening) is fixed; the load after it grows with the messages
     const c = base.cold.find((x) => x.store === 'embedded')!;
     const s = coldOf(base);
     const est = (c.listeningMs + ((c.readyMs - c.listeningMs) * 10_000_000) / base.ds.messageCount) / 1000;
-    console.log(`- cold start of 10M messages ≤ 30 s: ${est <= 30 ? 'met' : 'NOT met'} by linear extrapolation from ${fmt(base.ds.messageCount)} (${s.toFixed(2)} s → ~${est.toFixed(1)} s; not measured, run with --big)`);
+    console.log(
+      `- cold start of 10M messages ≤ 30 s: ${est <= 30 ? 'met' : 'NOT met'} by linear extrapolation from ${fmt(base.ds.messageCount)} (${s.toFixed(2)} s → ~${est.toFixed(1)} s; not measured, run with --big)`,
+    );
   }
   for (const r of results) {
     if (!r.reload) continue;
     const ratio = r.reload.reloading.p99 / r.reload.steady.p99;
-    console.log(`- p99 during reload ≤ 2× steady p99 (${fmt(r.ds.messageCount)}): ${ratio <= 2 ? 'met' : 'NOT met'}, ${ratio.toFixed(2)}× (${r.reload.reloading.p99.toFixed(2)} ms vs ${r.reload.steady.p99.toFixed(2)} ms)`);
+    console.log(
+      `- p99 during reload ≤ 2× steady p99 (${fmt(r.ds.messageCount)}): ${ratio <= 2 ? 'met' : 'NOT met'}, ${ratio.toFixed(2)}× (${r.reload.reloading.p99.toFixed(2)} ms vs ${r.reload.steady.p99.toFixed(2)} ms)`,
+    );
   }
 }
 

@@ -26,15 +26,57 @@ function run(args: string[], what: string): string {
 
 if (!existsSync(path.join(demoDir, 'messages.ndjson'))) {
   console.log('demo: generating 20,000 messages of 500 contacts in 1 organization ...');
-  run([...tsx, 'scripts/gen.ts', '--messages', '20000', '--contacts', '500', '--organizations', '1', '--seed', '7', '--out', demoDir], 'data generation');
+  run(
+    [
+      ...tsx,
+      'scripts/gen.ts',
+      '--messages',
+      '20000',
+      '--contacts',
+      '500',
+      '--organizations',
+      '1',
+      '--seed',
+      '7',
+      '--out',
+      demoDir,
+    ],
+    'data generation',
+  );
 }
 console.log('demo: importing into the embedded store at ' + dataDir + ' ...');
-run([...compiled('cli/snapshot.js'), 'import', '--contacts', path.join(demoDir, 'contacts.ndjson'), '--messages', path.join(demoDir, 'messages.ndjson'), '--json'], 'import');
+run(
+  [
+    ...compiled('cli/snapshot.js'),
+    'import',
+    '--contacts',
+    path.join(demoDir, 'contacts.ndjson'),
+    '--messages',
+    path.join(demoDir, 'messages.ndjson'),
+    '--json',
+  ],
+  'import',
+);
 
-const firstContact = JSON.parse(readFileSync(path.join(demoDir, 'contacts.ndjson'), 'utf8').split('\n')[0]) as { organization_id: string };
+const firstContact = JSON.parse(readFileSync(path.join(demoDir, 'contacts.ndjson'), 'utf8').split('\n')[0]) as {
+  organization_id: string;
+};
 const org = firstContact.organization_id;
 const created = JSON.parse(
-  run([...compiled('cli/keys.js'), 'create', '--organization-id', org, '--scopes', 'contacts:read,messages:read', '--name', 'demo', '--json'], 'key creation'),
+  run(
+    [
+      ...compiled('cli/keys.js'),
+      'create',
+      '--organization-id',
+      org,
+      '--scopes',
+      'contacts:read,messages:read',
+      '--name',
+      'demo',
+      '--json',
+    ],
+    'key creation',
+  ),
 ) as { key: string };
 
 const port = process.env.PORT ?? '3000';

@@ -47,19 +47,25 @@ const pick = <T>(rng: Rng, xs: readonly T[]): T => xs[Math.floor(rng() * xs.leng
 // ---- vocabulary: words ranked by rough frequency; Zipf sampling over the rank ----
 
 const WORDS = {
-  pt: ('o a de que e do da em um para é com não uma os no se na por mais as dos como mas foi ao ele das tem à seu sua ou ser quando muito '
-    + 'pedido boleto entrega preço água obrigado olá bom dia tarde noite você pagamento cartão pix nota fiscal segunda via produto troca '
-    + 'devolução prazo frete endereço cancelar cancelamento status rastreio código desconto promoção cupom atendimento dúvida problema '
-    + 'chegou ainda aguardando estoque tamanho cor valor parcela juros orçamento confirmação recebi comprovante reembolso garantia '
-    + 'açaí pão coração informação ligação até amanhã então também já só está estão fiz queria gostaria ajuda urgente').split(' '),
-  es: ('de la que el en y a los se del las un por con no una su para es al lo como más pero sus le ya o fue este '
-    + 'pedido envío precio gracias hola buenos días tardes noches usted pago tarjeta factura producto cambio devolución plazo dirección '
-    + 'cancelar estado seguimiento código descuento promoción cupón atención duda problema llegó todavía esperando existencias talla '
-    + 'color valor cuota presupuesto confirmación recibí comprobante reembolso garantía mañana también quería ayuda urgente niño año señor').split(' '),
-  en: ('the to and a of i you it is in for that my on with this be have are not we your can at order please thanks '
-    + 'hello hi good morning delivery price payment card invoice product return refund shipping address cancel status tracking code '
-    + 'discount coupon support question problem arrived still waiting stock size color quote confirmation received receipt warranty '
-    + 'tomorrow also wanted help urgent café naïve résumé').split(' '),
+  pt: (
+    'o a de que e do da em um para é com não uma os no se na por mais as dos como mas foi ao ele das tem à seu sua ou ser quando muito ' +
+    'pedido boleto entrega preço água obrigado olá bom dia tarde noite você pagamento cartão pix nota fiscal segunda via produto troca ' +
+    'devolução prazo frete endereço cancelar cancelamento status rastreio código desconto promoção cupom atendimento dúvida problema ' +
+    'chegou ainda aguardando estoque tamanho cor valor parcela juros orçamento confirmação recebi comprovante reembolso garantia ' +
+    'açaí pão coração informação ligação até amanhã então também já só está estão fiz queria gostaria ajuda urgente'
+  ).split(' '),
+  es: (
+    'de la que el en y a los se del las un por con no una su para es al lo como más pero sus le ya o fue este ' +
+    'pedido envío precio gracias hola buenos días tardes noches usted pago tarjeta factura producto cambio devolución plazo dirección ' +
+    'cancelar estado seguimiento código descuento promoción cupón atención duda problema llegó todavía esperando existencias talla ' +
+    'color valor cuota presupuesto confirmación recibí comprobante reembolso garantía mañana también quería ayuda urgente niño año señor'
+  ).split(' '),
+  en: (
+    'the to and a of i you it is in for that my on with this be have are not we your can at order please thanks ' +
+    'hello hi good morning delivery price payment card invoice product return refund shipping address cancel status tracking code ' +
+    'discount coupon support question problem arrived still waiting stock size color quote confirmation received receipt warranty ' +
+    'tomorrow also wanted help urgent café naïve résumé'
+  ).split(' '),
 };
 type Lang = keyof typeof WORDS;
 const LANGS: Lang[] = ['pt', 'pt', 'pt', 'es', 'en'];
@@ -69,9 +75,15 @@ const LANGS: Lang[] = ['pt', 'pt', 'pt', 'es', 'en'];
 // grow with them. Built from syllables with a fixed seed, so the vocabulary never depends on the
 // data seed and the dataset stays a function of the seed alone.
 const SYLLABLES: Record<Lang, string[]> = {
-  pt: 'ba be bi bo ca ce ci co cu da de di do du fa fe fi fo ga go gu ja je jo la le li lo lu ma me mi mo mu na ne ni no nu pa pe pi po pu ra re ri ro ru sa se si so su ta te ti to tu va ve vi vo za ção lho nha nho que qui ções ão ões ém ás'.split(' '),
-  es: 'ba be bi bo ca ce ci co cu da de di do du fa fe fi fo ga go gu ja je jo la le li lo lu ma me mi mo mu na ne ni no nu ña ño pa pe pi po pu ra re ri ro ru sa se si so su ta te ti to tu va ve vi vo za ción llo lla que qui rá ís'.split(' '),
-  en: 'ab ac ad al am an ar as at ba be bi bo ca ce co da de di do el en er es fi fo ga ge go ha he hi ho in is it ka la le li lo ma me mi mo na ne ni no or pa pe pi po ra re ri ro sa se si so ta te ti to un ve wa we wi'.split(' '),
+  pt: 'ba be bi bo ca ce ci co cu da de di do du fa fe fi fo ga go gu ja je jo la le li lo lu ma me mi mo mu na ne ni no nu pa pe pi po pu ra re ri ro ru sa se si so su ta te ti to tu va ve vi vo za ção lho nha nho que qui ções ão ões ém ás'.split(
+    ' ',
+  ),
+  es: 'ba be bi bo ca ce ci co cu da de di do du fa fe fi fo ga go gu ja je jo la le li lo lu ma me mi mo mu na ne ni no nu ña ño pa pe pi po pu ra re ri ro ru sa se si so su ta te ti to tu va ve vi vo za ción llo lla que qui rá ís'.split(
+    ' ',
+  ),
+  en: 'ab ac ad al am an ar as at ba be bi bo ca ce co da de di do el en er es fi fo ga ge go ha he hi ho in is it ka la le li lo ma me mi mo na ne ni no or pa pe pi po ra re ri ro sa se si so ta te ti to un ve wa we wi'.split(
+    ' ',
+  ),
 };
 const TAIL_WORDS = 12_000;
 
@@ -84,7 +96,10 @@ function tailWords(lang: Lang): string[] {
     const n = 2 + Math.floor(rng() * 3);
     let w = '';
     for (let i = 0; i < n; i++) w += syl[Math.floor(rng() * syl.length)];
-    if (!seen.has(w)) { seen.add(w); out.push(w); }
+    if (!seen.has(w)) {
+      seen.add(w);
+      out.push(w);
+    }
   }
   return out;
 }
@@ -96,22 +111,89 @@ const GREETINGS: Record<Lang, string[]> = {
   en: ['Hi!', 'Hello there', 'Good morning', 'Hey, quick question'],
 };
 const REPLIES: Record<Lang, string[]> = {
-  pt: ['Claro, vou verificar o seu pedido', 'Obrigado pelo contato!', 'Segue a segunda via do boleto', 'O prazo de entrega é de 5 dias úteis'],
+  pt: [
+    'Claro, vou verificar o seu pedido',
+    'Obrigado pelo contato!',
+    'Segue a segunda via do boleto',
+    'O prazo de entrega é de 5 dias úteis',
+  ],
   es: ['Claro, reviso su pedido', '¡Gracias por escribir!', 'Le envío la factura', 'El plazo de envío es de 5 días'],
-  en: ['Sure, let me check your order', 'Thanks for reaching out!', 'Here is your invoice', 'Delivery takes 5 business days'],
+  en: [
+    'Sure, let me check your order',
+    'Thanks for reaching out!',
+    'Here is your invoice',
+    'Delivery takes 5 business days',
+  ],
 };
 const SENTENCES: Record<Lang, string[]> = {
-  pt: ['Meu pedido {order} ainda não chegou', 'Preciso da segunda via do boleto', 'Qual o preço da água com gás?', 'Pode enviar a nota fiscal para {email}?',
-    'O PIX já foi feito, segue o comprovante', 'Quero cancelar o pedido {order}', 'A entrega atrasou de novo 😡', 'Vocês têm no tamanho M?',
-    'Recebi o produto errado, quero trocar', 'Obrigado!! Chegou certinho 🙏', 'Qual o código de rastreio do pedido {order}?', 'Tem desconto no pix?'],
-  es: ['Mi pedido {order} todavía no llegó', '¿Cuál es el precio del envío?', 'Necesito la factura a {email}', 'Quiero cancelar el pedido {order}',
-    '¡Muchas gracias! Llegó perfecto', 'El producto llegó dañado, ¿qué hago?', '¿Tienen descuento para niños?', 'Ya hice el pago con tarjeta'],
-  en: ['My order {order} has not arrived yet', 'Can you send the invoice to {email}?', 'I want to cancel order {order}', 'What is the tracking code?',
-    'Thanks!! Got it 👍🏽', 'The product arrived broken, I need a refund', 'Do you have it in size M?', 'Is there a coupon for free shipping?'],
+  pt: [
+    'Meu pedido {order} ainda não chegou',
+    'Preciso da segunda via do boleto',
+    'Qual o preço da água com gás?',
+    'Pode enviar a nota fiscal para {email}?',
+    'O PIX já foi feito, segue o comprovante',
+    'Quero cancelar o pedido {order}',
+    'A entrega atrasou de novo 😡',
+    'Vocês têm no tamanho M?',
+    'Recebi o produto errado, quero trocar',
+    'Obrigado!! Chegou certinho 🙏',
+    'Qual o código de rastreio do pedido {order}?',
+    'Tem desconto no pix?',
+  ],
+  es: [
+    'Mi pedido {order} todavía no llegó',
+    '¿Cuál es el precio del envío?',
+    'Necesito la factura a {email}',
+    'Quiero cancelar el pedido {order}',
+    '¡Muchas gracias! Llegó perfecto',
+    'El producto llegó dañado, ¿qué hago?',
+    '¿Tienen descuento para niños?',
+    'Ya hice el pago con tarjeta',
+  ],
+  en: [
+    'My order {order} has not arrived yet',
+    'Can you send the invoice to {email}?',
+    'I want to cancel order {order}',
+    'What is the tracking code?',
+    'Thanks!! Got it 👍🏽',
+    'The product arrived broken, I need a refund',
+    'Do you have it in size M?',
+    'Is there a coupon for free shipping?',
+  ],
 };
 const EMOJI = ['😀', '🙏', '👍🏽', '❤️', '📦', '🚚', '✅', '😡', '🤔', '🇧🇷'];
-const FIRST = ['João', 'María', 'José', 'Ana', 'Luís', 'Beatriz', 'Çağla', 'Zoë', 'Renée', 'Peter', 'Ñuño', 'Mônica', 'Iñaki', 'Chloé', 'André', 'Sofía'];
-const LAST = ['Silva', 'Pereira', 'García', 'Müller', 'Smith', 'Gonçalves', 'Núñez', 'Ålund', 'Souza', 'Fernández', 'Brown', 'Araújo'];
+const FIRST = [
+  'João',
+  'María',
+  'José',
+  'Ana',
+  'Luís',
+  'Beatriz',
+  'Çağla',
+  'Zoë',
+  'Renée',
+  'Peter',
+  'Ñuño',
+  'Mônica',
+  'Iñaki',
+  'Chloé',
+  'André',
+  'Sofía',
+];
+const LAST = [
+  'Silva',
+  'Pereira',
+  'García',
+  'Müller',
+  'Smith',
+  'Gonçalves',
+  'Núñez',
+  'Ålund',
+  'Souza',
+  'Fernández',
+  'Brown',
+  'Araújo',
+];
 const SOURCES: (string | null)[] = [...CHANNELS, 'website', 'import', null];
 const DOMAINS = ['gmail.com', 'hotmail.com', 'empresa.com.br', 'correo.es', 'example.org'];
 const OFFSETS = [0, 0, -180, -180, -180, -300, 60, 120, 330, -240, 540, -60];
@@ -119,22 +201,38 @@ const OFFSETS = [0, 0, -180, -180, -180, -300, 60, 120, 330, -240, 540, -60];
 function zipfTable(n: number, s = 1.07): Float64Array {
   const cdf = new Float64Array(n);
   let sum = 0;
-  for (let i = 0; i < n; i++) { sum += 1 / Math.pow(i + 1, s); cdf[i] = sum; }
+  for (let i = 0; i < n; i++) {
+    sum += 1 / Math.pow(i + 1, s);
+    cdf[i] = sum;
+  }
   for (let i = 0; i < n; i++) cdf[i] /= sum;
   return cdf;
 }
-const ZIPF: Record<Lang, Float64Array> = { pt: zipfTable(WORDS.pt.length), es: zipfTable(WORDS.es.length), en: zipfTable(WORDS.en.length) };
+const ZIPF: Record<Lang, Float64Array> = {
+  pt: zipfTable(WORDS.pt.length),
+  es: zipfTable(WORDS.es.length),
+  en: zipfTable(WORDS.en.length),
+};
 
 function zipfWord(rng: Rng, lang: Lang): string {
   const cdf = ZIPF[lang];
   const u = rng();
-  let lo = 0, hi = cdf.length - 1;
-  while (lo < hi) { const mid = (lo + hi) >> 1; if (cdf[mid] < u) lo = mid + 1; else hi = mid; }
+  let lo = 0,
+    hi = cdf.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (cdf[mid] < u) lo = mid + 1;
+    else hi = mid;
+  }
   return WORDS[lang][lo];
 }
 
 function ascii(s: string): string {
-  return s.normalize('NFKD').replace(/\p{M}/gu, '').replace(/[^A-Za-z]/g, '').toLowerCase();
+  return s
+    .normalize('NFKD')
+    .replace(/\p{M}/gu, '')
+    .replace(/[^A-Za-z]/g, '')
+    .toLowerCase();
 }
 
 function orderNo(rng: Rng): string {
@@ -189,7 +287,8 @@ const START = Date.UTC(2023, 6, 1);
 const SPAN = 2 * 365 * 24 * 3600 * 1000;
 
 function makeContact(rng: Rng, orgId: string): Contact {
-  const first = pick(rng, FIRST), last = pick(rng, LAST);
+  const first = pick(rng, FIRST),
+    last = pick(rng, LAST);
   const cc = pick(rng, ['55', '55', '34', '1', '351', '52']);
   let phone: string | null = '+' + cc;
   for (let i = 0; i < 10; i++) phone += Math.floor(rng() * 10);

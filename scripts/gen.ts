@@ -31,7 +31,9 @@ const ArgsSchema = v.pipe(
 );
 
 function fail(message: string): never {
-  process.stderr.write(`${message}\nusage: npm run gen -- --messages N --contacts M --organizations K --seed S --out DIR\n`);
+  process.stderr.write(
+    `${message}\nusage: npm run gen -- --messages N --contacts M --organizations K --seed S --out DIR\n`,
+  );
   process.exit(2);
 }
 
@@ -87,7 +89,8 @@ async function main(): Promise<void> {
   const contacts = new ChunkWriter(createWriteStream(contactsPath));
   const messages = new ChunkWriter(createWriteStream(messagesPath));
   const started = Date.now();
-  let nc = 0, nm = 0;
+  let nc = 0,
+    nm = 0;
   for (const r of generateRecords(opts)) {
     if (r.kind === 'contact') {
       nc++;
@@ -99,7 +102,9 @@ async function main(): Promise<void> {
   }
   await Promise.all([contacts.close(), messages.close()]);
   const secs = ((Date.now() - started) / 1000).toFixed(1);
-  process.stdout.write(`gen: ${nc} contacts, ${nm} messages, ${opts.organizations} organizations, seed ${opts.seed} -> ${contactsPath}, ${messagesPath} in ${secs}s\n`);
+  process.stdout.write(
+    `gen: ${nc} contacts, ${nm} messages, ${opts.organizations} organizations, seed ${opts.seed} -> ${contactsPath}, ${messagesPath} in ${secs}s\n`,
+  );
 }
 
 await main();

@@ -50,10 +50,17 @@ const data = tempDataDir();
 const env = baseEnv({ DATA_DIR: data.dir, LOG_LEVEL: 'warn' });
 const input = path.join(data.dir, 'input');
 
-function run(script: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
+function run(
+  script: string,
+  args: string[],
+): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
   const t0 = Date.now();
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -68,13 +75,35 @@ async function must(script: string, args: string[]): Promise<string> {
   return r.stdout;
 }
 
-const importArgs = ['import', '--contacts', path.join(input, 'contacts.ndjson'), '--messages', path.join(input, 'messages.ndjson'), '--json'];
+const importArgs = [
+  'import',
+  '--contacts',
+  path.join(input, 'contacts.ndjson'),
+  '--messages',
+  path.join(input, 'messages.ndjson'),
+  '--json',
+];
 // The two healthy organizations only: what the re-imports publish while the third stays corrupt.
 const partial = path.join(data.dir, 'partial');
-const partialArgs = ['import', '--contacts', path.join(partial, 'contacts.ndjson'), '--messages', path.join(partial, 'messages.ndjson'), '--json'];
+const partialArgs = [
+  'import',
+  '--contacts',
+  path.join(partial, 'contacts.ndjson'),
+  '--messages',
+  path.join(partial, 'messages.ndjson'),
+  '--json',
+];
 
 async function createKey(orgs: string[], name: string): Promise<{ key: string; prefix: string }> {
-  const out = await must('src/cli/keys.ts', ['create', ...orgs.flatMap((o) => ['--organization-id', o]), '--scopes', 'contacts:read,messages:read', '--name', name, '--json']);
+  const out = await must('src/cli/keys.ts', [
+    'create',
+    ...orgs.flatMap((o) => ['--organization-id', o]),
+    '--scopes',
+    'contacts:read,messages:read',
+    '--name',
+    name,
+    '--json',
+  ]);
   return JSON.parse(out) as { key: string; prefix: string };
 }
 
@@ -92,20 +121,49 @@ const mb = (x: number) => (x / 1e6).toFixed(0);
 
 // ---- setup -------------------------------------------------------------------------------------
 console.log(`soak: generating ${messages} messages in 3 organizations ...`);
-await must('scripts/gen.ts', ['--messages', String(messages), '--contacts', String(Math.max(3, Math.round(messages / 20))), '--organizations', '3', '--seed', '11', '--out', input]);
+await must('scripts/gen.ts', [
+  '--messages',
+  String(messages),
+  '--contacts',
+  String(Math.max(3, Math.round(messages / 20))),
+  '--organizations',
+  '3',
+  '--seed',
+  '11',
+  '--out',
+  input,
+]);
 const firstImport = await run('src/cli/snapshot.ts', importArgs);
 if (firstImport.code !== 0) throw new Error(`import failed: ${firstImport.stderr}`);
 console.log(`soak: imported in ${firstImport.ms} ms`);
-const orgs = [...new Set(readFileSync(path.join(input, 'contacts.ndjson'), 'utf8').split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { organization_id: string }).organization_id))];
+const orgs = [
+  ...new Set(
+    readFileSync(path.join(input, 'contacts.ndjson'), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => (JSON.parse(l) as { organization_id: string }).organization_id),
+  ),
+];
 // Terms that occur in the data: words of the first messages.
-const vocab = [...new Set(readFileSync(path.join(input, 'messages.ndjson'), 'utf8').slice(0, 400_000).split('\n').slice(0, -1).slice(0, 2000).filter(Boolean)
-  .flatMap((l) => ((JSON.parse(l) as { content: string }).content.toLowerCase().match(/\p{L}{3,}/gu) ?? [])))].slice(0, 300);
+const vocab = [
+  ...new Set(
+    readFileSync(path.join(input, 'messages.ndjson'), 'utf8')
+      .slice(0, 400_000)
+      .split('\n')
+      .slice(0, -1)
+      .slice(0, 2000)
+      .filter(Boolean)
+      .flatMap((l) => (JSON.parse(l) as { content: string }).content.toLowerCase().match(/\p{L}{3,}/gu) ?? []),
+  ),
+].slice(0, 300);
 let broken: string | null = null;
 if (corruptForMs > 0) {
   broken = orgs[2];
   mkdirSync(partial, { recursive: true });
   for (const f of ['contacts.ndjson', 'messages.ndjson']) {
-    const lines = readFileSync(path.join(input, f), 'utf8').split('\n').filter((l) => l !== '' && !l.includes(`"organization_id":"${broken}"`));
+    const lines = readFileSync(path.join(input, f), 'utf8')
+      .split('\n')
+      .filter((l) => l !== '' && !l.includes(`"organization_id":"${broken}"`));
     writeFileSync(path.join(partial, f), lines.join('\n') + '\n');
   }
   // One byte of the first chunk of its current version: the checksum refuses it at load.
@@ -155,7 +213,14 @@ interface Interval {
   expected503: number;
   dropped: number;
 }
-const newInterval = (): Interval => ({ latencies: [], requests: 0, errors: 0, expected401: 0, expected503: 0, dropped: 0 });
+const newInterval = (): Interval => ({
+  latencies: [],
+  requests: 0,
+  errors: 0,
+  expected401: 0,
+  expected503: 0,
+  dropped: 0,
+});
 let cur = newInterval();
 const all: number[] = [];
 const errorSamples: string[] = [];
@@ -199,12 +264,24 @@ async function one(i: number, useRotating: boolean): Promise<void> {
     cur.expected401++;
     return;
   }
-  if (out.kind === 'response' && out.status === 503 && t.org === broken && brokenServedAt === null && /"error":"unavailable"/.test(out.body.toString()) && /^[1-9]\d*$/.test(header(out, 'retry-after') ?? '')) {
+  if (
+    out.kind === 'response' &&
+    out.status === 503 &&
+    t.org === broken &&
+    brokenServedAt === null &&
+    /"error":"unavailable"/.test(out.body.toString()) &&
+    /^[1-9]\d*$/.test(header(out, 'retry-after') ?? '')
+  ) {
     cur.expected503++;
     return;
   }
   cur.errors++;
-  if (errorSamples.length < 10) errorSamples.push(out.kind === 'response' ? `${out.status} ${out.body.toString().slice(0, 200)}` : `${out.kind} (connection idle ${idleMs} ms before)`);
+  if (errorSamples.length < 10)
+    errorSamples.push(
+      out.kind === 'response'
+        ? `${out.status} ${out.body.toString().slice(0, 200)}`
+        : `${out.kind} (connection idle ${idleMs} ms before)`,
+    );
   if (out.kind !== 'response') pool[i].destroy();
 }
 
@@ -222,12 +299,16 @@ if (values.rate !== undefined) {
 } else {
   const until = Date.now() + 3000;
   let done = 0;
-  await Promise.all(pool.slice(0, 32).map(async (_, i) => {
-    while (Date.now() < until) {
-      await pool[i].request(rawGet(target().path, [['Authorization', `Bearer ${stable.key}`]]), { timeoutMs: 10_000 });
-      done++;
-    }
-  }));
+  await Promise.all(
+    pool.slice(0, 32).map(async (_, i) => {
+      while (Date.now() < until) {
+        await pool[i].request(rawGet(target().path, [['Authorization', `Bearer ${stable.key}`]]), {
+          timeoutMs: 10_000,
+        });
+        done++;
+      }
+    }),
+  );
   const max = done / 3;
   rate = Math.max(10, Math.round(max / 2));
   console.log(`soak: quick maximum ${max.toFixed(0)} req/s (32 connections, closed loop); soak rate ${rate} req/s`);
@@ -239,7 +320,17 @@ if (values.rate !== undefined) {
 await new Promise((r) => setTimeout(r, 500));
 const rssStart = rssOf(pid);
 const started = Date.now();
-const intervals: Array<{ at: number; requests: number; errors: number; expected401: number; expected503: number; dropped: number; p50: number; p99: number; rss: number }> = [];
+const intervals: Array<{
+  at: number;
+  requests: number;
+  errors: number;
+  expected401: number;
+  expected503: number;
+  dropped: number;
+  p50: number;
+  p99: number;
+  rss: number;
+}> = [];
 let reloadsExpectedFailed = 0;
 let reloadsOk = 0;
 let reloadsFailed = 0;
@@ -268,7 +359,9 @@ const reloader = setInterval(() => {
   const whole = broken === null || t0 - started >= corruptForMs;
   if (whole && broken !== null && repairedAt === null) {
     repairedAt = t0;
-    console.log(`soak: ${((t0 - started) / 1000).toFixed(0)} s: organization ${broken} repaired (a full import includes it again)`);
+    console.log(
+      `soak: ${((t0 - started) / 1000).toFixed(0)} s: organization ${broken} repaired (a full import includes it again)`,
+    );
   }
   run('src/cli/snapshot.ts', whole ? importArgs : partialArgs)
     .then(async (imp) => {
@@ -313,9 +406,21 @@ const reporter = setInterval(() => {
   const i = cur;
   cur = newInterval();
   const sorted = i.latencies.sort((a, b) => a - b);
-  const row = { at: (Date.now() - started) / 1000, requests: i.requests, errors: i.errors, expected401: i.expected401, expected503: i.expected503, dropped: i.dropped, p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), rss: rssOf(pid) };
+  const row = {
+    at: (Date.now() - started) / 1000,
+    requests: i.requests,
+    errors: i.errors,
+    expected401: i.expected401,
+    expected503: i.expected503,
+    dropped: i.dropped,
+    p50: quantile(sorted, 0.5),
+    p99: quantile(sorted, 0.99),
+    rss: rssOf(pid),
+  };
   intervals.push(row);
-  console.log(`soak: ${row.at.toFixed(0).padStart(4)}  ${String(row.requests).padStart(8)}  ${String(row.errors).padStart(6)}  ${String(row.expected401).padStart(8)}  ${String(row.expected503).padStart(8)}  ${String(row.dropped).padStart(7)}  ${ms(row.p50).padStart(7)}  ${ms(row.p99).padStart(7)}  ${mb(row.rss).padStart(7)}`);
+  console.log(
+    `soak: ${row.at.toFixed(0).padStart(4)}  ${String(row.requests).padStart(8)}  ${String(row.errors).padStart(6)}  ${String(row.expected401).padStart(8)}  ${String(row.expected503).padStart(8)}  ${String(row.dropped).padStart(7)}  ${ms(row.p50).padStart(7)}  ${ms(row.p99).padStart(7)}  ${mb(row.rss).padStart(7)}`,
+  );
 }, 10_000);
 
 await new Promise((r) => setTimeout(r, durationMs));
@@ -329,27 +434,65 @@ while (free.length < pool.length && Date.now() < drainUntil) await new Promise((
 while (busy && Date.now() < drainUntil + 20_000) await new Promise((r) => setTimeout(r, 50));
 const rssEnd = rssOf(pid);
 const tail = cur;
-intervals.push({ at: (Date.now() - started) / 1000, requests: tail.requests, errors: tail.errors, expected401: tail.expected401, expected503: tail.expected503, dropped: tail.dropped, p50: NaN, p99: NaN, rss: rssEnd });
+intervals.push({
+  at: (Date.now() - started) / 1000,
+  requests: tail.requests,
+  errors: tail.errors,
+  expected401: tail.expected401,
+  expected503: tail.expected503,
+  dropped: tail.dropped,
+  p50: NaN,
+  p99: NaN,
+  rss: rssEnd,
+});
 for (const c of pool) c.destroy();
 const code = await server.stop();
 data.cleanup();
 
-const total = intervals.reduce((a, r) => ({ requests: a.requests + r.requests, errors: a.errors + r.errors, expected401: a.expected401 + r.expected401, expected503: a.expected503 + r.expected503, dropped: a.dropped + r.dropped }), { requests: 0, errors: 0, expected401: 0, expected503: 0, dropped: 0 });
+const total = intervals.reduce(
+  (a, r) => ({
+    requests: a.requests + r.requests,
+    errors: a.errors + r.errors,
+    expected401: a.expected401 + r.expected401,
+    expected503: a.expected503 + r.expected503,
+    dropped: a.dropped + r.dropped,
+  }),
+  { requests: 0, errors: 0, expected401: 0, expected503: 0, dropped: 0 },
+);
 const sortedAll = all.sort((a, b) => a - b);
 const seconds = (Date.now() - started) / 1000;
 console.log('');
-console.log(`soak: duration ${seconds.toFixed(0)} s at ${rate} req/s target (${(total.requests / seconds).toFixed(0)} req/s achieved), ${messages} messages, ${orgs.length} organizations`);
-console.log(`soak: keep-alive connections closed by uWS's 10 s idle timeout as a request was sent (retried once on a new connection): ${idleCloseRetries}`);
-console.log(`soak: requests ${total.requests}, errors ${total.errors}, expected 401s (revoked key) ${total.expected401}, expected 503s (corrupt organization) ${total.expected503}, dropped by the client (all connections busy) ${total.dropped}`);
+console.log(
+  `soak: duration ${seconds.toFixed(0)} s at ${rate} req/s target (${(total.requests / seconds).toFixed(0)} req/s achieved), ${messages} messages, ${orgs.length} organizations`,
+);
+console.log(
+  `soak: keep-alive connections closed by uWS's 10 s idle timeout as a request was sent (retried once on a new connection): ${idleCloseRetries}`,
+);
+console.log(
+  `soak: requests ${total.requests}, errors ${total.errors}, expected 401s (revoked key) ${total.expected401}, expected 503s (corrupt organization) ${total.expected503}, dropped by the client (all connections busy) ${total.dropped}`,
+);
 let brokenOk = true;
 if (broken !== null) {
   brokenOk = repairedAt !== null && brokenServedAt !== null;
-  console.log(brokenOk
-    ? `soak: organization ${broken} served again ${((brokenServedAt! - repairedAt!) / 1000).toFixed(1)} s after the repair (t=${((brokenServedAt! - started) / 1000).toFixed(0)} s), no restart`
-    : `soak: organization ${broken} NOT served again (repaired: ${repairedAt !== null})`);
+  console.log(
+    brokenOk
+      ? `soak: organization ${broken} served again ${((brokenServedAt! - repairedAt!) / 1000).toFixed(1)} s after the repair (t=${((brokenServedAt! - started) / 1000).toFixed(0)} s), no restart`
+      : `soak: organization ${broken} NOT served again (repaired: ${repairedAt !== null})`,
+  );
 }
-console.log(`soak: latency overall p50 ${ms(quantile(sortedAll, 0.5))} ms, p99 ${ms(quantile(sortedAll, 0.99))} ms, max ${ms(sortedAll.at(-1) ?? NaN)} ms`);
-console.log(`soak: full reloads ${reloadsOk} ok, ${reloadsExpectedFailed} refusing only the corrupt organization (expected), ${reloadsFailed} failed (import + POST /admin/reload, median ${ms(quantile(reloadMs.sort((a, b) => a - b), 0.5))} ms); key rotations ${rotations}`);
-console.log(`soak: server RSS start ${mb(rssStart)} MB, end ${mb(rssEnd)} MB (${(((rssEnd - rssStart) / rssStart) * 100).toFixed(1)}%), max ${mb(Math.max(...intervals.map((r) => r.rss)))} MB; exit code on SIGTERM ${code}`);
+console.log(
+  `soak: latency overall p50 ${ms(quantile(sortedAll, 0.5))} ms, p99 ${ms(quantile(sortedAll, 0.99))} ms, max ${ms(sortedAll.at(-1) ?? NaN)} ms`,
+);
+console.log(
+  `soak: full reloads ${reloadsOk} ok, ${reloadsExpectedFailed} refusing only the corrupt organization (expected), ${reloadsFailed} failed (import + POST /admin/reload, median ${ms(
+    quantile(
+      reloadMs.sort((a, b) => a - b),
+      0.5,
+    ),
+  )} ms); key rotations ${rotations}`,
+);
+console.log(
+  `soak: server RSS start ${mb(rssStart)} MB, end ${mb(rssEnd)} MB (${(((rssEnd - rssStart) / rssStart) * 100).toFixed(1)}%), max ${mb(Math.max(...intervals.map((r) => r.rss)))} MB; exit code on SIGTERM ${code}`,
+);
 if (errorSamples.length) console.log(`soak: error samples: ${JSON.stringify(errorSamples)}`);
 process.exit(total.errors === 0 && reloadsFailed === 0 && brokenOk && code === 0 ? 0 : 1);

@@ -22,7 +22,12 @@ function refuse(lines: string[]): never {
 // uSockets' flag; the native module exports it but the typings declare it only inside an enum.
 const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
 
-type ListenWithOptions = (host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void) => void;
+type ListenWithOptions = (
+  host: string,
+  port: number,
+  options: number,
+  cb: (socket: us_listen_socket | false) => void,
+) => void;
 
 /**
  * Listens with an exclusive port: uWS sets SO_REUSEPORT by default, so a second server started by
@@ -59,17 +64,29 @@ async function main(): Promise<void> {
   process.on('uncaughtException', (err) => logger.error({ err }, 'uncaught exception; the server keeps serving'));
 
   // A store that is down now does not stop the start: the server listens, answers 503 and retries.
-  const store = await openStore(storeEnv(config), (err) => logger.warn({ err: err.message }, 'store: unavailable at start; serving 503 and retrying'));
+  const store = await openStore(storeEnv(config), (err) =>
+    logger.warn({ err: err.message }, 'store: unavailable at start; serving 503 and retrying'),
+  );
   // Read at scrape time only, once `catalog` exists.
   const metrics = new Metrics(() => catalogOrgStats(catalog));
   metrics.addReloadStats(() => catalogReloadStats(catalog));
   // SERVER_THREADS > 1: serving threads answer the public port; this thread keeps the rest.
   const pool: ThreadPool | null =
     config.serverThreads > 1
-      ? new ThreadPool({ config, store, metrics, logger, state: () => servingState(catalog), faultHook: process.env.SERVING_THREAD_FAULT_HOOK === '1' })
+      ? new ThreadPool({
+          config,
+          store,
+          metrics,
+          logger,
+          state: () => servingState(catalog),
+          faultHook: process.env.SERVING_THREAD_FAULT_HOOK === '1',
+        })
       : null;
   const catalog = new Catalog(store, {
-    logger, adminUrl: adminUrlOf(config), buildThread: config.indexBuildThread, organizations: config.organizations,
+    logger,
+    adminUrl: adminUrlOf(config),
+    buildThread: config.indexBuildThread,
+    organizations: config.organizations,
     onLoaded: pool ? (org, version, built) => pool.loaded(org, version, built) : undefined,
   });
   // Loading may take a while; the listeners open now so /readyz can say 503 meanwhile.
@@ -81,11 +98,24 @@ async function main(): Promise<void> {
   const isReady = () => catalogIsReady(catalog) && (pool === null || pool.ready);
   const rateLimiter = config.rateLimit ? new RateLimiter(config.rateLimit) : null;
   const publicApp = createPublicApp({
-    uws, keys, metrics, logger, sunsetAt: config.sunsetAt, rateLimiter,
-    indexes: { isReady, get: (org) => catalog.get(org), unavailable: (org) => catalog.unavailable(org), holds: (org) => catalog.holds(org) },
+    uws,
+    keys,
+    metrics,
+    logger,
+    sunsetAt: config.sunsetAt,
+    rateLimiter,
+    indexes: {
+      isReady,
+      get: (org) => catalog.get(org),
+      unavailable: (org) => catalog.unavailable(org),
+      holds: (org) => catalog.holds(org),
+    },
   });
   const adminApp = createAdminApp({
-    uws, metrics, logger, catalog: { isReady, reload: (org) => catalog.reload(org), failed: () => catalog.failed() },
+    uws,
+    metrics,
+    logger,
+    catalog: { isReady, reload: (org) => catalog.reload(org), failed: () => catalog.failed() },
   });
 
   let sockets: us_listen_socket[];
@@ -96,10 +126,20 @@ async function main(): Promise<void> {
     sockets = [await listen(adminApp, config.adminHost, config.adminPort)];
     if (process.env.SERVING_THREAD_FAULT_HOOK === '1') process.on('SIGUSR2', () => pool.fault(0));
   } else {
-    sockets = [await listen(publicApp, config.host, config.port), await listen(adminApp, config.adminHost, config.adminPort)];
+    sockets = [
+      await listen(publicApp, config.host, config.port),
+      await listen(adminApp, config.adminHost, config.adminPort),
+    ];
   }
   logger.info(
-    { port: config.port, host: config.host, admin_port: config.adminPort, admin_host: config.adminHost, store: store.kind, sunset_at: config.sunsetAt === null ? null : new Date(config.sunsetAt).toISOString() },
+    {
+      port: config.port,
+      host: config.host,
+      admin_port: config.adminPort,
+      admin_host: config.adminHost,
+      store: store.kind,
+      sunset_at: config.sunsetAt === null ? null : new Date(config.sunsetAt).toISOString(),
+    },
     `listening on ${config.host}:${config.port}, admin on ${config.adminHost}:${config.adminPort}`,
   );
 
@@ -107,16 +147,25 @@ async function main(): Promise<void> {
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal, in_flight: inFlight.count }, 'shutting down: no new connections, draining responses in flight');
+    logger.info(
+      { signal, in_flight: inFlight.count },
+      'shutting down: no new connections, draining responses in flight',
+    );
     // Stop accepting. Answers are computed synchronously; what can still be in flight is a large
     // body a slow client is reading (backpressure) or an admin reload: wait for those, bounded.
     for (const s of sockets) uws.us_listen_socket_close(s);
     const threadsDrained = pool ? pool.stop(config.shutdownTimeoutMs) : Promise.resolve(true);
-    const drained = (await threadsDrained) && await Promise.race([
-      inFlight.idle().then(() => true),
-      new Promise<false>((resolve) => setTimeout(() => resolve(false), config.shutdownTimeoutMs).unref()),
-    ]);
-    if (!drained) logger.warn({ in_flight: inFlight.count, timeout_ms: config.shutdownTimeoutMs }, 'shutdown: responses still in flight after the timeout');
+    const drained =
+      (await threadsDrained) &&
+      (await Promise.race([
+        inFlight.idle().then(() => true),
+        new Promise<false>((resolve) => setTimeout(() => resolve(false), config.shutdownTimeoutMs).unref()),
+      ]));
+    if (!drained)
+      logger.warn(
+        { in_flight: inFlight.count, timeout_ms: config.shutdownTimeoutMs },
+        'shutdown: responses still in flight after the timeout',
+      );
     try {
       await keys.stop();
       await catalog.stop();

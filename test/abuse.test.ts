@@ -25,7 +25,11 @@ import { openStore } from '../src/store/open-store.js';
 import { header, RawConnection, rawGet, type RawResponse } from './helpers/raw-http.js';
 import { startServer, tempDataDir } from './helpers/server.js';
 
-const ORGS = ['a0000000-0000-4000-8000-00000000000a', 'b0000000-0000-4000-8000-00000000000b', 'c0000000-0000-4000-8000-00000000000c'];
+const ORGS = [
+  'a0000000-0000-4000-8000-00000000000a',
+  'b0000000-0000-4000-8000-00000000000b',
+  'c0000000-0000-4000-8000-00000000000c',
+];
 const [X, Y, Z] = ORGS;
 const BOTH = ['contacts:read', 'messages:read'];
 const silent = pino({ level: 'silent' });
@@ -41,7 +45,18 @@ function makeKey(name: string, orgs: string[], scopes: string[], extra: Partial<
   return {
     name,
     key: k.key,
-    record: { prefix: k.prefix, name, hash: k.hash, organization_ids: orgs, scopes, created_at: '2025-01-01T00:00:00.000Z', expires_at: null, revoked_at: null, last_used_at: null, ...extra },
+    record: {
+      prefix: k.prefix,
+      name,
+      hash: k.hash,
+      organization_ids: orgs,
+      scopes,
+      created_at: '2025-01-01T00:00:00.000Z',
+      expires_at: null,
+      revoked_at: null,
+      last_used_at: null,
+      ...extra,
+    },
   };
 }
 
@@ -50,17 +65,26 @@ function fakeStore(records: KeyRecord[]): Store {
 }
 
 /** The real public handler on an ephemeral port, with a spy on index reads. */
-async function inProcess(records: KeyRecord[], opts: { rateLimiter?: RateLimiter; compare?: (a: Buffer, b: Buffer) => boolean } = {}) {
+async function inProcess(
+  records: KeyRecord[],
+  opts: { rateLimiter?: RateLimiter; compare?: (a: Buffer, b: Buffer) => boolean } = {},
+) {
   const uws = loadUws();
   const keys = new KeyCache(fakeStore(records), { logger: silent, compare: opts.compare });
   await keys.refresh();
   const reads: string[] = [];
   const app = createPublicApp({
-    uws, keys, metrics: new Metrics(() => []), logger: silent, sunsetAt: null, rateLimiter: opts.rateLimiter ?? null,
+    uws,
+    keys,
+    metrics: new Metrics(() => []),
+    logger: silent,
+    sunsetAt: null,
+    rateLimiter: opts.rateLimiter ?? null,
     indexes: { isReady: () => true, get: (org) => (reads.push(org), null) },
   });
   const { port, socket } = await new Promise<{ port: number; socket: unknown }>((resolve) =>
-    app.listen('127.0.0.1', 0, (s) => resolve({ port: uws.us_socket_local_port(s as never), socket: s })));
+    app.listen('127.0.0.1', 0, (s) => resolve({ port: uws.us_socket_local_port(s as never), socket: s })),
+  );
   const conn = new RawConnection(port);
   return {
     reads,
@@ -101,7 +125,11 @@ describe('authorization matrix (CONTRACT 5 order; no data read before a refusal)
 
   const variants: Array<[string, (org: string) => string, boolean]> = [
     ['valid parameters', (org) => `organization_id=${org}&q=pedido`, true],
-    ['upper-case organization id', (org) => `organization_id=${org.toUpperCase()}&keyword=segunda+via&direction=all`, true],
+    [
+      'upper-case organization id',
+      (org) => `organization_id=${org.toUpperCase()}&keyword=segunda+via&direction=all`,
+      true,
+    ],
     ['invalid parameters', (org) => `organization_id=${org}&q=pedido&limit=0&from=2025-02-30`, false],
     ['no term', (org) => `organization_id=${org}`, false],
   ];
@@ -129,7 +157,15 @@ describe('authorization matrix (CONTRACT 5 order; no data read before a refusal)
       }
     }
     // 401 before everything else, for every kind of bad key, every organization, every parameter set
-    const bad = [null, '', `Bearer ${revoked.key}`, `Bearer ${expired.key}`, `Bearer ${keys[0].key.slice(0, -1)}${keys[0].key.endsWith('x') ? 'y' : 'x'}`, `Bearer crm_live_zzzzzzzz_${'a'.repeat(32)}`, `Basic ${keys[0].key}`];
+    const bad = [
+      null,
+      '',
+      `Bearer ${revoked.key}`,
+      `Bearer ${expired.key}`,
+      `Bearer ${keys[0].key.slice(0, -1)}${keys[0].key.endsWith('x') ? 'y' : 'x'}`,
+      `Bearer crm_live_zzzzzzzz_${'a'.repeat(32)}`,
+      `Basic ${keys[0].key}`,
+    ];
     for (const auth of bad) {
       for (const org of ORGS) {
         for (const [, query] of variants) {
@@ -185,7 +221,9 @@ describe('rate limiting', () => {
     const a = makeKey('a', [X], BOTH);
     const b = makeKey('b', [X], BOTH);
     let now = 5_000_000;
-    const h = await inProcess([a.record, b.record], { rateLimiter: new RateLimiter({ rps: 1, burst: 2, now: () => now }) });
+    const h = await inProcess([a.record, b.record], {
+      rateLimiter: new RateLimiter({ rps: 1, burst: 2, now: () => now }),
+    });
     try {
       const q = `${SEARCH_PATH}?organization_id=${X}&q=pedido`;
       assert.equal((await h.get(q, `Bearer ${a.key}`)).status, 200);
@@ -224,7 +262,11 @@ describe('rate limiting', () => {
       [{ RATE_LIMIT_BURST: '10' }, 'RATE_LIMIT_BURST'],
       [{ SHUTDOWN_TIMEOUT_MS: 'soon' }, 'SHUTDOWN_TIMEOUT_MS'],
     ] as const) {
-      assert.throws(() => loadConfig(env), (err: Error) => err.message.includes(`config: ${name}`), JSON.stringify(env));
+      assert.throws(
+        () => loadConfig(env),
+        (err: Error) => err.message.includes(`config: ${name}`),
+        JSON.stringify(env),
+      );
     }
   });
 
@@ -232,9 +274,24 @@ describe('rate limiting', () => {
     const data = tempDataDir();
     const k = generateKey();
     const store = await openStore({ DATA_DIR: data.dir });
-    await store.putKey({ prefix: k.prefix, name: 'rl', hash: k.hash, organization_ids: [X], scopes: BOTH, created_at: new Date().toISOString(), expires_at: null, revoked_at: null, last_used_at: null });
+    await store.putKey({
+      prefix: k.prefix,
+      name: 'rl',
+      hash: k.hash,
+      organization_ids: [X],
+      scopes: BOTH,
+      created_at: new Date().toISOString(),
+      expires_at: null,
+      revoked_at: null,
+      last_used_at: null,
+    });
     await store.close();
-    const server = await startServer({ DATA_DIR: data.dir, LOG_LEVEL: 'warn', RATE_LIMIT_RPS: '0.5', RATE_LIMIT_BURST: '2' });
+    const server = await startServer({
+      DATA_DIR: data.dir,
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_RPS: '0.5',
+      RATE_LIMIT_BURST: '2',
+    });
     try {
       const url = `${server.url}${SEARCH_PATH}?organization_id=${X}&q=pedido`;
       const statuses: number[] = [];
@@ -263,7 +320,10 @@ describe('timing: unknown prefix and wrong secret take the same path', () => {
       calls.push([a.length, b.length]);
       return timingSafeEqual(a, b);
     };
-    const cache = new KeyCache(fakeStore([good.record, revoked.record, expired.record]), { logger: silent, compare: spy });
+    const cache = new KeyCache(fakeStore([good.record, revoked.record, expired.record]), {
+      logger: silent,
+      compare: spy,
+    });
     await cache.refresh();
     const secret = good.key.slice(-32);
     const cases: Array<[string, string, boolean]> = [
@@ -285,7 +345,10 @@ describe('timing: unknown prefix and wrong secret take the same path', () => {
     assert.equal(calls.length, 0);
     // and the digest compared is the secret's SHA-256
     const seen: Buffer[] = [];
-    const cache2 = new KeyCache(fakeStore([good.record]), { logger: silent, compare: (a, b) => (seen.push(a, b), timingSafeEqual(a, b)) });
+    const cache2 = new KeyCache(fakeStore([good.record]), {
+      logger: silent,
+      compare: (a, b) => (seen.push(a, b), timingSafeEqual(a, b)),
+    });
     await cache2.refresh();
     cache2.authenticate(`Bearer crm_live_zzzzzzzz_${secret}`);
     assert.equal(seen[0].toString('hex'), hashSecret(secret));

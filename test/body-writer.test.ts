@@ -15,21 +15,59 @@ function written(f: (w: BodyWriter) => void): string {
 }
 
 test('iso equals toISOString at range ends, day edges and outside the range', () => {
-  for (const ms of [MIN, MIN + 1, MAX, MAX - 1, 0, -1, 1, Date.UTC(2000, 1, 29), Date.UTC(1600, 1, 29, 23, 59, 59, 999), Date.UTC(4, 1, 29),
-    Date.UTC(2024, 2, 1), MIN - 1, MAX + 1, 8.64e15, -8.64e15, 1.5]) {
-    assert.equal(written((w) => w.iso(ms)), new Date(ms).toISOString(), String(ms));
+  for (const ms of [
+    MIN,
+    MIN + 1,
+    MAX,
+    MAX - 1,
+    0,
+    -1,
+    1,
+    Date.UTC(2000, 1, 29),
+    Date.UTC(1600, 1, 29, 23, 59, 59, 999),
+    Date.UTC(4, 1, 29),
+    Date.UTC(2024, 2, 1),
+    MIN - 1,
+    MAX + 1,
+    8.64e15,
+    -8.64e15,
+    1.5,
+  ]) {
+    assert.equal(
+      written((w) => w.iso(ms)),
+      new Date(ms).toISOString(),
+      String(ms),
+    );
   }
 });
 
 test('iso equals toISOString on random instants (fast-check)', () => {
-  fc.assert(fc.property(fc.integer({ min: MIN - 1e12, max: MAX + 1e12 }), (ms) => {
-    assert.equal(written((w) => w.iso(ms)), new Date(ms).toISOString());
-  }), { numRuns: 100_000 });
+  fc.assert(
+    fc.property(fc.integer({ min: MIN - 1e12, max: MAX + 1e12 }), (ms) => {
+      assert.equal(
+        written((w) => w.iso(ms)),
+        new Date(ms).toISOString(),
+      );
+    }),
+    { numRuns: 100_000 },
+  );
 });
 
 test('uint equals String() for page numbers, 2^32 edges and 2^53 - 1', () => {
-  for (const n of [0, 1, 9, 10, 99, 100, 12345, 0xffffffff, 0x100000000, 2 ** 53 - 1, 2 ** 53 + 99]) assert.equal(written((w) => w.uint(n)), String(n));
-  fc.assert(fc.property(fc.nat(), (n) => assert.equal(written((w) => w.uint(n)), String(n))), { numRuns: 20_000 });
+  for (const n of [0, 1, 9, 10, 99, 100, 12345, 0xffffffff, 0x100000000, 2 ** 53 - 1, 2 ** 53 + 99])
+    assert.equal(
+      written((w) => w.uint(n)),
+      String(n),
+    );
+  fc.assert(
+    fc.property(fc.nat(), (n) =>
+      assert.equal(
+        written((w) => w.uint(n)),
+        String(n),
+      ),
+    ),
+    { numRuns: 20_000 },
+  );
 });
 
 test('the buffer grows and keeps what was written', () => {

@@ -15,7 +15,11 @@ import { openStore } from '../src/store/open-store.js';
 /** `node dist/<script> ...args`, as `npm run snapshot|keys` run them. */
 function runCompiled(script: string, args: string[], env: NodeJS.ProcessEnv): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join('dist', script), ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [path.join('dist', script), ...args], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -31,17 +35,25 @@ let org: string;
 let key: CreatedKey;
 
 before(async () => {
-  const built = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
-    cwd: ROOT,
-    encoding: 'utf8',
-  });
+  const built = spawnSync(
+    process.execPath,
+    [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
+    {
+      cwd: ROOT,
+      encoding: 'utf8',
+    },
+  );
   assert.equal(built.status, 0, `npm run build failed:\n${built.stdout}${built.stderr}`);
   input = tempDir('build-input-');
   await gen(input.dir, { messages: 3000, contacts: 120, organizations: 1, seed: 15 });
   const d = loadDataset(input.dir);
   org = d.contacts[0].organization_id;
   h = await openHarness('embedded');
-  const imp = await runCompiled('cli/snapshot.js', ['import', '--contacts', d.contactsFile, '--messages', d.messagesFile], h.env);
+  const imp = await runCompiled(
+    'cli/snapshot.js',
+    ['import', '--contacts', d.contactsFile, '--messages', d.messagesFile],
+    h.env,
+  );
   assert.equal(imp.code, 0, `compiled import failed: ${imp.stderr}`);
   // The same data republished in the older format 1 (record columns): its index is built on load,
   // in the worker, which is what the compiled worker entry must do.
@@ -52,7 +64,11 @@ before(async () => {
   } finally {
     await store.close();
   }
-  const created = await runCompiled('cli/keys.js', ['create', '--organization-id', org, '--scopes', 'contacts:read,messages:read', '--json'], h.env);
+  const created = await runCompiled(
+    'cli/keys.js',
+    ['create', '--organization-id', org, '--scopes', 'contacts:read,messages:read', '--json'],
+    h.env,
+  );
   assert.equal(created.code, 0, `compiled keys create failed: ${created.stderr}`);
   key = JSON.parse(created.stdout) as CreatedKey;
 });
@@ -72,7 +88,12 @@ test('the compiled server builds in the worker and answers exactly as the TypeSc
   for (const compiled of [true, false]) {
     const server = await startServer({ ...h.serverEnv, LOG_LEVEL: 'info' }, { compiled });
     try {
-      if (compiled) assert.match(server.output(), /"builder":"worker"/, `the compiled server did not build in its worker:\n${server.output()}`);
+      if (compiled)
+        assert.match(
+          server.output(),
+          /"builder":"worker"/,
+          `the compiled server did not build in its worker:\n${server.output()}`,
+        );
       const got: { status: number; text: string }[] = [];
       for (const q of queries) got.push(await search(server.url, key.key, q));
       answers.push(got);
@@ -81,7 +102,10 @@ test('the compiled server builds in the worker and answers exactly as the TypeSc
     }
   }
   const [compiled, source] = answers;
-  assert.deepEqual(compiled.map((a) => a.status), [200, 200, 400]);
+  assert.deepEqual(
+    compiled.map((a) => a.status),
+    [200, 200, 400],
+  );
   for (let i = 0; i < queries.length; i++) {
     // request_id differs per request; everything else must be identical
     const strip = (t: string) => t.replace(/"request_id":"[^"]*"/, '"request_id":"-"');

@@ -20,19 +20,34 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 // buildIndex belongs to src/index; the Catalog only needs an object per organization.
 // A stand-in carrying the counts these tests read keeps them independent of the index layout.
 const fakeBuild = (d: OrgData): OrgIndex =>
-  ({ organizationId: d.organizationId, messageCount: d.messages.count, contactCount: d.contacts.length }) as unknown as OrgIndex;
+  ({
+    organizationId: d.organizationId,
+    messageCount: d.messages.count,
+    contactCount: d.contacts.length,
+  }) as unknown as OrgIndex;
 
 function memoryLogger(): CatalogLogger & { lines: { level: string; obj: object; msg?: string }[] } {
   const lines: { level: string; obj: object; msg?: string }[] = [];
-  const at = (level: string) => (obj: object, msg?: string) => { lines.push({ level, obj, msg }); };
+  const at = (level: string) => (obj: object, msg?: string) => {
+    lines.push({ level, obj, msg });
+  };
   return { lines, info: at('info'), warn: at('warn'), error: at('error'), debug: at('debug') };
 }
 
-function reloadCli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+function reloadCli(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', 'src/cli/reload.ts', ...args], {
-      cwd: ROOT, env: { ...process.env, REDIS_URL: '', DATA_DIR: '', ...env },
-    }, (err, stdout, stderr) => resolve({ code: err ? (err.code as number) : 0, stdout, stderr }));
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/reload.ts', ...args],
+      {
+        cwd: ROOT,
+        env: { ...process.env, REDIS_URL: '', DATA_DIR: '', ...env },
+      },
+      (err, stdout, stderr) => resolve({ code: err ? (err.code as number) : 0, stdout, stderr }),
+    );
   });
 }
 
@@ -40,13 +55,24 @@ function reloadCli(args: string[], env: Record<string, string>): Promise<{ code:
 function adminServer(catalog: () => Catalog): Promise<{ server: Server; url: string }> {
   const server = createServer((req, res) => {
     const u = new URL(req.url!, 'http://x');
-    catalog().reload(u.searchParams.get('organization_id')).then(
-      (s) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end(JSON.stringify(s)); },
-      (e) => { res.writeHead(503); res.end(String(e.message)); },
-    );
+    catalog()
+      .reload(u.searchParams.get('organization_id'))
+      .then(
+        (s) => {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(JSON.stringify(s));
+        },
+        (e) => {
+          res.writeHead(503);
+          res.end(String(e.message));
+        },
+      );
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () =>
-    resolve({ server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}` })));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({ server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}` }),
+    ),
+  );
 }
 
 describe('catalog, embedded store', () => {
@@ -79,7 +105,11 @@ describe('catalog, embedded store', () => {
     const held = catalog.get(uuid(1, 0));
     const ref = await store.publishSnapshot(orgData(generate(1, 5, 120, 2)));
     const s = await catalog.reload();
-    assert.deepEqual(s, { reloaded: [{ organization_id: uuid(1, 0), version: ref.version, messages: 120, contacts: 5 }], unchanged: 1, failed: [] });
+    assert.deepEqual(s, {
+      reloaded: [{ organization_id: uuid(1, 0), version: ref.version, messages: 120, contacts: 5 }],
+      unchanged: 1,
+      failed: [],
+    });
     assert.equal(held?.messageCount, 100);
     assert.equal(catalog.get(uuid(1, 0))?.messageCount, 120);
   });
@@ -87,14 +117,19 @@ describe('catalog, embedded store', () => {
   test('a corrupt snapshot is refused and logged; the loaded one stays', async () => {
     const ref = await store.publishSnapshot(orgData(generate(2, 5, 70, 2)));
     const file = snapshotFile(dir, ref);
-    const b = readFileSync(file); b[30] ^= 1; writeFileSync(file, b);
+    const b = readFileSync(file);
+    b[30] ^= 1;
+    writeFileSync(file, b);
     const s = await catalog.reload(uuid(2, 0));
     assert.equal(s.failed.length, 1);
     assert.equal(s.failed[0].version, ref.version);
     assert.match(s.failed[0].error, /checksum mismatch/);
     assert.equal(catalog.get(uuid(2, 0))?.messageCount, 50);
     const line = log.lines.find((l) => l.level === 'error')!;
-    assert.deepEqual([(line.obj as { organization_id: string }).organization_id, (line.obj as { version: number }).version], [uuid(2, 0), ref.version]);
+    assert.deepEqual(
+      [(line.obj as { organization_id: string }).organization_id, (line.obj as { version: number }).version],
+      [uuid(2, 0), ref.version],
+    );
     assert.equal(catalog.stats().loads.failed, 1);
   });
 
@@ -109,7 +144,10 @@ describe('catalog, embedded store', () => {
   test('npm run reload fails (exit 1) when a server cannot load, naming it', async () => {
     const r = await reloadCli(['--organization-id', uuid(2, 0)], { DATA_DIR: dir });
     assert.equal(r.code, 1);
-    assert.match(r.stderr, new RegExp(`server ${catalog.serverId} .* did not reload: organization ${uuid(2, 0)} version \\d+: .*checksum`));
+    assert.match(
+      r.stderr,
+      new RegExp(`server ${catalog.serverId} .* did not reload: organization ${uuid(2, 0)} version \\d+: .*checksum`),
+    );
   });
 
   test('with no server running, reload exits 0 and says so', async () => {
@@ -160,7 +198,10 @@ describe('catalog, redis store', () => {
     assert.equal(r.code, 0, r.stderr);
     const out = JSON.parse(r.stdout);
     assert.equal(out.ok, true);
-    assert.deepEqual(out.servers.map((s: { id: string }) => s.id), [catalog.serverId]);
+    assert.deepEqual(
+      out.servers.map((s: { id: string }) => s.id),
+      [catalog.serverId],
+    );
     assert.equal(catalog.get(uuid(2, 0))?.messageCount, 30);
   });
 
@@ -176,7 +217,10 @@ describe('catalog, redis store', () => {
     // Data is gone with the restarted (non-persistent) server: publish again, reload must work.
     const deadline = Date.now() + 5000;
     for (;;) {
-      try { await writer.publishSnapshot(orgData(generate(1, 5, 102, 3))); break; } catch (err) {
+      try {
+        await writer.publishSnapshot(orgData(generate(1, 5, 102, 3)));
+        break;
+      } catch (err) {
         assert.ok(Date.now() < deadline, String(err));
         await new Promise((r) => setTimeout(r, 200));
       }

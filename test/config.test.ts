@@ -12,27 +12,50 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
     [{ PORT: 'abc' }, 'config: PORT must be an integer 1-65535, got "abc"'],
     [{ PORT: '70000' }, 'config: PORT must be an integer 1-65535, got "70000"'],
     [{ ADMIN_PORT: '0' }, 'config: ADMIN_PORT must be an integer 1-65535, got "0"'],
-    [{ LOG_LEVEL: 'loud' }, 'config: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"'],
-    [{ REDIS_URL: 'http://localhost:6379' }, 'config: REDIS_URL must be a redis:// or rediss:// URL, got "http://localhost:6379"'],
+    [
+      { LOG_LEVEL: 'loud' },
+      'config: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"',
+    ],
+    [
+      { REDIS_URL: 'http://localhost:6379' },
+      'config: REDIS_URL must be a redis:// or rediss:// URL, got "http://localhost:6379"',
+    ],
     [{ SUNSET_AT: '2026-13-01' }, 'config: SUNSET_AT must be an RFC 3339 date-time'],
     [{ HOST: 'not a host' }, 'config: HOST must be a host name or IP address, got "not a host"'],
-    [{ ORGANIZATIONS: '00000000-0000-4000-8000-000000000001,nope' }, 'config: ORGANIZATIONS must be a comma-separated list of organization UUIDs, got "nope" in "00000000-0000-4000-8000-000000000001,nope"'],
-    [{ REDIS_URL: 'redis://a:1,http://b:2' }, 'config: REDIS_URL must be a redis:// or rediss:// URL, or a comma-separated list'],
+    [
+      { ORGANIZATIONS: '00000000-0000-4000-8000-000000000001,nope' },
+      'config: ORGANIZATIONS must be a comma-separated list of organization UUIDs, got "nope" in "00000000-0000-4000-8000-000000000001,nope"',
+    ],
+    [
+      { REDIS_URL: 'redis://a:1,http://b:2' },
+      'config: REDIS_URL must be a redis:// or rediss:// URL, or a comma-separated list',
+    ],
     [{ SERVER_THREADS: '0' }, 'config: SERVER_THREADS must be an integer 1-256, got "0"'],
     [{ SERVER_THREADS: '257' }, 'config: SERVER_THREADS must be an integer 1-256, got "257"'],
     [{ SERVER_THREADS: 'two' }, 'config: SERVER_THREADS must be an integer 1-256, got "two"'],
-    [{ SERVER_THREADS: '2', RATE_LIMIT_RPS: '10' }, 'config: SERVER_THREADS=2 with RATE_LIMIT_RPS is not supported yet'],
+    [
+      { SERVER_THREADS: '2', RATE_LIMIT_RPS: '10' },
+      'config: SERVER_THREADS=2 with RATE_LIMIT_RPS is not supported yet',
+    ],
   ];
   for (const [vars, message] of cases) {
-    it(Object.entries(vars).map(([k, v]) => `${k}=${v}`).join(' '), async () => {
-      const r = await runNode('src/main.ts', [], baseEnv({ DATA_DIR: data.dir, ...vars }));
-      assert.equal(r.code, 1);
-      assert.ok(r.stderr.includes(message), r.stderr);
-      assert.ok(!/\n\s+at /.test(r.stderr), 'no stack trace');
-    });
+    it(
+      Object.entries(vars)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' '),
+      async () => {
+        const r = await runNode('src/main.ts', [], baseEnv({ DATA_DIR: data.dir, ...vars }));
+        assert.equal(r.code, 1);
+        assert.ok(r.stderr.includes(message), r.stderr);
+        assert.ok(!/\n\s+at /.test(r.stderr), 'no stack trace');
+      },
+    );
   }
   it('every problem is reported at once (in-process)', () => {
-    assert.throws(() => loadConfig({ PORT: 'x', LOG_LEVEL: 'y' }), (err: Error) => err.message.includes('PORT') && err.message.includes('LOG_LEVEL'));
+    assert.throws(
+      () => loadConfig({ PORT: 'x', LOG_LEVEL: 'y' }),
+      (err: Error) => err.message.includes('PORT') && err.message.includes('LOG_LEVEL'),
+    );
   });
   it('SERVER_THREADS: 1-256', () => {
     assert.equal(loadConfig({ SERVER_THREADS: '1' }).serverThreads, 1);
@@ -41,8 +64,19 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
   });
   it('defaults', () => {
     assert.deepEqual(loadConfig({}), {
-      port: 3000, host: '0.0.0.0', adminPort: 9464, adminHost: '127.0.0.1', redisUrl: null, dataDir: './data', logLevel: 'info', sunsetAt: null,
-      rateLimit: null, shutdownTimeoutMs: 10000, indexBuildThread: 'worker', organizations: null, serverThreads: 1,
+      port: 3000,
+      host: '0.0.0.0',
+      adminPort: 9464,
+      adminHost: '127.0.0.1',
+      redisUrl: null,
+      dataDir: './data',
+      logLevel: 'info',
+      sunsetAt: null,
+      rateLimit: null,
+      shutdownTimeoutMs: 10000,
+      indexBuildThread: 'worker',
+      organizations: null,
+      serverThreads: 1,
     });
   });
   it('a port already in use stops the start with exit 1', async () => {
@@ -50,7 +84,11 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
     const first = await startServer({ DATA_DIR: data.dir, LOG_LEVEL: 'warn' });
     try {
       const taken = new URL(first.url).port;
-      const r = await runNode('src/main.ts', [], baseEnv({ DATA_DIR: data.dir, PORT: taken, ADMIN_PORT: String(port), HOST: '127.0.0.1' }));
+      const r = await runNode(
+        'src/main.ts',
+        [],
+        baseEnv({ DATA_DIR: data.dir, PORT: taken, ADMIN_PORT: String(port), HOST: '127.0.0.1' }),
+      );
       assert.equal(r.code, 1);
       assert.match(r.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${taken}`));
     } finally {
@@ -61,7 +99,11 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
 
 describe('SUNSET_AT', () => {
   it('adds Sunset (HTTP-date) and Deprecation: true to every response', async () => {
-    const server = await startServer({ DATA_DIR: data.dir, SUNSET_AT: '2026-12-31T12:00:00-03:00', LOG_LEVEL: 'silent' });
+    const server = await startServer({
+      DATA_DIR: data.dir,
+      SUNSET_AT: '2026-12-31T12:00:00-03:00',
+      LOG_LEVEL: 'silent',
+    });
     try {
       for (const path of ['/contacts/message-search', '/nowhere']) {
         const r = await fetch(server.url + path);

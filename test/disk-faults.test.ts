@@ -23,7 +23,11 @@ type Code = 'ENOSPC' | 'EIO';
 
 function errno(code: Code, syscall: string, file?: string): NodeJS.ErrnoException {
   const text = code === 'ENOSPC' ? 'no space left on device' : 'i/o error';
-  return Object.assign(new Error(`${code}: ${text}, ${syscall}${file ? ` '${file}'` : ''}`), { code, errno: code === 'ENOSPC' ? -28 : -5, syscall });
+  return Object.assign(new Error(`${code}: ${text}, ${syscall}${file ? ` '${file}'` : ''}`), {
+    code,
+    errno: code === 'ENOSPC' ? -28 : -5,
+    syscall,
+  });
 }
 
 interface Fault {
@@ -61,17 +65,30 @@ function inject(t: TestContext, f: Fault): { raised: number } {
       const write = fh.write.bind(fh) as (b: Uint8Array) => Promise<unknown>;
       const take = async (buf: Uint8Array, syscall: string): Promise<void> => {
         const bytes = typeof buf === 'string' ? Buffer.from(buf) : buf;
-        if (written + bytes.length <= limit) { written += bytes.length; await write(bytes); return; }
+        if (written + bytes.length <= limit) {
+          written += bytes.length;
+          await write(bytes);
+          return;
+        }
         const room = limit - written;
         if (room > 0) await write(bytes.subarray(0, room));
         written = limit;
         state.raised++;
         throw errno(f.code, syscall);
       };
-      if (f.via !== 'writeFile') h.write = async (buf: Uint8Array) => { await take(buf, 'write'); return { bytesWritten: buf.length, buffer: buf }; };
-      if (f.via !== 'write') h.writeFile = async (data: Uint8Array | string) => take(typeof data === 'string' ? Buffer.from(data) : data, 'write');
+      if (f.via !== 'writeFile')
+        h.write = async (buf: Uint8Array) => {
+          await take(buf, 'write');
+          return { bytesWritten: buf.length, buffer: buf };
+        };
+      if (f.via !== 'write')
+        h.writeFile = async (data: Uint8Array | string) =>
+          take(typeof data === 'string' ? Buffer.from(data) : data, 'write');
     } else if (f.at === 'sync') {
-      h.sync = async () => { state.raised++; throw errno(f.code, 'fsync'); };
+      h.sync = async () => {
+        state.raised++;
+        throw errno(f.code, 'fsync');
+      };
     }
     return fh;
   });
@@ -105,7 +122,9 @@ describe('disk faults on the embedded store (injected ENOSPC / EIO)', () => {
   /** A version of ORG big enough for several chunks (the writes of one publish cross many limits). */
   function nextData(): OrgData {
     const g = generate(31, 30, 2500, seed++);
-    g.messages.forEach((m, i) => { if (i % 4 === 0) m.content += ` ${'preço '.repeat(2500)}`; });
+    g.messages.forEach((m, i) => {
+      if (i % 4 === 0) m.content += ` ${'preço '.repeat(2500)}`;
+    });
     return orgData(g);
   }
 
@@ -118,23 +137,40 @@ describe('disk faults on the embedded store (injected ENOSPC / EIO)', () => {
 
   /** What must hold after any failed publish. */
   async function assertNothingChanged(what: string): Promise<void> {
-    assert.deepEqual((await store.latest()).filter((r) => r.organizationId === ORG), [current.ref], `${what}: latest() moved`);
+    assert.deepEqual(
+      (await store.latest()).filter((r) => r.organizationId === ORG),
+      [current.ref],
+      `${what}: latest() moved`,
+    );
     assert.deepEqual(await store.loadSnapshot(current.ref), current.data, `${what}: the previous snapshot changed`);
     const names = readdirSync(orgDir());
-    assert.deepEqual(names.filter((n) => n.startsWith('.tmp-')), [], `${what}: temp files left`);
+    assert.deepEqual(
+      names.filter((n) => n.startsWith('.tmp-')),
+      [],
+      `${what}: temp files left`,
+    );
     const versions = names.filter((n) => SNAP.test(n)).map((n) => Number(n.slice(1, 11)));
-    assert.ok(versions.every((v) => v <= current.ref.version), `${what}: an orphan newer version file is left (${names})`);
+    assert.ok(
+      versions.every((v) => v <= current.ref.version),
+      `${what}: an orphan newer version file is left (${names})`,
+    );
     assert.equal(JSON.parse(readFileSync(path.join(orgDir(), 'CURRENT'), 'utf8')).version, current.ref.version);
   }
 
   const snapshotFaults: [string, Fault][] = [
     ['ENOSPC on the first byte of the snapshot file', { at: 'write', code: 'ENOSPC', afterBytes: 0, file: /^\.tmp-/ }],
     ['ENOSPC after 100 bytes of the snapshot file', { at: 'write', code: 'ENOSPC', afterBytes: 100, file: /^\.tmp-/ }],
-    ['ENOSPC after 5 MB (past the first chunk)', { at: 'write', code: 'ENOSPC', afterBytes: 5_000_000, file: /^\.tmp-/ }],
+    [
+      'ENOSPC after 5 MB (past the first chunk)',
+      { at: 'write', code: 'ENOSPC', afterBytes: 5_000_000, file: /^\.tmp-/ },
+    ],
     ['EIO at the fsync of the snapshot file', { at: 'sync', code: 'EIO', file: /^\.tmp-/ }],
     ['ENOSPC at link() to the version name', { at: 'link', code: 'ENOSPC', file: SNAP }],
     // Snapshot chunks go through write(), the pointer through writeFile(): this fails the pointer only.
-    ['ENOSPC writing the new pointer (CURRENT temp file)', { at: 'write', via: 'writeFile', code: 'ENOSPC', afterBytes: 0, file: /^\.tmp-/ }],
+    [
+      'ENOSPC writing the new pointer (CURRENT temp file)',
+      { at: 'write', via: 'writeFile', code: 'ENOSPC', afterBytes: 0, file: /^\.tmp-/ },
+    ],
     ['EIO at rename() of the new pointer', { at: 'rename', code: 'EIO', file: /^CURRENT$/ }],
   ];
 
@@ -167,7 +203,9 @@ describe('disk faults on the embedded store (injected ENOSPC / EIO)', () => {
       const fh = await realOpen(file, flags, mode);
       // The directory opened for fsync after CURRENT's rename: the second directory fsync of the publish.
       if (String(file) === orgDir() && (flags === 'r' || flags === undefined) && ++syncs === 2) {
-        (fh as unknown as Record<string, unknown>).sync = async () => { throw errno('EIO', 'fsync'); };
+        (fh as unknown as Record<string, unknown>).sync = async () => {
+          throw errno('EIO', 'fsync');
+        };
       }
       return fh;
     });
@@ -176,14 +214,24 @@ describe('disk faults on the embedded store (injected ENOSPC / EIO)', () => {
     const [ref] = await store.latest();
     assert.ok(ref.version > current.ref.version, 'the pointer had switched');
     assert.deepEqual(await store.loadSnapshot(ref), data, 'and what it names is whole');
-    assert.deepEqual(readdirSync(orgDir()).filter((n) => n.startsWith('.tmp-')), []);
+    assert.deepEqual(
+      readdirSync(orgDir()).filter((n) => n.startsWith('.tmp-')),
+      [],
+    );
     current = { ref, data };
   });
 
   describe('keys.json', () => {
     const key = (prefix: string): KeyRecord => ({
-      prefix, name: `key ${prefix}`, hash: 'cd'.repeat(32), organization_ids: [ORG], scopes: ['contacts:read'],
-      created_at: '2024-01-01T00:00:00.000Z', expires_at: null, revoked_at: null, last_used_at: null,
+      prefix,
+      name: `key ${prefix}`,
+      hash: 'cd'.repeat(32),
+      organization_ids: [ORG],
+      scopes: ['contacts:read'],
+      created_at: '2024-01-01T00:00:00.000Z',
+      expires_at: null,
+      revoked_at: null,
+      last_used_at: null,
     });
     before(async () => {
       await store.putKey(key('aaaa0001'));
@@ -206,7 +254,10 @@ describe('disk faults on the embedded store (injected ENOSPC / EIO)', () => {
         assert.ok(state.raised >= 2);
         t.mock.restoreAll();
         assert.equal(readFileSync(path.join(store.dataDir, 'keys.json'), 'utf8'), before);
-        assert.deepEqual(readdirSync(store.dataDir).filter((n) => n.startsWith('.tmp-') || n === '.keys.lock'), []);
+        assert.deepEqual(
+          readdirSync(store.dataDir).filter((n) => n.startsWith('.tmp-') || n === '.keys.lock'),
+          [],
+        );
         assert.equal((await store.getKey('aaaa0001'))?.revoked_at, null);
         assert.equal(await store.getKey(fresh), null);
         // Cleared: the write goes through.
@@ -239,24 +290,42 @@ describe('a real full tmpfs (root only)', () => {
     work.cleanup();
   });
 
-  test('ENOSPC for real: publish rejects, the previous snapshot and keys stay, the space is given back', { skip: mounted ? false : 'cannot mount a tmpfs here (needs root and CAP_SYS_ADMIN)' }, async () => {
+  test('ENOSPC for real: publish rejects, the previous snapshot and keys stay, the space is given back', {
+    skip: mounted ? false : 'cannot mount a tmpfs here (needs root and CAP_SYS_ADMIN)',
+  }, async () => {
     const store = await new EmbeddedStore(mnt).open();
     const small = orgData(generate(32, 5, 200, 1));
     const ref = await store.publishSnapshot(small);
     await store.putKey({
-      prefix: 'cccc0001', name: 'k', hash: 'ef'.repeat(32), organization_ids: [uuid(32, 0)], scopes: ['contacts:read'],
-      created_at: '2024-01-01T00:00:00.000Z', expires_at: null, revoked_at: null, last_used_at: null,
+      prefix: 'cccc0001',
+      name: 'k',
+      hash: 'ef'.repeat(32),
+      organization_ids: [uuid(32, 0)],
+      scopes: ['contacts:read'],
+      created_at: '2024-01-01T00:00:00.000Z',
+      expires_at: null,
+      revoked_at: null,
+      last_used_at: null,
     });
     const keysBefore = readFileSync(path.join(mnt, 'keys.json'), 'utf8');
     const dfBefore = readdirSync(path.join(mnt, 'snapshots', uuid(32, 0))).sort();
     // ~600 KB of content: cannot fit in 256 KiB.
     const g = generate(32, 5, 200, 2);
-    g.messages.forEach((m) => { m.content = 'x'.repeat(3000); });
+    g.messages.forEach((m) => {
+      m.content = 'x'.repeat(3000);
+    });
     const big = orgData(g);
-    await assert.rejects(store.publishSnapshot(big), new RegExp(`^Error: store: publishing organization ${uuid(32, 0)}: ENOSPC`));
+    await assert.rejects(
+      store.publishSnapshot(big),
+      new RegExp(`^Error: store: publishing organization ${uuid(32, 0)}: ENOSPC`),
+    );
     assert.deepEqual(await store.latest(), [ref]);
     assert.deepEqual(await store.loadSnapshot(ref), small);
-    assert.deepEqual(readdirSync(path.join(mnt, 'snapshots', uuid(32, 0))).sort(), dfBefore, 'no temp or orphan file left');
+    assert.deepEqual(
+      readdirSync(path.join(mnt, 'snapshots', uuid(32, 0))).sort(),
+      dfBefore,
+      'no temp or orphan file left',
+    );
     // A keys write on the full disk fails or succeeds, but never damages the file.
     await store.putKey({ ...JSON.parse(keysBefore).cccc0001, prefix: 'cccc0002' }).catch(() => {});
     assert.ok(JSON.parse(readFileSync(path.join(mnt, 'keys.json'), 'utf8')).cccc0001);

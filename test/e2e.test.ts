@@ -17,8 +17,24 @@ import { mulberry32 } from '../scripts/gen-lib.js';
 import type { Contact, MessageLine } from '../src/model/records.js';
 import type { SearchRequest } from '../src/query/search-request.js';
 import {
-  assertBody, expected, gen, generateRequest, importCli, loadDataset, openHarness, organizationsOf, rehome, reloadCli, search,
-  tempDir, vocabulary, waitFor, writeDataset, type Dataset, type StoreHarness, type Vocabulary,
+  assertBody,
+  expected,
+  gen,
+  generateRequest,
+  importCli,
+  loadDataset,
+  openHarness,
+  organizationsOf,
+  rehome,
+  reloadCli,
+  search,
+  tempDir,
+  vocabulary,
+  waitFor,
+  writeDataset,
+  type Dataset,
+  type StoreHarness,
+  type Vocabulary,
 } from './helpers/e2e.js';
 import { createKey, keysCli, startServer, type CreatedKey, type RunningServer } from './helpers/server.js';
 import { referenceTerms } from './reference/brute-force.js';
@@ -44,18 +60,36 @@ before(async () => {
   const moved = rehome(other, organizationsOf(other)[0], orgs[0]);
   replacement = writeDataset(repl.dir, moved.contacts, moved.messages);
 });
-after(() => { work.cleanup(); repl.cleanup(); });
+after(() => {
+  work.cleanup();
+  repl.cleanup();
+});
 
 function request(org: string, q: string, more: Partial<SearchRequest> = {}): SearchRequest {
   return {
-    organizationId: org, terms: referenceTerms(q, null, []), match: 'any', direction: 'inbound', channel: null,
-    from: null, to: null, limit: 50, offset: 0, messagesLimit: 3, ...more,
+    organizationId: org,
+    terms: referenceTerms(q, null, []),
+    match: 'any',
+    direction: 'inbound',
+    channel: null,
+    from: null,
+    to: null,
+    limit: 50,
+    offset: 0,
+    messagesLimit: 3,
+    ...more,
   };
 }
 
 // Each store with one serving thread (the main thread); the cluster run: REDIS_URL names one node of
 // a local Redis Cluster (3 masters, 3 replicas); and two serving threads sharing the port.
-for (const [storeName, threads] of [['embedded', 1], ['redis', 1], ['cluster', 1], ['embedded', 2], ['redis', 2]] as const) {
+for (const [storeName, threads] of [
+  ['embedded', 1],
+  ['redis', 1],
+  ['cluster', 1],
+  ['embedded', 2],
+  ['redis', 2],
+] as const) {
   describe(`end to end, ${storeName} store, SERVER_THREADS=${threads}`, () => {
     let h: StoreHarness;
     let server: RunningServer;
@@ -132,10 +166,15 @@ for (const [storeName, threads] of [['embedded', 1], ['redis', 1], ['cluster', 1
       // A broad query proves the old contacts of the replaced organization are gone.
       const all = request(orgs[0], 'a', { direction: 'all', limit: 100 });
       all.terms = referenceTerms(null, 'de,the,que,el,o,a,pedido,order,la,you', []);
-      const r = await search(server.url, key.key, `organization_id=${orgs[0]}&keywords=${encodeURIComponent('de,the,que,el,o,a,pedido,order,la,you')}&direction=all&limit=100`);
+      const r = await search(
+        server.url,
+        key.key,
+        `organization_id=${orgs[0]}&keywords=${encodeURIComponent('de,the,que,el,o,a,pedido,order,la,you')}&direction=all&limit=100`,
+      );
       assertBody(r.text, expected(now, all), 'broad query after re-import');
       const oldIds = new Set(base.contacts.filter((c) => c.organization_id === orgs[0]).map((c) => c.id));
-      for (const item of JSON.parse(r.text).data as { contact: { id: string } }[]) assert.ok(!oldIds.has(item.contact.id));
+      for (const item of JSON.parse(r.text).data as { contact: { id: string } }[])
+        assert.ok(!oldIds.has(item.contact.id));
       data = now; // later tests of this suite see the current data
     });
 
@@ -144,7 +183,10 @@ for (const [storeName, threads] of [['embedded', 1], ['redis', 1], ['cluster', 1
       const current = data;
       // New content for orgs[1] (its messages shuffled to other contacts' text) plus one bad line at the end.
       const contacts = current.contacts.filter((c) => c.organization_id === target);
-      const msgs = current.messages.filter((m) => m.organization_id === target).slice(0, 200).map((m) => ({ ...m, content: 'replaced text zzbad' }));
+      const msgs = current.messages
+        .filter((m) => m.organization_id === target)
+        .slice(0, 200)
+        .map((m) => ({ ...m, content: 'replaced text zzbad' }));
       const bad = JSON.stringify({ ...msgs[0], id: 'bad-1', sent_at: undefined });
       const dir = tempDir('e2e-bad-');
       try {
@@ -159,16 +201,28 @@ for (const [storeName, threads] of [['embedded', 1], ['redis', 1], ['cluster', 1
       const rel = await reloadCli(h.env);
       assert.equal(rel.code, 0, rel.stderr);
       const r1 = await search(server.url, key.key, `organization_id=${target}&q=zzbad&direction=all`);
-      assertBody(r1.text, expected(current, request(target, 'zzbad', { direction: 'all' })), 'nothing of the bad import');
+      assertBody(
+        r1.text,
+        expected(current, request(target, 'zzbad', { direction: 'all' })),
+        'nothing of the bad import',
+      );
       assert.equal(JSON.parse(r1.text).pagination.count, 0);
       const g = generateRequest(mulberry32(SEED + 13), target, vocab.get(target)!);
-      assertBody((await search(server.url, key.key, g.query)).text, expected(current, g.request), `old data: ?${g.query}`);
+      assertBody(
+        (await search(server.url, key.key, g.query)).text,
+        expected(current, g.request),
+        `old data: ?${g.query}`,
+      );
     });
 
     test('a revoked key gets 401 within 2 s on the running server', async () => {
       const k = await createKey(h.env, [orgs[2]], 'contacts:read,messages:read', ['--name', 'to revoke']);
       const q = `organization_id=${orgs[2]}&q=pedido`;
-      await waitFor('the new key to be accepted', 3000, async () => (await search(server.url, k.key, q)).status === 200);
+      await waitFor(
+        'the new key to be accepted',
+        3000,
+        async () => (await search(server.url, k.key, q)).status === 200,
+      );
       const rev = await keysCli(['revoke', k.prefix], h.env);
       assert.equal(rev.code, 0, rev.stderr);
       const t0 = Date.now();
@@ -186,7 +240,16 @@ for (const [storeName, threads] of [['embedded', 1], ['redis', 1], ['cluster', 1
       const hash = createHash('sha256').update(secret).digest('hex');
       assert.ok(!r.stdout.includes(secret) && !r.stdout.includes(hash) && !r.stdout.includes(key.key));
       for (const rec of list) {
-        assert.deepEqual(Object.keys(rec).sort(), ['created_at', 'expires_at', 'last_used_at', 'name', 'organization_ids', 'prefix', 'revoked_at', 'scopes']);
+        assert.deepEqual(Object.keys(rec).sort(), [
+          'created_at',
+          'expires_at',
+          'last_used_at',
+          'name',
+          'organization_ids',
+          'prefix',
+          'revoked_at',
+          'scopes',
+        ]);
       }
       assert.ok(list.some((rec) => rec.prefix === key.prefix));
       // The server's log never carries the key either.

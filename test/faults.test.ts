@@ -20,8 +20,22 @@ import { encodeManifest, type Manifest } from '../src/store/snapshot-format.js';
 import type { SnapshotRef, Store } from '../src/store/store.js';
 import { parseRfc3339 } from '../src/time/rfc3339.js';
 import {
-  assertBody, expected, gen, generateRequest, importCli, loadDataset, openHarness, organizationsOf, reloadCli, search, tempDir,
-  vocabulary, waitFor, type Dataset, type GeneratedRequest, type StoreHarness,
+  assertBody,
+  expected,
+  gen,
+  generateRequest,
+  importCli,
+  loadDataset,
+  openHarness,
+  organizationsOf,
+  reloadCli,
+  search,
+  tempDir,
+  vocabulary,
+  waitFor,
+  type Dataset,
+  type GeneratedRequest,
+  type StoreHarness,
 } from './helpers/e2e.js';
 import { startRedis, type TestRedis } from './helpers/redis-server.js';
 import { ROOT, baseEnv, createKey, startServer, type CreatedKey, type RunningServer } from './helpers/server.js';
@@ -41,9 +55,18 @@ before(async () => {
     gen(`${work.dir}/big`, { messages: 150_000, contacts: 60, organizations: 1, seed: SEED }),
   ]);
   small = loadDataset(`${work.dir}/small`);
-  big = { ...loadDataset(`${work.dir}/small`), contactsFile: `${work.dir}/big/contacts.ndjson`, messagesFile: `${work.dir}/big/messages.ndjson` };
+  big = {
+    ...loadDataset(`${work.dir}/small`),
+    contactsFile: `${work.dir}/big/contacts.ndjson`,
+    messagesFile: `${work.dir}/big/messages.ndjson`,
+  };
   org = organizationsOf(small)[0];
-  assert.equal(organizationsOf({ contacts: JSON.parse(`[${readFileSync(big.contactsFile, 'utf8').trim().split('\n').join(',')}]`) as Contact[] })[0], org);
+  assert.equal(
+    organizationsOf({
+      contacts: JSON.parse(`[${readFileSync(big.contactsFile, 'utf8').trim().split('\n').join(',')}]`) as Contact[],
+    })[0],
+    org,
+  );
   const rng = mulberry32(SEED);
   const v = vocabulary(small.messages, org);
   probes = Array.from({ length: 8 }, () => generateRequest(rng, org, v));
@@ -60,18 +83,43 @@ async function assertServesSmall(server: RunningServer, key: string, what: strin
 }
 
 /** Starts an import and SIGKILLs it when `when` says so; resolves to how it ended. */
-function killImport(env: NodeJS.ProcessEnv, files: Dataset, when: (stderr: string) => boolean | Promise<boolean>): Promise<{ signal: string | null; code: number | null; stderr: string }> {
+function killImport(
+  env: NodeJS.ProcessEnv,
+  files: Dataset,
+  when: (stderr: string) => boolean | Promise<boolean>,
+): Promise<{ signal: string | null; code: number | null; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/snapshot.ts', 'import', '--contacts', files.contactsFile, '--messages', files.messagesFile], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'src/cli/snapshot.ts',
+        'import',
+        '--contacts',
+        files.contactsFile,
+        '--messages',
+        files.messagesFile,
+      ],
+      { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
     let stderr = '';
     let done = false;
     const check = async (): Promise<void> => {
-      if (!done && await when(stderr)) child.kill('SIGKILL');
+      if (!done && (await when(stderr))) child.kill('SIGKILL');
     };
-    child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d; void check(); });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+      void check();
+    });
     const timer = setInterval(() => void check(), 2);
     const guard = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('close', (code, signal) => { done = true; clearInterval(timer); clearTimeout(guard); resolve({ code, signal, stderr }); });
+    child.on('close', (code, signal) => {
+      done = true;
+      clearInterval(timer);
+      clearTimeout(guard);
+      resolve({ code, signal, stderr });
+    });
   });
 }
 
@@ -107,14 +155,29 @@ for (const storeName of ['embedded', 'redis'] as const) {
       assert.equal(r.signal, 'SIGKILL', `the import was killed midway (${r.code}): ${r.stderr}`);
       assert.equal(await latestVersion(store), v1);
       const server = await startServer(h.serverEnv);
-      try { await assertServesSmall(server, key.key, 'after a killed import'); } finally { await server.stop(); }
+      try {
+        await assertServesSmall(server, key.key, 'after a killed import');
+      } finally {
+        await server.stop();
+      }
     });
 
     test('killed while writing the snapshot: the previous one stays served, leftovers are never loaded and get cleaned', async (t) => {
       let sawWrite = false;
-      const writing = storeName === 'embedded'
-        ? async () => readdirSync(path.dirname(snapshotFile(h.serverEnv.DATA_DIR, { organizationId: org, version: 1 }))).some((n) => n.startsWith('.tmp-') && statSync(path.join(path.dirname(snapshotFile(h.serverEnv.DATA_DIR, { organizationId: org, version: 1 })), n), { throwIfNoEntry: false })?.size)
-        : async () => ((await (store as RedisStore).client.zcard(`snap:{${org}}:versions`)) > (v1 === undefined ? 0 : 2) || (await (store as RedisStore).client.exists(`snap:{${org}}:v:${(v1 ?? 0) + 1}`)) === 1);
+      const writing =
+        storeName === 'embedded'
+          ? async () =>
+              readdirSync(path.dirname(snapshotFile(h.serverEnv.DATA_DIR, { organizationId: org, version: 1 }))).some(
+                (n) =>
+                  n.startsWith('.tmp-') &&
+                  statSync(
+                    path.join(path.dirname(snapshotFile(h.serverEnv.DATA_DIR, { organizationId: org, version: 1 })), n),
+                    { throwIfNoEntry: false },
+                  )?.size,
+              )
+          : async () =>
+              (await (store as RedisStore).client.zcard(`snap:{${org}}:versions`)) > (v1 === undefined ? 0 : 2) ||
+              (await (store as RedisStore).client.exists(`snap:{${org}}:v:${(v1 ?? 0) + 1}`)) === 1;
       const r = await killImport(h.env, big, async () => {
         if (await writing().catch(() => false)) sawWrite = true;
         return sawWrite;
@@ -134,15 +197,21 @@ for (const storeName of ['embedded', 'redis'] as const) {
         const rel = await reloadCli(h.env);
         assert.equal(rel.code, 0, rel.stderr);
         await assertServesSmall(server, key.key, 'after a reload');
-      } finally { await server.stop(); }
+      } finally {
+        await server.stop();
+      }
       // The next import cleans what the dead one left.
       const imp = await importCli(h.env, small);
       assert.equal(imp.code, 0, imp.stderr);
       if (storeName === 'embedded') {
         const dir = path.dirname(snapshotFile(h.serverEnv.DATA_DIR, { organizationId: org, version: 1 }));
-        assert.deepEqual(readdirSync(dir).filter((n) => n.startsWith('.tmp-')), [], 'dead temp files removed');
+        assert.deepEqual(
+          readdirSync(dir).filter((n) => n.startsWith('.tmp-')),
+          [],
+          'dead temp files removed',
+        );
       } else {
-        const versions = await (store as RedisStore).client.zrange(`snap:{${org}}:versions`, "0", "-1");
+        const versions = await (store as RedisStore).client.zrange(`snap:{${org}}:versions`, '0', '-1');
         assert.ok(versions.length <= 2, `old and orphaned versions removed (${versions})`);
       }
     });
@@ -162,7 +231,9 @@ function rewriteFormat(file: string, format: number): void {
   const buf = readFileSync(file);
   const mlen = buf.readUInt32BE(buf.length - 12);
   const mstart = buf.length - 12 - mlen;
-  const manifest = new Unpackr({ useRecords: false, mapsAsObjects: true }).unpack(buf.subarray(mstart, buf.length - 16)) as Manifest;
+  const manifest = new Unpackr({ useRecords: false, mapsAsObjects: true }).unpack(
+    buf.subarray(mstart, buf.length - 16),
+  ) as Manifest;
   const next = Buffer.from(encodeManifest({ ...manifest, format }));
   const footer = Buffer.alloc(12);
   footer.writeUInt32BE(next.length, 0);
@@ -186,21 +257,55 @@ for (const storeName of ['embedded', 'redis'] as const) {
       await h?.cleanup();
     });
 
-    const damages: [string, (ref: SnapshotRef) => Promise<void>, RegExp][] = storeName === 'embedded'
-      ? [
-        ['a corrupted chunk', async (ref) => { const f = snapshotFile(h.serverEnv.DATA_DIR, ref); const b = readFileSync(f); b[100] ^= 0x20; writeFileSync(f, b); }, /checksum mismatch/],
-        ['a truncated file', async (ref) => { const f = snapshotFile(h.serverEnv.DATA_DIR, ref); truncateSync(f, Math.floor(statSync(f).size / 2)); }, /truncated/],
-        ['an unknown format version', async (ref) => { rewriteFormat(snapshotFile(h.serverEnv.DATA_DIR, ref), 99); }, /unknown format version 99/],
-      ]
-      : [
-        ['a corrupted chunk', async (ref) => {
-          const r = store as RedisStore;
-          const chunk = (await r.client.hgetBuffer(r.versionKeyOf(ref), '0'))!;
-          chunk[100] ^= 0x20;
-          await r.client.hset(r.versionKeyOf(ref), '0', chunk);
-        }, /checksum mismatch/],
-        ['a missing chunk', async (ref) => { const r = store as RedisStore; await r.client.hdel(r.versionKeyOf(ref), '0'); }, /chunk 0 missing/],
-      ];
+    const damages: [string, (ref: SnapshotRef) => Promise<void>, RegExp][] =
+      storeName === 'embedded'
+        ? [
+            [
+              'a corrupted chunk',
+              async (ref) => {
+                const f = snapshotFile(h.serverEnv.DATA_DIR, ref);
+                const b = readFileSync(f);
+                b[100] ^= 0x20;
+                writeFileSync(f, b);
+              },
+              /checksum mismatch/,
+            ],
+            [
+              'a truncated file',
+              async (ref) => {
+                const f = snapshotFile(h.serverEnv.DATA_DIR, ref);
+                truncateSync(f, Math.floor(statSync(f).size / 2));
+              },
+              /truncated/,
+            ],
+            [
+              'an unknown format version',
+              async (ref) => {
+                rewriteFormat(snapshotFile(h.serverEnv.DATA_DIR, ref), 99);
+              },
+              /unknown format version 99/,
+            ],
+          ]
+        : [
+            [
+              'a corrupted chunk',
+              async (ref) => {
+                const r = store as RedisStore;
+                const chunk = (await r.client.hgetBuffer(r.versionKeyOf(ref), '0'))!;
+                chunk[100] ^= 0x20;
+                await r.client.hset(r.versionKeyOf(ref), '0', chunk);
+              },
+              /checksum mismatch/,
+            ],
+            [
+              'a missing chunk',
+              async (ref) => {
+                const r = store as RedisStore;
+                await r.client.hdel(r.versionKeyOf(ref), '0');
+              },
+              /chunk 0 missing/,
+            ],
+          ];
 
     for (const [name, damage, error] of damages) {
       test(`${name}: refused at load with a log line naming organization and version; the previous index stays`, async () => {
@@ -210,13 +315,19 @@ for (const storeName of ['embedded', 'redis'] as const) {
         const rel = await reloadCli(h.env);
         assert.equal(rel.code, 1, `reload must fail: ${rel.stdout}`);
         assert.match(rel.stderr, new RegExp(`organization ${org} version ${ref.version}: .*${error.source}`));
-        const line = server.output().split('\n').find((l) => l.includes('snapshot refused') && l.includes(`"version":${ref.version}`));
+        const line = server
+          .output()
+          .split('\n')
+          .find((l) => l.includes('snapshot refused') && l.includes(`"version":${ref.version}`));
         assert.ok(line, `a log line for version ${ref.version}`);
         const log = JSON.parse(line) as { organization_id: string; version: number; err: string };
         assert.equal(log.organization_id, org);
         assert.match(log.err, error);
         // ... and the metric of refused loads went up (the poll may have tried it too before the reload).
-        assert.ok(await failedLoads(server) > failedBefore, 'catalog_snapshot_loads{result="failed"} counts the refusal');
+        assert.ok(
+          (await failedLoads(server)) > failedBefore,
+          'catalog_snapshot_loads{result="failed"} counts the refusal',
+        );
         await assertServesSmall(server, key.key, `after ${name}`);
       });
     }
@@ -258,12 +369,20 @@ describe('Redis stopped while serving, then restarted empty', () => {
     const store = await openStore(h.env);
     try {
       await waitFor('the server to register again', 5000, async () => (await store.listServers()).length === 1);
-      await waitFor('the lost keys to be noticed', 5000, async () => /keys missing from the store/.test(server.output()));
+      await waitFor('the lost keys to be noticed', 5000, async () =>
+        /keys missing from the store/.test(server.output()),
+      );
       await assertServesSmall(server, key.key, 'keys gone from the restarted Redis');
-    } finally { await store.close(); }
+    } finally {
+      await store.close();
+    }
     const again = await reloadCli(h.env);
     assert.equal(again.code, 0, again.stderr);
-    await waitFor('the key to be re-read', 3000, async () => (await search(server.url, key.key, probes[0].query)).status === 200);
+    await waitFor(
+      'the key to be re-read',
+      3000,
+      async () => (await search(server.url, key.key, probes[0].query)).status === 200,
+    );
     await assertServesSmall(server, key.key, 'after Redis came back empty');
     const out = server.output();
     assert.match(out, /catalog: store available again/);
@@ -275,15 +394,27 @@ describe('Redis stopped while serving, then restarted empty', () => {
     // restarted store numbers versions anew.
     const fresh = smallOrgData(small, 500);
     const s2 = await openStore(h.env);
-    try { await s2.publishSnapshot(fresh); } finally { await s2.close(); }
+    try {
+      await s2.publishSnapshot(fresh);
+    } finally {
+      await s2.close();
+    }
     assert.equal((await reloadCli(h.env)).code, 0);
     const now = { contacts: small.contacts, messages: small.messages.slice(0, 500) };
-    for (const p of probes) assertBody((await search(server.url, key.key, p.query)).text, expected(now, p.request), `after a fresh publish: ?${p.query}`);
+    for (const p of probes)
+      assertBody(
+        (await search(server.url, key.key, p.query)).text,
+        expected(now, p.request),
+        `after a fresh publish: ?${p.query}`,
+      );
   });
 });
 
 describe('Redis killed while an import publishes (persistent Redis, restarted on the same data)', () => {
-  let redis: TestRedis, data: { dir: string; cleanup: () => void }, env: NodeJS.ProcessEnv, serverEnv: Record<string, string>;
+  let redis: TestRedis,
+    data: { dir: string; cleanup: () => void },
+    env: NodeJS.ProcessEnv,
+    serverEnv: Record<string, string>;
   let store: RedisStore, key: CreatedKey, server: RunningServer, v1: number;
   before(async () => {
     redis = await startRedis({ persist: true });
@@ -349,19 +480,33 @@ describe('Redis killed while an import publishes (persistent Redis, restarted on
     await assertServesSmall(server, key.key, 'Redis down after a broken import');
 
     await redis.restart();
-    await waitFor('the store to answer again', 10_000, async () => (await latestVersion(store).catch(() => undefined)) !== undefined);
+    await waitFor(
+      'the store to answer again',
+      10_000,
+      async () => (await latestVersion(store).catch(() => undefined)) !== undefined,
+    );
     assert.equal(await latestVersion(store), v1, 'the pointer still names the previous version');
     // Half of the new version survived the restart (the AOF): it exists, but nothing names it.
-    assert.ok((await store.client.hlen(`snap:{${org}}:v:${v1 + 1}`)) >= 1, 'some chunks of the broken version were persisted');
+    assert.ok(
+      (await store.client.hlen(`snap:{${org}}:v:${v1 + 1}`)) >= 1,
+      'some chunks of the broken version were persisted',
+    );
     assert.equal(await store.client.hexists(`snap:{${org}}:v:${v1 + 1}`, 'manifest'), 0);
-    assert.deepEqual(await store.loadSnapshot({ organizationId: org, version: v1 }), smallOrgData(small, small.messages.length));
+    assert.deepEqual(
+      await store.loadSnapshot({ organizationId: org, version: v1 }),
+      smallOrgData(small, small.messages.length),
+    );
     await assertServesSmall(server, key.key, 'after Redis came back');
     const rel = await reloadCli(env);
     assert.equal(rel.code, 0, rel.stderr);
     await assertServesSmall(server, key.key, 'after a reload');
     // A fresh server reads the store from scratch: the previous snapshot, not the broken one.
     const fresh = await startServer(serverEnv);
-    try { await assertServesSmall(fresh, key.key, 'a server started after the broken import'); } finally { await fresh.stop(); }
+    try {
+      await assertServesSmall(fresh, key.key, 'a server started after the broken import');
+    } finally {
+      await fresh.stop();
+    }
 
     // The next import publishes over the orphan and removes it.
     const again = await importCli(env, small);
@@ -378,7 +523,9 @@ describe('server killed with SIGKILL while it loads a reload (embedded store)', 
     assert.equal((await importCli(h.env, small)).code, 0);
     key = await createKey(h.env, [org], 'contacts:read,messages:read');
   });
-  after(async () => { await h?.cleanup(); });
+  after(async () => {
+    await h?.cleanup();
+  });
 
   test('a restarted server serves the whole new snapshot; the reload CLI exits 0 with it', async (t) => {
     const server = await startServer(h.serverEnv);
@@ -416,7 +563,10 @@ describe('server killed with SIGKILL while it loads a reload (embedded store)', 
       const rel = await reloadCli(h.env);
       assert.equal(rel.code, 0, `the killed server's registry entry does not fail the reload: ${rel.stderr}`);
       const dir = path.dirname(snapshotFile(h.serverEnv.DATA_DIR, { organizationId: org, version: 1 }));
-      assert.deepEqual(readdirSync(dir).filter((n) => n.startsWith('.tmp-') || n === '.lock'), []);
+      assert.deepEqual(
+        readdirSync(dir).filter((n) => n.startsWith('.tmp-') || n === '.lock'),
+        [],
+      );
     } finally {
       await restarted.stop();
     }
@@ -424,5 +574,8 @@ describe('server killed with SIGKILL while it loads a reload (embedded store)', 
 });
 
 function readNdjsonMessages(file: string): MessageLine[] {
-  return readFileSync(file, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as MessageLine);
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as MessageLine);
 }

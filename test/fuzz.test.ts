@@ -21,7 +21,9 @@ after(async () => {
 });
 
 it(`${requests} fuzzed requests: contract answers only, no 5xx, no crash, no hang (seed ${seed})`, async (t) => {
-  t.diagnostic(`fuzz seed ${seed}; reproduce: FUZZ_SEED=${seed} FUZZ_REQUESTS=${requests} node --import tsx --test test/fuzz.test.ts`);
+  t.diagnostic(
+    `fuzz seed ${seed}; reproduce: FUZZ_SEED=${seed} FUZZ_REQUESTS=${requests} node --import tsx --test test/fuzz.test.ts`,
+  );
   const stats = await runFuzz(target, { requests, seed });
   t.diagnostic(JSON.stringify(stats));
   assert.ok(stats.requests >= requests);

@@ -7,7 +7,15 @@ import { after, before, describe, it } from 'node:test';
 import { hashSecret } from '../src/auth/api-key.js';
 import { OrgDataBuilder } from '../src/model/org-data-builder.js';
 import { openStore } from '../src/store/open-store.js';
-import { baseEnv, createKey, keysCli, startServer, tempDataDir, type CreatedKey, type RunningServer } from './helpers/server.js';
+import {
+  baseEnv,
+  createKey,
+  keysCli,
+  startServer,
+  tempDataDir,
+  type CreatedKey,
+  type RunningServer,
+} from './helpers/server.js';
 
 const ORG_A = '0a0a0a0a-0000-4000-8000-000000000001'; // has data
 const ORG_B = '0b0b0b0b-0000-4000-8000-000000000002'; // granted, no snapshot
@@ -27,17 +35,30 @@ const allKeys: string[] = [];
 const SEARCH = '/contacts/message-search';
 const qs = (params: Record<string, string>) => '?' + new URLSearchParams(params).toString();
 
-async function call(path: string, init: { method?: string; key?: string; auth?: string; headers?: Record<string, string> } = {}) {
+async function call(
+  path: string,
+  init: { method?: string; key?: string; auth?: string; headers?: Record<string, string> } = {},
+) {
   const headers: Record<string, string> = { ...init.headers };
   if (init.key) headers.authorization = `Bearer ${init.key}`;
   if (init.auth !== undefined) headers.authorization = init.auth;
   const res = await fetch(server.url + path, { method: init.method ?? 'GET', headers });
   const text = await res.text();
-  return { status: res.status, headers: res.headers, text, json: text ? (JSON.parse(text) as Record<string, unknown>) : null };
+  return {
+    status: res.status,
+    headers: res.headers,
+    text,
+    json: text ? (JSON.parse(text) as Record<string, unknown>) : null,
+  };
 }
 
 /** The headers every response carries, and the error body exactly (request_id = X-Request-Id). */
-function assertError(r: Awaited<ReturnType<typeof call>>, status: number, error: string, extra: Record<string, unknown> = {}) {
+function assertError(
+  r: Awaited<ReturnType<typeof call>>,
+  status: number,
+  error: string,
+  extra: Record<string, unknown> = {},
+) {
   assert.equal(r.status, status, r.text);
   assert.equal(r.headers.get('content-type'), 'application/json; charset=utf-8');
   assert.equal(r.headers.get('cache-control'), 'no-store');
@@ -55,16 +76,40 @@ function assertError(r: Awaited<ReturnType<typeof call>>, status: number, error:
 before(async () => {
   const store = await openStore({ DATA_DIR: data.dir });
   const b = new OrgDataBuilder(ORG_A);
-  b.addContact({ id: CONTACT, organization_id: ORG_A, name: 'Ana', phone: '+5511999990000', email: null, avatar_url: null, source: 'whatsapp' });
+  b.addContact({
+    id: CONTACT,
+    organization_id: ORG_A,
+    name: 'Ana',
+    phone: '+5511999990000',
+    email: null,
+    avatar_url: null,
+    source: 'whatsapp',
+  });
   b.addMessage(
-    { id: 'm1', organization_id: ORG_A, contact_id: CONTACT, conversation_id: 'c1', channel: 'whatsapp', direction: 'inbound', content: 'Meu PEDIDO chegou', sent_at: '2025-01-02T03:04:05Z' },
+    {
+      id: 'm1',
+      organization_id: ORG_A,
+      contact_id: CONTACT,
+      conversation_id: 'c1',
+      channel: 'whatsapp',
+      direction: 'inbound',
+      content: 'Meu PEDIDO chegou',
+      sent_at: '2025-01-02T03:04:05Z',
+    },
     Date.parse('2025-01-02T03:04:05Z'),
   );
   await store.publishSnapshot(b.build());
   // An expired key cannot be made with the CLI (it refuses past dates), so it goes in directly.
   await store.putKey({
-    prefix: 'expired1', name: 'expired', hash: hashSecret('E'.repeat(32)), organization_ids: [ORG_A], scopes: ['contacts:read', 'messages:read'],
-    created_at: '2024-01-01T00:00:00.000Z', expires_at: '2024-06-01T00:00:00.000Z', revoked_at: null, last_used_at: null,
+    prefix: 'expired1',
+    name: 'expired',
+    hash: hashSecret('E'.repeat(32)),
+    organization_ids: [ORG_A],
+    scopes: ['contacts:read', 'messages:read'],
+    created_at: '2024-01-01T00:00:00.000Z',
+    expires_at: '2024-06-01T00:00:00.000Z',
+    revoked_at: null,
+    last_used_at: null,
   });
   await store.close();
   [full, contactsOnly, toRevoke] = await Promise.all([
@@ -83,7 +128,19 @@ after(async () => {
 });
 
 describe('routing (decided before authentication)', () => {
-  for (const path of ['/', '/contacts', '/contacts/123', '/contacts/123/messages', '/messages/search', '/conversations', '/conversations/1', '/webhooks', '/contacts/message-search/', '/healthz', '/metrics']) {
+  for (const path of [
+    '/',
+    '/contacts',
+    '/contacts/123',
+    '/contacts/123/messages',
+    '/messages/search',
+    '/conversations',
+    '/conversations/1',
+    '/webhooks',
+    '/contacts/message-search/',
+    '/healthz',
+    '/metrics',
+  ]) {
     it(`404 for ${path}`, async () => {
       assertError(await call(path), 404, 'not_found');
       assertError(await call(path, { key: full.key }), 404, 'not_found');
@@ -132,7 +189,11 @@ describe('401: same answer for every kind of bad key', () => {
 
 describe('authorization order (CONTRACT 5)', () => {
   it('403 for a key without both scopes, before parameter problems', async () => {
-    assertError(await call(SEARCH + qs({ organization_id: ORG_A, q: 'pedido' }), { key: contactsOnly.key }), 403, 'forbidden');
+    assertError(
+      await call(SEARCH + qs({ organization_id: ORG_A, q: 'pedido' }), { key: contactsOnly.key }),
+      403,
+      'forbidden',
+    );
     assertError(await call(SEARCH + '?limit=0', { key: contactsOnly.key }), 403, 'forbidden');
   });
   it('400 lists every parameter problem at once', async () => {
@@ -140,8 +201,12 @@ describe('authorization order (CONTRACT 5)', () => {
     const body = r.json!;
     assertError(r, 400, 'invalid_request', { details: body.details });
     const params = (body.details as Array<{ parameter: string; message: string }>).map((d) => d.parameter);
-    for (const p of ['organization_id', 'limit', 'offset', 'messages_limit', 'match', 'from']) assert.ok(params.includes(p), `${p} in ${params}`);
-    assert.ok(['q', 'keywords', 'keyword'].some((p) => params.includes(p)), 'the missing term is reported');
+    for (const p of ['organization_id', 'limit', 'offset', 'messages_limit', 'match', 'from'])
+      assert.ok(params.includes(p), `${p} in ${params}`);
+    assert.ok(
+      ['q', 'keywords', 'keyword'].some((p) => params.includes(p)),
+      'the missing term is reported',
+    );
     for (const d of body.details as Array<Record<string, unknown>>) {
       assert.deepEqual(Object.keys(d), ['parameter', 'message']);
       assert.equal(typeof d.message, 'string');
@@ -149,18 +214,28 @@ describe('authorization order (CONTRACT 5)', () => {
   });
   it('400 comes before the organization check', async () => {
     const r = await call(SEARCH + qs({ organization_id: ORG_C, q: 'pedido', limit: '101' }), { key: full.key });
-    assertError(r, 400, 'invalid_request', { details: [{ parameter: 'limit', message: r.json!.details && (r.json!.details as Array<{ message: string }>)[0].message }] });
+    assertError(r, 400, 'invalid_request', {
+      details: [
+        { parameter: 'limit', message: r.json!.details && (r.json!.details as Array<{ message: string }>)[0].message },
+      ],
+    });
   });
   it('403 for an organization the key does not grant, with or without data', async () => {
     assertError(await call(SEARCH + qs({ organization_id: ORG_C, q: 'pedido' }), { key: full.key }), 403, 'forbidden');
-    assertError(await call(SEARCH + qs({ organization_id: ORG_B, q: 'pedido' }), { key: contactsOnly.key }), 403, 'forbidden');
+    assertError(
+      await call(SEARCH + qs({ organization_id: ORG_B, q: 'pedido' }), { key: contactsOnly.key }),
+      403,
+      'forbidden',
+    );
   });
 });
 
 describe('200', () => {
   it('bearer scheme is case-insensitive; an organization id in upper case is the same one', async () => {
     for (const scheme of ['Bearer', 'bearer', 'BEARER']) {
-      const r = await call(SEARCH + qs({ organization_id: ORG_A.toUpperCase(), q: 'pedido' }), { auth: `${scheme} ${full.key}` });
+      const r = await call(SEARCH + qs({ organization_id: ORG_A.toUpperCase(), q: 'pedido' }), {
+        auth: `${scheme} ${full.key}`,
+      });
       assert.equal(r.status, 200, r.text);
     }
   });
@@ -172,7 +247,15 @@ describe('200', () => {
     assert.deepEqual(r.json, {
       data: [],
       pagination: { limit: 50, offset: 0, count: 0, has_more: false, next_offset: null },
-      query: { organization_id: ORG_B, terms: ['pedido'], match: 'any', direction: 'inbound', channel: null, from: null, to: null },
+      query: {
+        organization_id: ORG_B,
+        terms: ['pedido'],
+        match: 'any',
+        direction: 'inbound',
+        channel: null,
+        from: null,
+        to: null,
+      },
     });
   });
   it('the whole body on a published snapshot', async () => {
@@ -181,16 +264,41 @@ describe('200', () => {
     assert.deepEqual(r.json, {
       data: [
         {
-          contact: { id: CONTACT, organization_id: ORG_A, name: 'Ana', phone: '+5511999990000', email: null, avatar_url: null, source: 'whatsapp' },
+          contact: {
+            id: CONTACT,
+            organization_id: ORG_A,
+            name: 'Ana',
+            phone: '+5511999990000',
+            email: null,
+            avatar_url: null,
+            source: 'whatsapp',
+          },
           match_count: 1,
           conversations_count: 1,
           first_matched_at: '2025-01-02T03:04:05.000Z',
           last_matched_at: '2025-01-02T03:04:05.000Z',
-          messages: [{ id: 'm1', conversation_id: 'c1', channel: 'whatsapp', direction: 'inbound', content: 'Meu PEDIDO chegou', sent_at: '2025-01-02T03:04:05.000Z' }],
+          messages: [
+            {
+              id: 'm1',
+              conversation_id: 'c1',
+              channel: 'whatsapp',
+              direction: 'inbound',
+              content: 'Meu PEDIDO chegou',
+              sent_at: '2025-01-02T03:04:05.000Z',
+            },
+          ],
         },
       ],
       pagination: { limit: 50, offset: 0, count: 1, has_more: false, next_offset: null },
-      query: { organization_id: ORG_A, terms: ['pedido'], match: 'any', direction: 'inbound', channel: null, from: null, to: null },
+      query: {
+        organization_id: ORG_A,
+        terms: ['pedido'],
+        match: 'any',
+        direction: 'inbound',
+        channel: null,
+        from: null,
+        to: null,
+      },
     });
   });
   it('a 1000-character accented keywords fits the header limit', async () => {
@@ -276,7 +384,10 @@ describe('admin listener', () => {
 
 describe('logs', () => {
   it('one JSON line per request with the key prefix, never a key', async () => {
-    await call(SEARCH + qs({ organization_id: ORG_A, q: 'pedido' }), { key: full.key, headers: { 'x-request-id': 'log-check-1' } });
+    await call(SEARCH + qs({ organization_id: ORG_A, q: 'pedido' }), {
+      key: full.key,
+      headers: { 'x-request-id': 'log-check-1' },
+    });
     await new Promise((r) => setTimeout(r, 100));
     const out = server.output();
     for (const key of [...allKeys, expiredKey]) {
@@ -308,18 +419,46 @@ describe('in-process: failures inside the handler', () => {
     const lines: string[] = [];
     const logger = pino({ level: 'info' }, { write: (l: string) => lines.push(l) });
     const k = generateKey();
-    const record = { prefix: k.prefix, name: '', hash: k.hash, organization_ids: [ORG_A], scopes: ['contacts:read', 'messages:read'], created_at: '', expires_at: null, revoked_at: null, last_used_at: null };
-    const store = { listKeys: async () => [record], touchKeys: async () => {} } as unknown as import('../src/store/store.js').Store;
+    const record = {
+      prefix: k.prefix,
+      name: '',
+      hash: k.hash,
+      organization_ids: [ORG_A],
+      scopes: ['contacts:read', 'messages:read'],
+      created_at: '',
+      expires_at: null,
+      revoked_at: null,
+      last_used_at: null,
+    };
+    const store = {
+      listKeys: async () => [record],
+      touchKeys: async () => {},
+    } as unknown as import('../src/store/store.js').Store;
     const keys = new KeyCache(store, { logger });
     await keys.refresh();
     const uws = loadUws();
     let ready = false;
     let explode = true;
     const metrics = new Metrics(() => []);
-    const app = createPublicApp({ uws, keys, metrics, logger, sunsetAt: null, indexes: { isReady: () => ready, get: () => { if (explode) throw new Error('secret internal detail'); return null; } } });
+    const app = createPublicApp({
+      uws,
+      keys,
+      metrics,
+      logger,
+      sunsetAt: null,
+      indexes: {
+        isReady: () => ready,
+        get: () => {
+          if (explode) throw new Error('secret internal detail');
+          return null;
+        },
+      },
+    });
     const admin = createAdminApp({ uws, metrics, logger, catalog: { isReady: () => ready, reload: async () => ({}) } });
-    const listen = (a: typeof app) => new Promise<{ port: number; socket: unknown }>((resolve) =>
-      a.listen('127.0.0.1', 0, (s) => resolve({ port: uws.us_socket_local_port(s as never), socket: s })));
+    const listen = (a: typeof app) =>
+      new Promise<{ port: number; socket: unknown }>((resolve) =>
+        a.listen('127.0.0.1', 0, (s) => resolve({ port: uws.us_socket_local_port(s as never), socket: s })),
+      );
     const pub = await listen(app);
     const adm = await listen(admin);
     try {
@@ -327,7 +466,11 @@ describe('in-process: failures inside the handler', () => {
       const get = (id: string) => fetch(url, { headers: { authorization: `Bearer ${k.key}`, 'x-request-id': id } });
       let r = await get('while-loading');
       assert.equal(r.status, 503);
-      assert.deepEqual(await r.json(), { error: 'unavailable', message: 'The service is not ready yet; retry shortly.', request_id: 'while-loading' });
+      assert.deepEqual(await r.json(), {
+        error: 'unavailable',
+        message: 'The service is not ready yet; retry shortly.',
+        request_id: 'while-loading',
+      });
       r = await fetch(`http://127.0.0.1:${adm.port}/readyz`, { headers: { 'x-request-id': 'rz' } });
       assert.equal(r.status, 503);
       assert.equal(((await r.json()) as { error: string }).error, 'unavailable');
@@ -335,9 +478,15 @@ describe('in-process: failures inside the handler', () => {
       r = await get('boom-1');
       assert.equal(r.status, 500);
       const text = await r.text();
-      assert.deepEqual(JSON.parse(text), { error: 'internal_error', message: 'An internal error occurred; retry with backoff.', request_id: 'boom-1' });
+      assert.deepEqual(JSON.parse(text), {
+        error: 'internal_error',
+        message: 'An internal error occurred; retry with backoff.',
+        request_id: 'boom-1',
+      });
       assert.ok(!text.includes('secret internal detail') && !text.includes(' at '));
-      assert.ok(lines.some((l) => l.includes('"boom-1"') && l.includes('secret internal detail') && l.includes('"level":50')));
+      assert.ok(
+        lines.some((l) => l.includes('"boom-1"') && l.includes('secret internal detail') && l.includes('"level":50')),
+      );
       explode = false;
       assert.equal((await get('after-boom')).status, 200);
     } finally {

@@ -31,34 +31,89 @@ console.log(`import fuzz seed ${SEED} (reproduce: ${REPRODUCE})`);
 
 type Row = Record<string, unknown>;
 
-const A = generate(1, 4, 14, 1), B = generate(2, 3, 9, 1);
+const A = generate(1, 4, 14, 1),
+  B = generate(2, 3, 9, 1);
 const CONTACTS: Row[] = [...A.contacts, ...B.contacts] as unknown as Row[];
 // Interleaved, so a line's organization is not its position's.
-const MESSAGES: Row[] = A.messages.flatMap((m, i) => (i < B.messages.length ? [m, B.messages[i]] : [m])) as unknown as Row[];
+const MESSAGES: Row[] = A.messages.flatMap((m, i) =>
+  i < B.messages.length ? [m, B.messages[i]] : [m],
+) as unknown as Row[];
 const OTHER_ORG: Record<string, string> = { [uuid(1, 0)]: uuid(2, 0), [uuid(2, 0)]: uuid(1, 0) };
 
 const CONTACT_FIELDS = ['id', 'organization_id', 'name', 'phone', 'email', 'avatar_url', 'source'];
 const NULLABLE = new Set(['name', 'phone', 'email', 'avatar_url', 'source']);
-const MESSAGE_FIELDS = ['id', 'organization_id', 'contact_id', 'conversation_id', 'channel', 'direction', 'content', 'sent_at'];
+const MESSAGE_FIELDS = [
+  'id',
+  'organization_id',
+  'contact_id',
+  'conversation_id',
+  'channel',
+  'direction',
+  'content',
+  'sent_at',
+];
 
 const KINDS = [
-  'drop', 'wrongType', 'truncate', 'badUtf8', 'badUuid', 'badChannel', 'badDirection', 'badSentAt', 'dupId',
-  'unknownContact', 'orgMismatch', 'garbage', 'notObject',
+  'drop',
+  'wrongType',
+  'truncate',
+  'badUtf8',
+  'badUuid',
+  'badChannel',
+  'badDirection',
+  'badSentAt',
+  'dupId',
+  'unknownContact',
+  'orgMismatch',
+  'garbage',
+  'notObject',
 ] as const;
 type Kind = (typeof KINDS)[number];
 const MESSAGE_ONLY = new Set<Kind>(['badChannel', 'badDirection', 'badSentAt', 'unknownContact', 'orgMismatch']);
 
 const WRONG_VALUES: unknown[] = [42, true, {}, [], null, -1.5, ['x']];
-const BAD_UUIDS = ['nope', '', '000000010000400080000000000000001', '00000001-0000-4000-8000-00000000000g', '00000001-0000-4000-8000-0000000000011',
-  '00000001-0000-4000-8000-00000000001', ' 00000001-0000-4000-8000-000000000001', '{00000001-0000-4000-8000-000000000001}'];
+const BAD_UUIDS = [
+  'nope',
+  '',
+  '000000010000400080000000000000001',
+  '00000001-0000-4000-8000-00000000000g',
+  '00000001-0000-4000-8000-0000000000011',
+  '00000001-0000-4000-8000-00000000001',
+  ' 00000001-0000-4000-8000-000000000001',
+  '{00000001-0000-4000-8000-000000000001}',
+];
 const BAD_CHANNELS = ['sms', 'Email', 'WHATSAPP', '', 'whatsapp ', 'whatsapp-cloud-api'];
 const BAD_DIRECTIONS = ['in', 'Inbound', 'all', '', 'outbound '];
-const BAD_SENT_AT = ['2024-02-30T10:00:00Z', '2023-02-29T10:00:00+00:00', '2024-01-01T10:00:00', '2024-01-01 10:00:00Z', '2024-01-01T24:00:00Z',
-  '2024-01-01T10:60:00Z', '2024-01-01T10:00:60Z', '2024-01-01', '2024-01-01T10:00Z', '2024-13-01T00:00:00Z', '2024-01-01T10:00:00+24:00',
-  '2024-01-01T10:00:00.Z', '', 'yesterday', '2024-04-31T00:00:00-03:00'];
+const BAD_SENT_AT = [
+  '2024-02-30T10:00:00Z',
+  '2023-02-29T10:00:00+00:00',
+  '2024-01-01T10:00:00',
+  '2024-01-01 10:00:00Z',
+  '2024-01-01T24:00:00Z',
+  '2024-01-01T10:60:00Z',
+  '2024-01-01T10:00:60Z',
+  '2024-01-01',
+  '2024-01-01T10:00Z',
+  '2024-13-01T00:00:00Z',
+  '2024-01-01T10:00:00+24:00',
+  '2024-01-01T10:00:00.Z',
+  '',
+  'yesterday',
+  '2024-04-31T00:00:00-03:00',
+];
 // Invalid UTF-8: a lone 0xFF, a stray continuation byte, cut 2/3/4-byte sequences, an overlong
 // "/", an encoded surrogate, a code point above U+10FFFF.
-const BAD_BYTES = [[0xff], [0x80], [0xc3], [0xe2, 0x82], [0xf0, 0x9f, 0x99], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xfe]];
+const BAD_BYTES = [
+  [0xff],
+  [0x80],
+  [0xc3],
+  [0xe2, 0x82],
+  [0xf0, 0x9f, 0x99],
+  [0xc0, 0xaf],
+  [0xed, 0xa0, 0x80],
+  [0xf4, 0x90, 0x80, 0x80],
+  [0xfe],
+];
 const GARBAGE = [' x', '}', ',', ' {}', '\u0000', ' null', '{"id":1}', ']', ' //'];
 const NOT_OBJECT = ['[1,2]', '42', '"text"', 'null', 'true', '[]', '-0.5'];
 
@@ -129,7 +184,11 @@ function mutate(m: Mutation): { contacts: Buffer[]; messages: Buffer[]; expected
       r[field] = cps.slice(0, k).join('') + MARK + cps.slice(k).join('');
       const s = Buffer.from(JSON.stringify(r));
       const at = s.indexOf(MARK);
-      line = Buffer.concat([s.subarray(0, at), Buffer.from(pick(BAD_BYTES, m.pick2 >> 3)), s.subarray(at + MARK.length)]);
+      line = Buffer.concat([
+        s.subarray(0, at),
+        Buffer.from(pick(BAD_BYTES, m.pick2 >> 3)),
+        s.subarray(at + MARK.length),
+      ]);
       break;
     }
     case 'badUuid':
@@ -154,7 +213,10 @@ function mutate(m: Mutation): { contacts: Buffer[]; messages: Buffer[]; expected
       const org = rows[i].organization_id;
       let earlier = -1;
       for (let j = 0; j < i; j++) if (rows[j].organization_id === org) earlier = j;
-      if (earlier < 0) { i = rows.findIndex((x, j) => j > 0 && x.organization_id === rows[0].organization_id); earlier = 0; }
+      if (earlier < 0) {
+        i = rows.findIndex((x, j) => j > 0 && x.organization_id === rows[0].organization_id);
+        earlier = 0;
+      }
       rows[i].id = rows[earlier].id;
       field = 'id';
       break;
@@ -187,13 +249,17 @@ function mutate(m: Mutation): { contacts: Buffer[]; messages: Buffer[]; expected
 function layout(records: Buffer[], m: Mutation): { bytes: Buffer; lineOf: number[] } {
   const eol = Buffer.from(m.crlf ? '\r\n' : '\n');
   const blanksBefore = new Map<number, number>();
-  for (const b of m.blanks) blanksBefore.set(b % (records.length + 1), (blanksBefore.get(b % (records.length + 1)) ?? 0) + 1);
+  for (const b of m.blanks)
+    blanksBefore.set(b % (records.length + 1), (blanksBefore.get(b % (records.length + 1)) ?? 0) + 1);
   const parts: Buffer[] = [];
   const lineOf: number[] = [];
   let line = 0;
   if (m.bom) parts.push(Buffer.from([0xef, 0xbb, 0xbf]));
   for (let j = 0; j <= records.length; j++) {
-    for (let k = blanksBefore.get(j) ?? 0; k > 0; k--) { parts.push(Buffer.from(k % 2 ? '' : '  \t'), eol); line++; }
+    for (let k = blanksBefore.get(j) ?? 0; k > 0; k--) {
+      parts.push(Buffer.from(k % 2 ? '' : '  \t'), eol);
+      line++;
+    }
     if (j === records.length) break;
     parts.push(records[j], eol);
     lineOf.push(++line);
@@ -224,14 +290,26 @@ function writeCase(m: Mutation): Case {
   const dir = path.join(work.dir, `case-${n}`);
   mkdirSync(dir);
   const { contacts, messages, expected } = mutate(m);
-  const c = layout(contacts, m), msg = layout(messages, { ...m, bom: !m.bom, crlf: m.crlf && m.pick % 2 === 0 });
+  const c = layout(contacts, m),
+    msg = layout(messages, { ...m, bom: !m.bom, crlf: m.crlf && m.pick % 2 === 0 });
   const names = { contacts: `contacts-${n}.ndjson`, messages: `export ${n}.messages.ndjson` };
-  const cleanC = layout(CONTACTS.map((x) => Buffer.from(JSON.stringify(x))), m);
-  const cleanM = layout(MESSAGES.map((x) => Buffer.from(JSON.stringify(x))), { ...m, bom: !m.bom, crlf: m.crlf && m.pick % 2 === 0 });
+  const cleanC = layout(
+    CONTACTS.map((x) => Buffer.from(JSON.stringify(x))),
+    m,
+  );
+  const cleanM = layout(
+    MESSAGES.map((x) => Buffer.from(JSON.stringify(x))),
+    { ...m, bom: !m.bom, crlf: m.crlf && m.pick % 2 === 0 },
+  );
   const out: Case = {
-    contactsFile: path.join(dir, names.contacts), messagesFile: path.join(dir, names.messages),
-    cleanContacts: path.join(dir, `clean-${names.contacts}`), cleanMessages: path.join(dir, `clean-${names.messages}`),
-    base: names[expected.file], line: (expected.file === 'contacts' ? c : msg).lineOf[expected.record], field: expected.field, kind: m.kind,
+    contactsFile: path.join(dir, names.contacts),
+    messagesFile: path.join(dir, names.messages),
+    cleanContacts: path.join(dir, `clean-${names.contacts}`),
+    cleanMessages: path.join(dir, `clean-${names.messages}`),
+    base: names[expected.file],
+    line: (expected.file === 'contacts' ? c : msg).lineOf[expected.record],
+    field: expected.field,
+    kind: m.kind,
   };
   writeFileSync(out.contactsFile, c.bytes);
   writeFileSync(out.messagesFile, msg.bytes);
@@ -245,17 +323,21 @@ const escapeRegExp = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\
 /** The error detail `c` must produce: base name, line, and the field or no field. */
 function expectedDetail(c: Case): RegExp {
   const head = `^${escapeRegExp(c.base)} line ${c.line}: `;
-  return new RegExp(c.field === null ? `${head}(?!field )\\S` : `${head}field ${escapeRegExp(JSON.stringify(c.field))}: \\S`);
+  return new RegExp(
+    c.field === null ? `${head}(?!field )\\S` : `${head}field ${escapeRegExp(JSON.stringify(c.field))}: \\S`,
+  );
 }
 
 async function assertStoreUnchanged(what: string): Promise<void> {
   assert.deepEqual(await store.latest(), refsBefore, `${what}: latest() changed`);
-  for (let j = 0; j < refsBefore.length; j++) assert.deepEqual(await store.loadSnapshot(refsBefore[j]), dataBefore[j], `${what}: snapshot changed`);
+  for (let j = 0; j < refsBefore.length; j++)
+    assert.deepEqual(await store.loadSnapshot(refsBefore[j]), dataBefore[j], `${what}: snapshot changed`);
 }
 
 before(async () => {
   store = await new EmbeddedStore(path.join(work.dir, 'data')).open();
-  const c = path.join(work.dir, 'contacts.ndjson'), m = path.join(work.dir, 'messages.ndjson');
+  const c = path.join(work.dir, 'contacts.ndjson'),
+    m = path.join(work.dir, 'messages.ndjson');
   writeFileSync(c, CONTACTS.map((x) => JSON.stringify(x)).join('\n') + '\n');
   writeFileSync(m, MESSAGES.map((x) => JSON.stringify(x)).join('\n') + '\n');
   await publishImport(store, await readImport(c, m));
@@ -272,23 +354,32 @@ describe(`import fuzzing (seed ${SEED})`, () => {
   test(`${RUNS} mutated imports are refused with file, line and field; the store is unchanged`, async (t) => {
     t.diagnostic(`seed ${SEED}; reproduce: ${REPRODUCE}`);
     const kinds = new Map<Kind, number>();
-    await fc.assert(fc.asyncProperty(mutationArb, async (m) => {
-      const c = writeCase(m);
-      kinds.set(c.kind, (kinds.get(c.kind) ?? 0) + 1);
-      // The same layout without the mutation imports: the mutation alone is refused.
-      const clean = await readImport(c.cleanContacts, c.cleanMessages);
-      assert.equal(clean.messages, MESSAGES.length);
-      let error: unknown = null;
-      try {
-        await publishImport(store, await readImport(c.contactsFile, c.messagesFile));
-      } catch (err) {
-        error = err;
-      }
-      assert.ok(error instanceof ImportError, `${c.kind}: refused with an ImportError, got ${String(error)}`);
-      assert.match(error.detail, expectedDetail(c), `${c.kind}`);
-      assert.ok(!error.detail.includes(work.dir), 'the base name only, not the path');
-      await assertStoreUnchanged(c.kind);
-    }), { seed: SEED, numRuns: RUNS, reporter: (r) => { if (r.failed) throw new Error(`${fc.defaultReportMessage(r)}\nreproduce: ${REPRODUCE}`); } });
+    await fc.assert(
+      fc.asyncProperty(mutationArb, async (m) => {
+        const c = writeCase(m);
+        kinds.set(c.kind, (kinds.get(c.kind) ?? 0) + 1);
+        // The same layout without the mutation imports: the mutation alone is refused.
+        const clean = await readImport(c.cleanContacts, c.cleanMessages);
+        assert.equal(clean.messages, MESSAGES.length);
+        let error: unknown = null;
+        try {
+          await publishImport(store, await readImport(c.contactsFile, c.messagesFile));
+        } catch (err) {
+          error = err;
+        }
+        assert.ok(error instanceof ImportError, `${c.kind}: refused with an ImportError, got ${String(error)}`);
+        assert.match(error.detail, expectedDetail(c), `${c.kind}`);
+        assert.ok(!error.detail.includes(work.dir), 'the base name only, not the path');
+        await assertStoreUnchanged(c.kind);
+      }),
+      {
+        seed: SEED,
+        numRuns: RUNS,
+        reporter: (r) => {
+          if (r.failed) throw new Error(`${fc.defaultReportMessage(r)}\nreproduce: ${REPRODUCE}`);
+        },
+      },
+    );
     t.diagnostic(`mutations: ${JSON.stringify(Object.fromEntries(kinds))}`);
     assert.equal(kinds.size, KINDS.length, 'every kind of mutation was tried');
   });
@@ -299,11 +390,16 @@ describe(`import fuzzing (seed ${SEED})`, () => {
     const wanted: Kind[] = ['badUtf8', 'badSentAt', 'dupId', 'orgMismatch'];
     const cases = wanted.map((k) => writeCase(picks.find((p) => p.kind === k) ?? { ...picks[0], kind: k }));
     const env = baseEnv({ DATA_DIR: store.dataDir });
-    const results = await Promise.all(cases.map((c) => importCli(env, { contactsFile: c.contactsFile, messagesFile: c.messagesFile })));
+    const results = await Promise.all(
+      cases.map((c) => importCli(env, { contactsFile: c.contactsFile, messagesFile: c.messagesFile })),
+    );
     for (const [j, r] of results.entries()) {
       const c = cases[j];
       assert.equal(r.code, 1, `${c.kind}: exit code (${r.stderr})`);
-      const detail = await readImport(c.contactsFile, c.messagesFile).then(() => assert.fail('accepted'), (err: ImportError) => err.detail);
+      const detail = await readImport(c.contactsFile, c.messagesFile).then(
+        () => assert.fail('accepted'),
+        (err: ImportError) => err.detail,
+      );
       assert.match(detail, expectedDetail(c));
       assert.ok(r.stderr.includes(`snapshot: ${detail}\nsnapshot: nothing was published\n`), `${c.kind}: ${r.stderr}`);
       assert.equal(r.stdout, '');

@@ -14,8 +14,16 @@ const ORG = '0a0a0a0a-0000-4000-8000-00000000000a';
 
 function record(prefix: string, hash: string, extra: Partial<KeyRecord> = {}): KeyRecord {
   return {
-    prefix, name: 't', hash, organization_ids: [ORG], scopes: ['contacts:read', 'messages:read'], created_at: '2026-01-01T00:00:00.000Z',
-    expires_at: null, revoked_at: null, last_used_at: null, ...extra,
+    prefix,
+    name: 't',
+    hash,
+    organization_ids: [ORG],
+    scopes: ['contacts:read', 'messages:read'],
+    created_at: '2026-01-01T00:00:00.000Z',
+    expires_at: null,
+    revoked_at: null,
+    last_used_at: null,
+    ...extra,
   };
 }
 
@@ -39,11 +47,24 @@ function countingStore() {
     },
     touchKeys: async () => {},
   } as unknown as Store;
-  return { store, keys, calls, setFail: (v: boolean) => (failGet = v), setHold: (p: Promise<void> | null) => (hold = p) };
+  return {
+    store,
+    keys,
+    calls,
+    setFail: (v: boolean) => (failGet = v),
+    setHold: (p: Promise<void> | null) => (hold = p),
+  };
 }
 
 const warnings: string[] = [];
-const logger = pino({ level: 'debug' }, { write: (l: string) => { if (l.includes('"level":40')) warnings.push(l); } });
+const logger = pino(
+  { level: 'debug' },
+  {
+    write: (l: string) => {
+      if (l.includes('"level":40')) warnings.push(l);
+    },
+  },
+);
 
 describe('key lookups of unknown prefixes', () => {
   it('concurrent first requests share one store read; the key then authenticates', async () => {
@@ -134,7 +155,10 @@ describe('key lookups of unknown prefixes', () => {
     await stale;
     s.setHold(null);
     assert.equal(cache.authenticate(`Bearer ${k.key}`).ok, true);
-    assert.deepEqual(warnings.filter((w) => w.includes('keys missing from the store')), []);
+    assert.deepEqual(
+      warnings.filter((w) => w.includes('keys missing from the store')),
+      [],
+    );
     s.keys.set(k.prefix, record(k.prefix, k.hash, { revoked_at: new Date().toISOString() }));
     await cache.refresh();
     assert.equal(cache.authenticate(`Bearer ${k.key}`).ok, false);

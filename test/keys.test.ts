@@ -11,9 +11,12 @@ after(() => data.cleanup());
 
 describe('keys create / list / revoke', () => {
   it('create --json prints the key once, with its record; list never shows secret or hash', async () => {
-    const created = await createKey(env, [ORG, ORG.toLowerCase(), '0b0b0b0b-0000-4000-8000-000000000002'], 'contacts:read,messages:read', [
-      '--name', 'crm sync', '--expires-at', '2099-01-01T00:00:00Z',
-    ]);
+    const created = await createKey(
+      env,
+      [ORG, ORG.toLowerCase(), '0b0b0b0b-0000-4000-8000-000000000002'],
+      'contacts:read,messages:read',
+      ['--name', 'crm sync', '--expires-at', '2099-01-01T00:00:00Z'],
+    );
     assert.match(created.key, KEY_PATTERN);
     assert.equal(created.key.split('_')[2], created.prefix);
     assert.equal(created.name, 'crm sync');
@@ -32,7 +35,16 @@ describe('keys create / list / revoke', () => {
     const records = JSON.parse(list.stdout) as Array<Record<string, unknown>>;
     assert.equal(records.length, 2);
     for (const r of records) {
-      assert.deepEqual(Object.keys(r).sort(), ['created_at', 'expires_at', 'last_used_at', 'name', 'organization_ids', 'prefix', 'revoked_at', 'scopes']);
+      assert.deepEqual(Object.keys(r).sort(), [
+        'created_at',
+        'expires_at',
+        'last_used_at',
+        'name',
+        'organization_ids',
+        'prefix',
+        'revoked_at',
+        'scopes',
+      ]);
     }
     for (const key of [created.key, humanKey[0]]) {
       const secret = key.slice(-32);
@@ -44,7 +56,10 @@ describe('keys create / list / revoke', () => {
 
     const revoke = await keysCli(['revoke', created.prefix], env);
     assert.equal(revoke.code, 0, revoke.stderr);
-    const after = JSON.parse((await keysCli(['list', '--json'], env)).stdout) as Array<{ prefix: string; revoked_at: string | null }>;
+    const after = JSON.parse((await keysCli(['list', '--json'], env)).stdout) as Array<{
+      prefix: string;
+      revoked_at: string | null;
+    }>;
     assert.ok(after.find((r) => r.prefix === created.prefix)!.revoked_at);
   });
 
@@ -55,13 +70,33 @@ describe('keys create / list / revoke', () => {
   });
 
   const usage: Array<[string, string[], RegExp]> = [
-    ['bad UUID', ['create', '--organization-id', 'not-a-uuid', '--scopes', 'contacts:read'], /--organization-id must be a UUID, got "not-a-uuid"/],
+    [
+      'bad UUID',
+      ['create', '--organization-id', 'not-a-uuid', '--scopes', 'contacts:read'],
+      /--organization-id must be a UUID, got "not-a-uuid"/,
+    ],
     ['no organization', ['create', '--scopes', 'contacts:read'], /--organization-id is required/],
-    ['unknown scope', ['create', '--organization-id', ORG, '--scopes', 'contacts:read,webhooks:manage'], /--scopes: unknown scope "webhooks:manage"/],
+    [
+      'unknown scope',
+      ['create', '--organization-id', ORG, '--scopes', 'contacts:read,webhooks:manage'],
+      /--scopes: unknown scope "webhooks:manage"/,
+    ],
     ['no scopes', ['create', '--organization-id', ORG], /--scopes is required/],
-    ['past expiry', ['create', '--organization-id', ORG, '--scopes', 'contacts:read', '--expires-at', '2020-01-01T00:00:00Z'], /--expires-at must be in the future/],
-    ['malformed expiry', ['create', '--organization-id', ORG, '--scopes', 'contacts:read', '--expires-at', 'tomorrow'], /--expires-at must be an ISO 8601 date-time or YYYY-MM-DD, got "tomorrow"/],
-    ['unknown flag', ['create', '--organization-id', ORG, '--scopes', 'contacts:read', '--admin'], /Unknown option '--admin'/],
+    [
+      'past expiry',
+      ['create', '--organization-id', ORG, '--scopes', 'contacts:read', '--expires-at', '2020-01-01T00:00:00Z'],
+      /--expires-at must be in the future/,
+    ],
+    [
+      'malformed expiry',
+      ['create', '--organization-id', ORG, '--scopes', 'contacts:read', '--expires-at', 'tomorrow'],
+      /--expires-at must be an ISO 8601 date-time or YYYY-MM-DD, got "tomorrow"/,
+    ],
+    [
+      'unknown flag',
+      ['create', '--organization-id', ORG, '--scopes', 'contacts:read', '--admin'],
+      /Unknown option '--admin'/,
+    ],
     ['unknown command', ['rotate'], /unknown command "rotate"/],
     ['bad prefix form', ['revoke', 'NOPE'], /a prefix is 8 characters/],
   ];

@@ -18,7 +18,15 @@ import { hashSecret } from '../src/auth/api-key.js';
 import { MAX_HEADER_CHARS, MAX_TARGET_CHARS, SEARCH_PATH } from '../src/http/public-app.js';
 import { OrgDataBuilder } from '../src/model/org-data-builder.js';
 import { openStore } from '../src/store/open-store.js';
-import { header, parseResponse, RawConnection, rawGet, rawOnce, rawOnceLarge, type RawResponse } from './helpers/raw-http.js';
+import {
+  header,
+  parseResponse,
+  RawConnection,
+  rawGet,
+  rawOnce,
+  rawOnceLarge,
+  type RawResponse,
+} from './helpers/raw-http.js';
 import { startServer, tempDataDir, type RunningServer } from './helpers/server.js';
 
 const ORG = '1e1e1e1e-0000-4000-8000-000000000001';
@@ -88,16 +96,43 @@ before(async () => {
   const b = new OrgDataBuilder(ORG);
   for (let c = 0; c < 150; c++) {
     const id = `1c1c1c1c-0000-4000-8000-${String(c).padStart(12, '0')}`;
-    b.addContact({ id, organization_id: ORG, name: `Contato ${c}`, phone: null, email: null, avatar_url: null, source: null });
+    b.addContact({
+      id,
+      organization_id: ORG,
+      name: `Contato ${c}`,
+      phone: null,
+      email: null,
+      avatar_url: null,
+      source: null,
+    });
     for (let m = 0; m < 25; m++) {
       const sentAt = new Date(Date.UTC(2025, 0, 1) + (c * 25 + m) * 60_000).toISOString();
-      b.addMessage({ id: `m-${c}-${m}`, organization_id: ORG, contact_id: id, conversation_id: `cv-${c}`, channel: 'email', direction: 'inbound', content: CONTENT, sent_at: sentAt }, Date.parse(sentAt));
+      b.addMessage(
+        {
+          id: `m-${c}-${m}`,
+          organization_id: ORG,
+          contact_id: id,
+          conversation_id: `cv-${c}`,
+          channel: 'email',
+          direction: 'inbound',
+          content: CONTENT,
+          sent_at: sentAt,
+        },
+        Date.parse(sentAt),
+      );
     }
   }
   await store.publishSnapshot(b.build());
   await store.putKey({
-    prefix: 'limitkey', name: 'limits', hash: hashSecret('L'.repeat(32)), organization_ids: [ORG], scopes: ['contacts:read', 'messages:read'],
-    created_at: new Date().toISOString(), expires_at: null, revoked_at: null, last_used_at: null,
+    prefix: 'limitkey',
+    name: 'limits',
+    hash: hashSecret('L'.repeat(32)),
+    organization_ids: [ORG],
+    scopes: ['contacts:read', 'messages:read'],
+    created_at: new Date().toISOString(),
+    expires_at: null,
+    revoked_at: null,
+    last_used_at: null,
   });
   await store.close();
   const started = await Promise.allSettled([
@@ -106,7 +141,9 @@ before(async () => {
     startServer({ DATA_DIR: data.dir, LOG_LEVEL: 'info', SHUTDOWN_TIMEOUT_MS: '1000' }),
     startServer({ DATA_DIR: data.dir, LOG_LEVEL: 'info' }, { nodeArgs: ['--import', './test/helpers/throw-later.ts'] }),
   ]);
-  [server, drainServer, stuckServer, strayServer] = started.map((x) => (x.status === 'fulfilled' ? x.value : (undefined as unknown as RunningServer)));
+  [server, drainServer, stuckServer, strayServer] = started.map((x) =>
+    x.status === 'fulfilled' ? x.value : (undefined as unknown as RunningServer),
+  );
   const failed = started.find((x) => x.status === 'rejected');
   if (failed) throw (failed as PromiseRejectedResult).reason;
   port = portOf(server);
@@ -149,24 +186,45 @@ describe('oversize requests', () => {
   // Heads here are 32-40 KB, written at once; a kernel that splits one over two reads makes uWS
   // close it unanswered (its limit, recorded below), so each is tried on a few fresh connections.
   it(`a request target over ${MAX_TARGET_CHARS} characters: 414 with the contract body`, async () => {
-    const r = await rawOnceLarge(port, rawGet(`${SEARCH_PATH}?organization_id=${ORG}&q=` + 'a'.repeat(MAX_TARGET_CHARS), AUTH));
+    const r = await rawOnceLarge(
+      port,
+      rawGet(`${SEARCH_PATH}?organization_id=${ORG}&q=` + 'a'.repeat(MAX_TARGET_CHARS), AUTH),
+    );
     assert.equal(r.kind, 'response');
     assertJsonError(r as RawResponse, 414, 'uri_too_long');
     // just under the limit: parsed normally (q too long: 400)
-    const ok = await rawOnceLarge(port, rawGet(`${SEARCH_PATH}?organization_id=${ORG}&q=` + 'a'.repeat(MAX_TARGET_CHARS - 200), AUTH));
+    const ok = await rawOnceLarge(
+      port,
+      rawGet(`${SEARCH_PATH}?organization_id=${ORG}&q=` + 'a'.repeat(MAX_TARGET_CHARS - 200), AUTH),
+    );
     assert.equal(ok.kind === 'response' && ok.status, 400);
   });
   it(`a header block over ${MAX_HEADER_CHARS} characters: 431 with the contract body`, async () => {
-    const r = await rawOnceLarge(port, rawGet(`${SEARCH_PATH}?organization_id=${ORG}&q=pedido`, [...AUTH, ['X-Big', 'b'.repeat(MAX_HEADER_CHARS)]]));
+    const r = await rawOnceLarge(
+      port,
+      rawGet(`${SEARCH_PATH}?organization_id=${ORG}&q=pedido`, [...AUTH, ['X-Big', 'b'.repeat(MAX_HEADER_CHARS)]]),
+    );
     assert.equal(r.kind, 'response');
     assertJsonError(r as RawResponse, 431, 'headers_too_large');
-    const split = await rawOnceLarge(port, rawGet(`${SEARCH_PATH}?organization_id=${ORG}&q=pedido`, [...AUTH, ...Array.from({ length: 40 }, (_, i) => [`X-H${i}`, 'v'.repeat(900)] as [string, string])]));
+    const split = await rawOnceLarge(
+      port,
+      rawGet(`${SEARCH_PATH}?organization_id=${ORG}&q=pedido`, [
+        ...AUTH,
+        ...Array.from({ length: 40 }, (_, i) => [`X-H${i}`, 'v'.repeat(900)] as [string, string]),
+      ]),
+    );
     assert.equal(split.kind === 'response' && split.status, 431);
   });
   it('10,000 parameters within the limit are parsed; beyond it, 414', async () => {
-    const r = await rawOnceLarge(port, rawGet(`${SEARCH_PATH}?organization_id=${ORG}&q=pedido&limit=1` + '&x'.repeat(10_000), AUTH));
+    const r = await rawOnceLarge(
+      port,
+      rawGet(`${SEARCH_PATH}?organization_id=${ORG}&q=pedido&limit=1` + '&x'.repeat(10_000), AUTH),
+    );
     assert.equal(r.kind === 'response' && r.status, 200);
-    const big = await rawOnceLarge(port, rawGet(`${SEARCH_PATH}?organization_id=${ORG}&q=pedido` + '&x=1'.repeat(10_000), AUTH));
+    const big = await rawOnceLarge(
+      port,
+      rawGet(`${SEARCH_PATH}?organization_id=${ORG}&q=pedido` + '&x=1'.repeat(10_000), AUTH),
+    );
     assert.equal(big.kind === 'response' && big.status, 414);
   });
   it('what uWS (this build) does before our handler, recorded: heads split over several reads and over 4 KiB are closed unanswered', async (t) => {
@@ -244,7 +302,9 @@ describe('large responses and slow readers', () => {
     await Promise.race([closed, new Promise((r) => (timer = setTimeout(r, 5000)))]);
     clearTimeout(timer);
     s.destroy();
-    t.diagnostic(`pipelined ${n} x ${full.length} bytes unread: server RSS ${Math.round(before / 1e6)} MB -> ${Math.round(during / 1e6)} MB; client then read ${got} bytes`);
+    t.diagnostic(
+      `pipelined ${n} x ${full.length} bytes unread: server RSS ${Math.round(before / 1e6)} MB -> ${Math.round(during / 1e6)} MB; client then read ${got} bytes`,
+    );
     assert.ok(during - before < 100e6, `RSS grew by ${Math.round((during - before) / 1e6)} MB`);
     assert.ok(got < 3 * full.length + 1e6, 'the server did not queue the pipelined answers');
     const r = await rawOnce(port, rawGet(`${SEARCH_PATH}?organization_id=${ORG}&q=pedido&limit=1`, AUTH));
@@ -259,7 +319,9 @@ describe('large responses and slow readers', () => {
     const outs = await Promise.all(pending);
     const after = rss(pid);
     for (const c of conns) c.destroy();
-    t.diagnostic(`10 concurrent readers of ${full.length} bytes: server RSS ${Math.round(before / 1e6)} MB -> ${Math.round(after / 1e6)} MB`);
+    t.diagnostic(
+      `10 concurrent readers of ${full.length} bytes: server RSS ${Math.round(before / 1e6)} MB -> ${Math.round(after / 1e6)} MB`,
+    );
     for (const o of outs) assert.ok(o.kind === 'response' && o.body.equals(full));
   });
 });
@@ -354,16 +416,28 @@ describe('in-process: a throw anywhere in the request path', () => {
         return { ok: false as const, prefix: null };
       },
     } as unknown as import('../src/auth/key-cache.js').KeyCache;
-    const app = createPublicApp({ uws, keys, metrics: new Metrics(() => []), logger, sunsetAt: null, indexes: { isReady: () => true, get: () => null } });
+    const app = createPublicApp({
+      uws,
+      keys,
+      metrics: new Metrics(() => []),
+      logger,
+      sunsetAt: null,
+      indexes: { isReady: () => true, get: () => null },
+    });
     const { p, socket } = await new Promise<{ p: number; socket: unknown }>((resolve) =>
-      app.listen('127.0.0.1', 0, (s) => resolve({ p: uws.us_socket_local_port(s as never), socket: s })));
+      app.listen('127.0.0.1', 0, (s) => resolve({ p: uws.us_socket_local_port(s as never), socket: s })),
+    );
     try {
       const get = () => rawOnce(p, rawGet(`${SEARCH_PATH}?q=x`, [['X-Request-Id', 'inproc']]));
       throwInAuth = true;
       let r = await get();
       assert.ok(r.kind === 'response');
       assert.equal(r.status, 500);
-      assert.deepEqual(JSON.parse(r.body.toString()), { error: 'internal_error', message: 'An internal error occurred; retry with backoff.', request_id: 'inproc' });
+      assert.deepEqual(JSON.parse(r.body.toString()), {
+        error: 'internal_error',
+        message: 'An internal error occurred; retry with backoff.',
+        request_id: 'inproc',
+      });
       throwInAuth = false;
       throwInLog = true;
       r = await get();

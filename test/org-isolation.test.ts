@@ -20,8 +20,19 @@ import type { RedisStore } from '../src/store/redis-store.js';
 import type { SnapshotRef, Store } from '../src/store/store.js';
 import { parseRfc3339 } from '../src/time/rfc3339.js';
 import {
-  assertBody, expected, generateRequest, importCli, openHarness, reloadCli, search, tempDir, vocabulary, waitFor, writeDataset,
-  type GeneratedRequest, type StoreHarness,
+  assertBody,
+  expected,
+  generateRequest,
+  importCli,
+  openHarness,
+  reloadCli,
+  search,
+  tempDir,
+  vocabulary,
+  waitFor,
+  writeDataset,
+  type GeneratedRequest,
+  type StoreHarness,
 } from './helpers/e2e.js';
 import { startRedis } from './helpers/redis-server.js';
 import { baseEnv, createKey, keysCli, startServer, type CreatedKey, type RunningServer } from './helpers/server.js';
@@ -39,14 +50,18 @@ const probes = new Map<string, GeneratedRequest[]>();
   const rng = mulberry32(SEED);
   for (const org of ORGS) {
     const v = vocabulary(data.messages, org);
-    probes.set(org, Array.from({ length: 3 }, () => generateRequest(rng, org, v)));
+    probes.set(
+      org,
+      Array.from({ length: 3 }, () => generateRequest(rng, org, v)),
+    );
   }
 }
 
 function orgData(org: string): OrgData {
   const b = new OrgDataBuilder(org);
   for (const c of data.contacts as Contact[]) if (c.organization_id === org) b.addContact(c);
-  for (const m of data.messages as MessageLine[]) if (m.organization_id === org) b.addMessage(m, parseRfc3339(m.sent_at)!);
+  for (const m of data.messages as MessageLine[])
+    if (m.organization_id === org) b.addMessage(m, parseRfc3339(m.sent_at)!);
   return b.build();
 }
 
@@ -62,7 +77,12 @@ async function assertServed(server: RunningServer, key: string, org: string, wha
 const FAILED_MESSAGE = 'The data of this organization failed to load; retry after the time in Retry-After.';
 
 /** A search of `org` answers 503 `unavailable` with Retry-After, the CONTRACT 5 body. */
-async function assertUnavailable(server: RunningServer, key: string, org: string, message = FAILED_MESSAGE): Promise<void> {
+async function assertUnavailable(
+  server: RunningServer,
+  key: string,
+  org: string,
+  message = FAILED_MESSAGE,
+): Promise<void> {
   const res = await fetch(`${server.url}/contacts/message-search?${probes.get(org)![0].query}`, {
     headers: { authorization: `Bearer ${key}`, 'x-request-id': 'unavail-1' },
   });
@@ -76,7 +96,13 @@ async function assertUnavailable(server: RunningServer, key: string, org: string
 
 interface Readyz {
   status: string;
-  failed_organizations: { organization_id: string; version: number | null; error: string; serving_version: number | null; attempts: number }[];
+  failed_organizations: {
+    organization_id: string;
+    version: number | null;
+    error: string;
+    serving_version: number | null;
+    attempts: number;
+  }[];
 }
 
 async function readyz(server: RunningServer): Promise<{ status: number; body: Readyz }> {
@@ -84,7 +110,17 @@ async function readyz(server: RunningServer): Promise<{ status: number; body: Re
   return { status: r.status, body: (await r.json()) as Readyz };
 }
 
-async function adminReload(server: RunningServer, org?: string): Promise<{ status: number; body: { reloaded: { organization_id: string; version: number }[]; unchanged: number; failed: { organization_id: string; version: number | null; error: string }[] } }> {
+async function adminReload(
+  server: RunningServer,
+  org?: string,
+): Promise<{
+  status: number;
+  body: {
+    reloaded: { organization_id: string; version: number }[];
+    unchanged: number;
+    failed: { organization_id: string; version: number | null; error: string }[];
+  };
+}> {
   const r = await fetch(`${server.adminUrl}/admin/reload${org ? `?organization_id=${org}` : ''}`, { method: 'POST' });
   const text = await r.text();
   return { status: r.status, body: JSON.parse(text) };
@@ -112,7 +148,16 @@ async function storedState(h: StoreHarness, store: Store): Promise<Map<string, s
     const type = await r.type(key);
     if (type === 'hash') {
       const all = await r.hgetallBuffer(key);
-      out.set(key, sha(Buffer.concat(Object.keys(all).sort().flatMap((f) => [Buffer.from(f), all[f]]))));
+      out.set(
+        key,
+        sha(
+          Buffer.concat(
+            Object.keys(all)
+              .sort()
+              .flatMap((f) => [Buffer.from(f), all[f]]),
+          ),
+        ),
+      );
     } else if (type === 'string') out.set(key, sha((await r.getBuffer(key))!));
     else if (type === 'set') out.set(key, sha((await r.smembers(key)).sort().join(',')));
     else if (type === 'zset') out.set(key, sha((await r.zrange(key, '0', '-1', 'WITHSCORES')).join(',')));
@@ -135,7 +180,9 @@ function damages(h: StoreHarness, store: Store): Damage[] {
     const dir = h.serverEnv.DATA_DIR;
     return [
       {
-        name: 'a corrupt pointer', reportsVersion: false, error: /^store: unreadable pointer of organization [0-9a-f-]{36}: /,
+        name: 'a corrupt pointer',
+        reportsVersion: false,
+        error: /^store: unreadable pointer of organization [0-9a-f-]{36}: /,
         async apply(ref) {
           const file = path.join(dir, 'snapshots', ref.organizationId, 'CURRENT');
           const before = readFileSync(file);
@@ -144,7 +191,9 @@ function damages(h: StoreHarness, store: Store): Damage[] {
         },
       },
       {
-        name: 'a corrupt chunk', reportsVersion: true, error: /checksum mismatch/,
+        name: 'a corrupt chunk',
+        reportsVersion: true,
+        error: /checksum mismatch/,
         async apply(ref) {
           const file = snapshotFile(dir, ref);
           const before = readFileSync(file);
@@ -155,7 +204,9 @@ function damages(h: StoreHarness, store: Store): Damage[] {
         },
       },
       {
-        name: 'a missing version', reportsVersion: true, error: /ENOENT/,
+        name: 'a missing version',
+        reportsVersion: true,
+        error: /ENOENT/,
         async apply(ref) {
           const file = snapshotFile(dir, ref);
           // Moved outside snapshots/, so the stored-state digest sees it gone, then back.
@@ -169,31 +220,43 @@ function damages(h: StoreHarness, store: Store): Damage[] {
   const r = (store as RedisStore).client;
   return [
     {
-      name: 'a corrupt pointer', reportsVersion: false, error: /^store: unreadable pointer of organization [0-9a-f-]{36}: bad version/,
+      name: 'a corrupt pointer',
+      reportsVersion: false,
+      error: /^store: unreadable pointer of organization [0-9a-f-]{36}: bad version/,
       async apply(ref) {
         const key = `snap:{${ref.organizationId}}:ptr`;
         const before = await r.hget(key, 'version');
         await r.hset(key, 'version', '{"version":');
-        return async () => { await r.hset(key, 'version', before!); };
+        return async () => {
+          await r.hset(key, 'version', before!);
+        };
       },
     },
     {
-      name: 'a corrupt chunk', reportsVersion: true, error: /checksum mismatch/,
+      name: 'a corrupt chunk',
+      reportsVersion: true,
+      error: /checksum mismatch/,
       async apply(ref) {
         const key = (store as RedisStore).versionKeyOf(ref);
         const before = (await r.hgetBuffer(key, '0'))!;
         const b = Buffer.from(before);
         b[100] ^= 0x20;
         await r.hset(key, '0', b);
-        return async () => { await r.hset(key, '0', before); };
+        return async () => {
+          await r.hset(key, '0', before);
+        };
       },
     },
     {
-      name: 'a missing version', reportsVersion: true, error: /^store: no snapshot version \d+ of organization /,
+      name: 'a missing version',
+      reportsVersion: true,
+      error: /^store: no snapshot version \d+ of organization /,
       async apply(ref) {
         const key = (store as RedisStore).versionKeyOf(ref);
         await r.rename(key, `away:${ref.version}`);
-        return async () => { await r.rename(`away:${ref.version}`, key); };
+        return async () => {
+          await r.rename(`away:${ref.version}`, key);
+        };
       },
     },
   ];
@@ -237,17 +300,27 @@ for (const storeName of ['embedded', 'redis'] as const) {
         assert.equal(rel.status, 200);
         assert.deepEqual(rel.body.reloaded, []);
         assert.equal(rel.body.unchanged, 2);
-        assert.deepEqual(rel.body.failed.map((f) => [f.organization_id, f.version]), [[C, null]]);
+        assert.deepEqual(
+          rel.body.failed.map((f) => [f.organization_id, f.version]),
+          [[C, null]],
+        );
         assert.match(rel.body.failed[0].error, pointerDamage.error);
         // C keeps serving its version in memory; /readyz names it.
         await assertServed(server, onlyA.key, A, 'C pointer corrupt');
         await assertServed(server, all.key, C, 'C pointer corrupt, served from memory');
         let rz = await readyz(server);
         assert.equal(rz.status, 200);
-        assert.deepEqual(rz.body.failed_organizations.map((f) => [f.organization_id, f.version, f.serving_version]), [[C, null, servedC.version]]);
+        assert.deepEqual(
+          rz.body.failed_organizations.map((f) => [f.organization_id, f.version, f.serving_version]),
+          [[C, null, servedC.version]],
+        );
         // The once-a-second check goes on for the others: a new snapshot of B is picked up alone.
         const newB = await store.publishSnapshot(orgData(B));
-        await waitFor('the poll to load B despite C', 5000, async () => (await fetch(`${server.adminUrl}/metrics`).then((r) => r.text())).includes(`index_snapshot_version{organization_id="${B}"} ${newB.version}`));
+        await waitFor('the poll to load B despite C', 5000, async () =>
+          (await fetch(`${server.adminUrl}/metrics`).then((r) => r.text())).includes(
+            `index_snapshot_version{organization_id="${B}"} ${newB.version}`,
+          ),
+        );
         await assertServed(server, all.key, B, 'B reloaded by the poll');
         // Only B's publish changed the store; the server itself wrote nothing.
         const notB = (m: Map<string, string>) => new Map([...m].filter(([k]) => !k.includes(B)));
@@ -259,7 +332,10 @@ for (const storeName of ['embedded', 'redis'] as const) {
         server = await startServer(h.serverEnv);
         rz = await readyz(server);
         assert.equal(rz.status, 200);
-        assert.deepEqual(rz.body.failed_organizations.map((f) => [f.organization_id, f.version, f.serving_version]), [[C, null, null]]);
+        assert.deepEqual(
+          rz.body.failed_organizations.map((f) => [f.organization_id, f.version, f.serving_version]),
+          [[C, null, null]],
+        );
         assert.match(rz.body.failed_organizations[0].error, pointerDamage.error);
         await assertServed(server, onlyA.key, A, 'after restart');
         await assertServed(server, all.key, B, 'after restart');
@@ -273,7 +349,10 @@ for (const storeName of ['embedded', 'redis'] as const) {
         await repair();
         rel = await adminReload(server);
         assert.equal(rel.status, 200);
-        assert.deepEqual(rel.body.reloaded.map((x) => [x.organization_id, x.version]), [[C, servedC.version]]);
+        assert.deepEqual(
+          rel.body.reloaded.map((x) => [x.organization_id, x.version]),
+          [[C, servedC.version]],
+        );
         assert.deepEqual(rel.body.failed, []);
         rz = await readyz(server);
         assert.deepEqual(rz, { status: 200, body: { status: 'ready', failed_organizations: [] } });
@@ -282,8 +361,14 @@ for (const storeName of ['embedded', 'redis'] as const) {
         assert.equal(ok.code, 0, ok.stderr);
         assert.match(ok.stdout, /0 reloaded, 3 unchanged/);
         const metrics = await (await fetch(`${server.adminUrl}/metrics`)).text();
-        assert.match(metrics, new RegExp(`catalog_organization_snapshot_loads\\{organization_id="${C}",result="failed"\\} [1-9]`));
-        assert.match(metrics, new RegExp(`catalog_organization_snapshot_loads\\{organization_id="${C}",result="ok"\\} 1`));
+        assert.match(
+          metrics,
+          new RegExp(`catalog_organization_snapshot_loads\\{organization_id="${C}",result="failed"\\} [1-9]`),
+        );
+        assert.match(
+          metrics,
+          new RegExp(`catalog_organization_snapshot_loads\\{organization_id="${C}",result="ok"\\} 1`),
+        );
         assert.doesNotMatch(metrics, /catalog_organization_failing\{/);
       } finally {
         await server.stop();
@@ -304,12 +389,18 @@ for (const storeName of ['embedded', 'redis'] as const) {
           assert.equal(rel.status, 200, `${damage.name}: ${JSON.stringify(rel.body)}`);
           assert.deepEqual(rel.body.reloaded, []);
           assert.equal(rel.body.unchanged, 2);
-          assert.deepEqual(rel.body.failed.map((f) => [f.organization_id, f.version]), [[C, damage.reportsVersion ? ref.version : null]]);
+          assert.deepEqual(
+            rel.body.failed.map((f) => [f.organization_id, f.version]),
+            [[C, damage.reportsVersion ? ref.version : null]],
+          );
           assert.match(rel.body.failed[0].error, damage.error);
           for (const org of ORGS) await assertServed(server, all.key, org, `${damage.name} at reload`);
           const rz = await readyz(server);
           assert.equal(rz.status, 200);
-          assert.deepEqual(rz.body.failed_organizations.map((f) => [f.organization_id, f.serving_version]), [[C, old.version]]);
+          assert.deepEqual(
+            rz.body.failed_organizations.map((f) => [f.organization_id, f.serving_version]),
+            [[C, old.version]],
+          );
           assert.deepEqual(await storedState(h, store), stored, `${damage.name}: the server changed nothing stored`);
           await repair();
           const again = await adminReload(server, C);
@@ -331,7 +422,10 @@ for (const storeName of ['embedded', 'redis'] as const) {
         try {
           const rz = await readyz(server);
           assert.equal(rz.status, 200);
-          assert.deepEqual(rz.body.failed_organizations.map((f) => [f.organization_id, f.version, f.serving_version]), [[C, damage.reportsVersion ? ref.version : null, null]]);
+          assert.deepEqual(
+            rz.body.failed_organizations.map((f) => [f.organization_id, f.version, f.serving_version]),
+            [[C, damage.reportsVersion ? ref.version : null, null]],
+          );
           assert.match(rz.body.failed_organizations[0].error, damage.error);
           await assertServed(server, onlyA.key, A, `${damage.name} at start`);
           await assertServed(server, all.key, B, `${damage.name} at start`);
@@ -341,7 +435,11 @@ for (const storeName of ['embedded', 'redis'] as const) {
           assert.deepEqual(await storedState(h, store), stored, `${damage.name}: the server changed nothing stored`);
           await repair();
           // No reload: the backoff retry (1 s, 2 s, 4 s ...) picks it up.
-          await waitFor('C to be served after the repair', 20_000, async () => (await search(server.url, all.key, probes.get(C)![0].query)).status === 200);
+          await waitFor(
+            'C to be served after the repair',
+            20_000,
+            async () => (await search(server.url, all.key, probes.get(C)![0].query)).status === 200,
+          );
           for (const org of ORGS) await assertServed(server, all.key, org, `${damage.name} repaired`);
           assert.deepEqual((await readyz(server)).body.failed_organizations, []);
           assert.match(server.output(), /catalog: organization recovered/);
@@ -366,13 +464,20 @@ for (const storeName of ['embedded', 'redis'] as const) {
             const rv = await keysCli(['revoke', fresh.prefix], h.env);
             assert.equal(rv.code, 0, rv.stderr);
             const t0 = Date.now();
-            await waitFor('the revocation', 2000, async () => (await search(server.url, fresh.key, probes.get(A)![0].query)).status === 401);
+            await waitFor(
+              'the revocation',
+              2000,
+              async () => (await search(server.url, fresh.key, probes.get(A)![0].query)).status === 401,
+            );
             assert.ok(Date.now() - t0 <= 2000);
           }
         }
         // Random unknown prefixes: 401 with the contract body, however many.
-        const bogus = await Promise.all(Array.from({ length: 60 }, (_, i) =>
-          search(server.url, `crm_live_${String(i).padStart(8, 'z')}_${'A'.repeat(32)}`, probes.get(A)![0].query)));
+        const bogus = await Promise.all(
+          Array.from({ length: 60 }, (_, i) =>
+            search(server.url, `crm_live_${String(i).padStart(8, 'z')}_${'A'.repeat(32)}`, probes.get(A)![0].query),
+          ),
+        );
         for (const r of bogus) {
           assert.equal(r.status, 401);
           assert.deepEqual(Object.keys(JSON.parse(r.text)), ['error', 'message', 'request_id']);
@@ -394,8 +499,15 @@ describe('random prefixes cannot flood the store (redis, counted by Redis itself
       const gets = async () => Number(/cmdstat_get:calls=(\d+)/.exec(await r.info('commandstats'))?.[1] ?? 0);
       const before = await gets();
       const t0 = Date.now();
-      const res = await Promise.all(Array.from({ length: 300 }, (_, i) =>
-        search(server.url, `crm_live_${i.toString(36).padStart(8, 'q')}_${'B'.repeat(32)}`, `organization_id=${A}&q=x`)));
+      const res = await Promise.all(
+        Array.from({ length: 300 }, (_, i) =>
+          search(
+            server.url,
+            `crm_live_${i.toString(36).padStart(8, 'q')}_${'B'.repeat(32)}`,
+            `organization_id=${A}&q=x`,
+          ),
+        ),
+      );
       const seconds = (Date.now() - t0) / 1000;
       assert.ok(res.every((x) => x.status === 401));
       const reads = (await gets()) - before;
@@ -423,10 +535,19 @@ describe('the store down at start, then back', () => {
       await check.close();
       await redis.kill();
       server = await startServer({ REDIS_URL: redis.url, DATA_DIR: d.dir }, { waitReady: false });
-      await waitFor('the server to listen', 15_000, async () => fetch(`${server!.adminUrl}/healthz`).then((r) => r.status === 200, () => false));
+      await waitFor('the server to listen', 15_000, async () =>
+        fetch(`${server!.adminUrl}/healthz`).then(
+          (r) => r.status === 200,
+          () => false,
+        ),
+      );
       await assertDown(server, key.key);
       await redis.restart();
-      await waitFor('ready after Redis came back', 20_000, async () => (await fetch(`${server!.adminUrl}/readyz`)).status === 200);
+      await waitFor(
+        'ready after Redis came back',
+        20_000,
+        async () => (await fetch(`${server!.adminUrl}/readyz`)).status === 200,
+      );
       assert.deepEqual(await readyz(server), { status: 200, body: { status: 'ready', failed_organizations: [] } });
       for (const org of ORGS) await assertServed(server, key.key, org, 'after Redis came back');
       await waitFor('the server to register', 10_000, async () => {
@@ -457,14 +578,27 @@ describe('the store down at start, then back', () => {
       renameSync(dataDir, `${dataDir}.away`);
       writeFileSync(dataDir, 'not a folder');
       server = await startServer({ DATA_DIR: dataDir }, { waitReady: false });
-      await waitFor('the server to listen', 15_000, async () => fetch(`${server!.adminUrl}/healthz`).then((r) => r.status === 200, () => false));
+      await waitFor('the server to listen', 15_000, async () =>
+        fetch(`${server!.adminUrl}/healthz`).then(
+          (r) => r.status === 200,
+          () => false,
+        ),
+      );
       await assertDown(server, key.key);
       rmSync(dataDir);
       renameSync(`${dataDir}.away`, dataDir);
-      await waitFor('ready after DATA_DIR came back', 20_000, async () => (await fetch(`${server!.adminUrl}/readyz`)).status === 200);
+      await waitFor(
+        'ready after DATA_DIR came back',
+        20_000,
+        async () => (await fetch(`${server!.adminUrl}/readyz`)).status === 200,
+      );
       assert.deepEqual(await readyz(server), { status: 200, body: { status: 'ready', failed_organizations: [] } });
       for (const org of ORGS) await assertServed(server, key.key, org, 'after DATA_DIR came back');
-      assert.deepEqual(await storedState(harness, null as unknown as Store), stored, 'the server changed nothing stored');
+      assert.deepEqual(
+        await storedState(harness, null as unknown as Store),
+        stored,
+        'the server changed nothing stored',
+      );
       await waitFor('the server to register', 10_000, async () => {
         const cli = await reloadCli(env, ['--json']);
         return cli.code === 0 && (JSON.parse(cli.stdout) as { servers: unknown[] }).servers.length === 1;
@@ -483,11 +617,21 @@ async function assertDown(server: RunningServer, key: string): Promise<void> {
     const rz = await fetch(`${server.adminUrl}/readyz`, { headers: { 'x-request-id': 'rz-down' } });
     assert.equal(rz.status, 503);
     assert.equal(rz.headers.get('retry-after'), '1');
-    assert.deepEqual(await rz.json(), { error: 'unavailable', message: 'The snapshots present at start are still loading.', request_id: 'rz-down' });
-    const res = await fetch(`${server.url}/contacts/message-search?${probes.get(A)![0].query}`, { headers: { authorization: `Bearer ${key}`, 'x-request-id': 'down-1' } });
+    assert.deepEqual(await rz.json(), {
+      error: 'unavailable',
+      message: 'The snapshots present at start are still loading.',
+      request_id: 'rz-down',
+    });
+    const res = await fetch(`${server.url}/contacts/message-search?${probes.get(A)![0].query}`, {
+      headers: { authorization: `Bearer ${key}`, 'x-request-id': 'down-1' },
+    });
     assert.equal(res.status, 503);
     assert.equal(res.headers.get('retry-after'), '1');
-    assert.deepEqual(await res.json(), { error: 'unavailable', message: 'The service is not ready yet; retry shortly.', request_id: 'down-1' });
+    assert.deepEqual(await res.json(), {
+      error: 'unavailable',
+      message: 'The service is not ready yet; retry shortly.',
+      request_id: 'down-1',
+    });
     await new Promise((r) => setTimeout(r, 500));
   }
 }

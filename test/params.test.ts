@@ -17,8 +17,16 @@ const problems = (q: string) => {
 test('defaults and echo', () => {
   const r = ok(`organization_id=${ORG}&q=Pedido`);
   assert.deepEqual(r, {
-    organizationId: ORG.toLowerCase(), terms: ['pedido'], match: 'any', direction: 'inbound', channel: null,
-    from: null, to: null, limit: 50, offset: 0, messagesLimit: 3,
+    organizationId: ORG.toLowerCase(),
+    terms: ['pedido'],
+    match: 'any',
+    direction: 'inbound',
+    channel: null,
+    from: null,
+    to: null,
+    limit: 50,
+    offset: 0,
+    messagesLimit: 3,
   });
 });
 
@@ -43,17 +51,31 @@ test('dates: expansion, fractions, offsets, impossible dates, order', () => {
   assert.equal(new Date(r.from!).toISOString(), '2024-06-01T00:00:00.000Z');
   assert.equal(new Date(r.to!).toISOString(), '2024-06-01T10:30:00.000Z');
   assert.equal(new Date(ok(`organization_id=${ORG}&q=ab&to=2024-06-01`).to!).toISOString(), '2024-06-01T23:59:59.999Z');
-  assert.equal(new Date(ok(`organization_id=${ORG}&q=ab&from=2024-06-01T10:00:00.9%2B02:00`).from!).toISOString(), '2024-06-01T08:00:00.900Z');
-  assert.equal(new Date(ok(`organization_id=${ORG}&q=ab&from=2024-06-01T10:00:00.123456Z`).from!).toISOString(), '2024-06-01T10:00:00.123Z');
-  for (const bad of ['2025-02-30', '2024-06-01T10:00:60Z', '2024-06-01t10:00Z', '2024-06-01T10:00z', '2024-6-1', 'yesterday'])
+  assert.equal(
+    new Date(ok(`organization_id=${ORG}&q=ab&from=2024-06-01T10:00:00.9%2B02:00`).from!).toISOString(),
+    '2024-06-01T08:00:00.900Z',
+  );
+  assert.equal(
+    new Date(ok(`organization_id=${ORG}&q=ab&from=2024-06-01T10:00:00.123456Z`).from!).toISOString(),
+    '2024-06-01T10:00:00.123Z',
+  );
+  for (const bad of [
+    '2025-02-30',
+    '2024-06-01T10:00:60Z',
+    '2024-06-01t10:00Z',
+    '2024-06-01T10:00z',
+    '2024-6-1',
+    'yesterday',
+  ])
     assert.deepEqual(problems(`organization_id=${ORG}&q=ab&from=${bad}`), ['from'], bad);
   assert.deepEqual(problems(`organization_id=${ORG}&q=ab&from=2024-06-02&to=2024-06-01`), ['from']);
 });
 
 test('every problem at once, in spec order', () => {
-  assert.deepEqual(problems('organization_id=nope&match=ALL&direction=in&channel=sms&limit=0&offset=x&messages_limit=99'), [
-    'organization_id', 'q', 'match', 'direction', 'channel', 'limit', 'offset', 'messages_limit',
-  ]);
+  assert.deepEqual(
+    problems('organization_id=nope&match=ALL&direction=in&channel=sms&limit=0&offset=x&messages_limit=99'),
+    ['organization_id', 'q', 'match', 'direction', 'channel', 'limit', 'offset', 'messages_limit'],
+  );
   assert.deepEqual(problems(''), ['organization_id', 'q']);
   assert.deepEqual(problems(`organization_id=${ORG}&q=${'a'.repeat(201)}`), ['q']);
   assert.deepEqual(problems(`organization_id=${ORG}&keywords=${'é'.repeat(1001)}`), ['keywords']);

@@ -63,9 +63,42 @@ const FORMS: string[][] = [
   ['x²'],
   ['😀'],
 ];
-const SEPARATORS = [' ', ' ', ' ', '  ', ', ', '-', '!! ', '😀', '👍🏽', '\n', '\r\n', '#', '，', '\u00a0', '', '_', '.', '\u200b', '\u0301', '\t', "'", '@',
+const SEPARATORS = [
+  ' ',
+  ' ',
+  ' ',
+  '  ',
+  ', ',
+  '-',
+  '!! ',
+  '😀',
+  '👍🏽',
+  '\n',
+  '\r\n',
+  '#',
+  '，',
+  '\u00a0',
+  '',
+  '_',
+  '.',
+  '\u200b',
+  '\u0301',
+  '\t',
+  "'",
+  '@',
   // what JSON escapes, and what it does not: the body bytes must equal JSON.stringify's
-  '"', '\\', '\\"', '\u0000', '\u001f', '\b\f', '\u007f', '\u2028', '\u2029', '</', '\ud83d\ude00"'];
+  '"',
+  '\\',
+  '\\"',
+  '\u0000',
+  '\u001f',
+  '\b\f',
+  '\u007f',
+  '\u2028',
+  '\u2029',
+  '</',
+  '\ud83d\ude00"',
+];
 
 const wordArb = fc.constantFrom(...FORMS).chain((forms) => fc.constantFrom(...forms));
 const contentArb = fc
@@ -73,7 +106,22 @@ const contentArb = fc
   .map((pairs) => pairs.map(([w, s]) => w + s).join(''));
 
 // Ids whose string order differs from numeric order, case order and locale order.
-const CONTACT_IDS = ['c9', 'c10', 'c100', 'C2', 'c1', 'é1', 'z1', 'Z0', 'c-1', 'c_1', 'c"1', 'c\\1', 'ffffffff-0000-4000-8000-000000000001', '00000000-0000-4000-8000-000000000010'];
+const CONTACT_IDS = [
+  'c9',
+  'c10',
+  'c100',
+  'C2',
+  'c1',
+  'é1',
+  'z1',
+  'Z0',
+  'c-1',
+  'c_1',
+  'c"1',
+  'c\\1',
+  'ffffffff-0000-4000-8000-000000000001',
+  '00000000-0000-4000-8000-000000000010',
+];
 const OTHER_CONTACT_IDS = ['o1', 'o2', 'o3'];
 const MSG_PREFIXES = ['m', 'm', 'm', 'M', 'é', 'm0', 'm"', 'm\\', 'm\u2028', 'm\n'];
 // conversation n of a contact is `${tag}${CONVERSATION_PREFIXES[n]}cv${n}`: some need escaping
@@ -139,16 +187,21 @@ const orgArb = fc
     interleave: fc.nat(),
   })
   .chain((o) =>
-    fc.tuple(fc.tuple(...o.ids.map((id) => contactArb(id, ORG))), fc.tuple(...o.otherIds.map((id) => contactArb(id, OTHER)))).map(([contacts, others]) => {
-      const messages = materialize(ORG, contacts, o.specs, '');
-      const otherMessages = materialize(OTHER, others, o.otherSpecs, 'x');
-      // Mix the other organization's lines in; the reference must filter them itself.
-      const all = [...messages];
-      otherMessages.forEach((m, i) => {
-        all.splice((o.interleave + i * 7) % (all.length + 1), 0, m);
-      });
-      return { contacts, others, messages, allContacts: [...others, ...contacts], allMessages: all };
-    }),
+    fc
+      .tuple(
+        fc.tuple(...o.ids.map((id) => contactArb(id, ORG))),
+        fc.tuple(...o.otherIds.map((id) => contactArb(id, OTHER))),
+      )
+      .map(([contacts, others]) => {
+        const messages = materialize(ORG, contacts, o.specs, '');
+        const otherMessages = materialize(OTHER, others, o.otherSpecs, 'x');
+        // Mix the other organization's lines in; the reference must filter them itself.
+        const all = [...messages];
+        otherMessages.forEach((m, i) => {
+          all.splice((o.interleave + i * 7) % (all.length + 1), 0, m);
+        });
+        return { contacts, others, messages, allContacts: [...others, ...contacts], allMessages: all };
+      }),
   );
 type Org = typeof orgArb extends fc.Arbitrary<infer T> ? T : never;
 
@@ -162,13 +215,19 @@ const termRecipeArb = fc.record({
 // null (no bound) most of the time; else an instant on, just before or just after a message slot
 const boundArb = fc.oneof(
   { weight: 3, arbitrary: fc.constant(null) },
-  { weight: 2, arbitrary: fc.record({ slot: fc.integer({ min: -1, max: SLOTS }), delta: fc.constantFrom(-1, 0, 0, 1, 999, 1000) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ slot: fc.integer({ min: -1, max: SLOTS }), delta: fc.constantFrom(-1, 0, 0, 1, 999, 1000) }),
+  },
 );
 const requestSpecArb = fc.record({
   recipes: fc.array(termRecipeArb, { minLength: 1, maxLength: 4 }),
   match: fc.constantFrom('any' as const, 'any' as const, 'all' as const),
   direction: fc.constantFrom('inbound' as const, 'outbound' as const, 'all' as const, 'all' as const),
-  channel: fc.oneof({ weight: 3, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constantFrom(...CHANNELS) }),
+  channel: fc.oneof(
+    { weight: 3, arbitrary: fc.constant(null) },
+    { weight: 1, arbitrary: fc.constantFrom(...CHANNELS) },
+  ),
   from: boundArb,
   to: boundArb,
   limit: fc.integer({ min: 1, max: 5 }),
@@ -188,10 +247,16 @@ function rawTerm(org: Pick<Org, 'messages'>, r: { kind: string; a: number; b: nu
   const seq = seqs[r.a % seqs.length];
   const i = r.b % seq.length;
   switch (r.kind) {
-    case 'token': return seq[i];
-    case 'pair': return seq.slice(i, i + 2).join(' ');
-    case 'triple': return seq.slice(i, i + 3).join(' ');
-    case 'form': { const f = FORMS[r.b % FORMS.length]; return f[r.a % f.length]; }
+    case 'token':
+      return seq[i];
+    case 'pair':
+      return seq.slice(i, i + 2).join(' ');
+    case 'triple':
+      return seq.slice(i, i + 3).join(' ');
+    case 'form': {
+      const f = FORMS[r.b % FORMS.length];
+      return f[r.a % f.length];
+    }
     default: {
       // a raw piece of the content, punctuation and all ("segunda-via", "ﬁm!!")
       const content = org.messages.find((m) => referenceTokens(m.content).length > 0)!.content;
@@ -206,9 +271,14 @@ function instantSpec(s: { slot: number; delta: number } | null): number | null {
 }
 
 function makeRequest(org: Pick<Org, 'messages'>, spec: RequestSpec, orgId = ORG): SearchRequest {
-  let terms = referenceTerms(null, null, spec.recipes.map((r) => rawTerm(org, r)));
+  let terms = referenceTerms(
+    null,
+    null,
+    spec.recipes.map((r) => rawTerm(org, r)),
+  );
   if (terms.length === 0) terms = ['nada'];
-  let from = instantSpec(spec.from), to = instantSpec(spec.to);
+  let from = instantSpec(spec.from),
+    to = instantSpec(spec.to);
   if (from !== null && to !== null && from > to) [from, to] = [to, from];
   return {
     organizationId: orgId,
@@ -262,7 +332,12 @@ function loadedIndexOf(org: Pick<Org, 'contacts' | 'messages'>, format: 1 | 2, o
   if (format === 1) prepared = { format: 1, data };
   else {
     let order: Uint32Array | undefined;
-    const built = buildIndex(data, { pairMinFrequency: pairVariant++ % 2 === 0 ? undefined : 1, onOrder: (o) => { order = o; } });
+    const built = buildIndex(data, {
+      pairMinFrequency: pairVariant++ % 2 === 0 ? undefined : 1,
+      onOrder: (o) => {
+        order = o;
+      },
+    });
     prepared = { format: 2, flat: flattenIndex(built, order) };
   }
   const enc = encodeSnapshot(prepared, 3);
@@ -271,7 +346,8 @@ function loadedIndexOf(org: Pick<Org, 'contacts' | 'messages'>, format: 1 | 2, o
   // in reverse: chunks may arrive in any order
   for (let i = chunks.length - 1; i >= 0; i--) decoder.add(i, chunks[i]);
   const flat = decoder.finishFlat();
-  for (const a of Object.values(flat.sections)) assert.ok(a.buffer instanceof SharedArrayBuffer, 'every section is shared memory');
+  for (const a of Object.values(flat.sections))
+    assert.ok(a.buffer instanceof SharedArrayBuffer, 'every section is shared memory');
   return wrapIndex(flat);
 }
 
@@ -314,11 +390,20 @@ describe('product vs brute-force reference', () => {
   it('generated realistic data (scripts/gen-lib.ts, 2 organizations, > 1024 messages each)', () => {
     const { contacts, messages } = generateDataset({ messages: 6000, contacts: 400, organizations: 2, seed: SEED });
     const orgId = contacts[0].organization_id;
-    const org = { contacts: contacts.filter((c) => c.organization_id === orgId), messages: messages.filter((m) => m.organization_id === orgId) };
+    const org = {
+      contacts: contacts.filter((c) => c.organization_id === orgId),
+      messages: messages.filter((m) => m.organization_id === orgId),
+    };
     const index = loadedIndexOf(org, 2, orgId);
     // the generator's own calendar: bounds land on real message instants, ± 1 ms
     const instants = org.messages.map((m) => parseRfc3339(m.sent_at)!);
-    const bound = fc.oneof({ weight: 2, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.tuple(fc.nat(), fc.constantFrom(-1, 0, 1)).map(([i, d]) => instants[i % instants.length] + d) });
+    const bound = fc.oneof(
+      { weight: 2, arbitrary: fc.constant(null) },
+      {
+        weight: 1,
+        arbitrary: fc.tuple(fc.nat(), fc.constantFrom(-1, 0, 1)).map(([i, d]) => instants[i % instants.length] + d),
+      },
+    );
     check(
       fc.property(requestSpecArb, bound, bound, (spec, a, b) => {
         const req = makeRequest(org, { ...spec, from: null, to: null }, orgId);
@@ -341,20 +426,80 @@ describe('product vs brute-force reference', () => {
 });
 
 // ---- resolveTerms vs referenceTerms ----
-const PIECES = [',', ';', '\r\n', '\n', '\r', ' ', '  ', '\t', '\u00a0', '\u3000', '\u2028', '\ufeff', '，', '；', 'ﬁ', 'İ', 'Σ', 'ς', 'σ', 'ΟΔΟΣ', 'a', 'B', 'é', 'e\u0301', '\u0301',
-  '😀', '👍🏽', '𝒜', '𝟙', '!!', '#', '-', '1', 'ab', 'pedido', 'Segunda Via', '\u200b', '½', 'Ⅻ', 'ß', '\ud800'];
-const pieceString = (min: number, max: number) => fc.string({ unit: fc.constantFrom(...PIECES), minLength: min, maxLength: max });
+const PIECES = [
+  ',',
+  ';',
+  '\r\n',
+  '\n',
+  '\r',
+  ' ',
+  '  ',
+  '\t',
+  '\u00a0',
+  '\u3000',
+  '\u2028',
+  '\ufeff',
+  '，',
+  '；',
+  'ﬁ',
+  'İ',
+  'Σ',
+  'ς',
+  'σ',
+  'ΟΔΟΣ',
+  'a',
+  'B',
+  'é',
+  'e\u0301',
+  '\u0301',
+  '😀',
+  '👍🏽',
+  '𝒜',
+  '𝟙',
+  '!!',
+  '#',
+  '-',
+  '1',
+  'ab',
+  'pedido',
+  'Segunda Via',
+  '\u200b',
+  '½',
+  'Ⅻ',
+  'ß',
+  '\ud800',
+];
+const pieceString = (min: number, max: number) =>
+  fc.string({ unit: fc.constantFrom(...PIECES), minLength: min, maxLength: max });
 const cpLength = (s: string): number => Array.from(s).length;
 const rawArb = fc.oneof(
   { weight: 4, arbitrary: pieceString(0, 12) },
   { weight: 2, arbitrary: fc.string({ unit: 'binary', maxLength: 20 }) },
   { weight: 1, arbitrary: fc.string({ unit: 'grapheme', maxLength: 20 }) },
   // longer than 200 code points, astral characters included
-  { weight: 2, arbitrary: fc.tuple(fc.integer({ min: 150, max: 230 }), fc.constantFrom('a', 'ﬁ', '𝒜', 'é', 'x ', '! a', '😀b', ' \t', 'ΟΔΟΣ '), pieceString(0, 20)).map(([n, p, tail]) => p.repeat(n) + tail) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .tuple(
+        fc.integer({ min: 150, max: 230 }),
+        fc.constantFrom('a', 'ﬁ', '𝒜', 'é', 'x ', '! a', '😀b', ' \t', 'ΟΔΟΣ '),
+        pieceString(0, 20),
+      )
+      .map(([n, p, tail]) => p.repeat(n) + tail),
+  },
 );
 const rawTermsArb = fc.record({
-  q: fc.option(rawArb.filter((s) => cpLength(s) <= 200), { nil: null }),
-  keywords: fc.option(fc.array(rawArb, { maxLength: 8 }).map((xs) => xs.join(',')).filter((s) => cpLength(s) <= 1000), { nil: null }),
+  q: fc.option(
+    rawArb.filter((s) => cpLength(s) <= 200),
+    { nil: null },
+  ),
+  keywords: fc.option(
+    fc
+      .array(rawArb, { maxLength: 8 })
+      .map((xs) => xs.join(','))
+      .filter((s) => cpLength(s) <= 1000),
+    { nil: null },
+  ),
   keyword: fc.array(rawArb, { maxLength: 5 }),
 });
 
@@ -376,14 +521,23 @@ describe('resolveTerms vs referenceTerms', () => {
       assert.deepStrictEqual(resolveTerms(null, null, [raw]), []);
       assert.deepStrictEqual(referenceTerms(null, null, [raw]), []);
     }
-    assert.deepStrictEqual(resolveTerms(null, null, ['😀'.repeat(199) + ' pedido']), referenceTerms(null, null, ['😀'.repeat(199) + ' pedido']));
+    assert.deepStrictEqual(
+      resolveTerms(null, null, ['😀'.repeat(199) + ' pedido']),
+      referenceTerms(null, null, ['😀'.repeat(199) + ' pedido']),
+    );
   });
 
   it('many short terms: dedupe before the 10-term cut', () => {
     check(
-      fc.property(fc.array(fc.constantFrom('aa', 'AA', 'áa', 'bb', 'cc', 'dd', 'ee', 'ff', 'gg', 'hh', 'ii', 'jj', 'kk', 'x', '!!'), { maxLength: 25 }), (xs) => {
-        assert.deepStrictEqual(resolveTerms(null, xs.join(';'), xs), referenceTerms(null, xs.join(';'), xs));
-      }),
+      fc.property(
+        fc.array(
+          fc.constantFrom('aa', 'AA', 'áa', 'bb', 'cc', 'dd', 'ee', 'ff', 'gg', 'hh', 'ii', 'jj', 'kk', 'x', '!!'),
+          { maxLength: 25 },
+        ),
+        (xs) => {
+          assert.deepStrictEqual(resolveTerms(null, xs.join(';'), xs), referenceTerms(null, xs.join(';'), xs));
+        },
+      ),
       300,
     );
   });

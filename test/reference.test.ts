@@ -72,7 +72,13 @@ describe('reference terms (CONTRACT 2, 10)', () => {
     assert.deepEqual(referenceTerms('Preço', 'água;fim', ['Boleto', 'preco']), ['preco', 'agua', 'fim', 'boleto']);
   });
   it('splits keywords on CRLF, LF, CR, comma and semicolon', () => {
-    assert.deepEqual(referenceTerms(null, 'pedido\r\nboleto;agua,\n\rfim\rvia', []), ['pedido', 'boleto', 'agua', 'fim', 'via']);
+    assert.deepEqual(referenceTerms(null, 'pedido\r\nboleto;agua,\n\rfim\rvia', []), [
+      'pedido',
+      'boleto',
+      'agua',
+      'fim',
+      'via',
+    ]);
   });
   it('a fullwidth comma does not split (split before N)', () => {
     assert.deepEqual(referenceTerms(null, 'agua，fim', []), ['agua,fim']);
@@ -91,7 +97,10 @@ describe('reference terms (CONTRACT 2, 10)', () => {
   });
   it('keeps the first 10 terms', () => {
     const kw = Array.from({ length: 14 }, (_, i) => `t${i}`).join(',');
-    assert.deepEqual(referenceTerms(null, kw, []), Array.from({ length: 10 }, (_, i) => `t${i}`));
+    assert.deepEqual(
+      referenceTerms(null, kw, []),
+      Array.from({ length: 10 }, (_, i) => `t${i}`),
+    );
   });
   it('dedupe runs before the 10-term cut', () => {
     const kw = ['aa', 'aa', 'bb', 'cc', 'dd', 'ee', 'ff', 'gg', 'hh', 'ii', 'jj', 'kk'].join(';');
@@ -118,7 +127,15 @@ describe('reference terms (CONTRACT 2, 10)', () => {
 // ---- referenceSearch on a small hand-made organization ----
 
 function contact(id: string, org = ORG): Contact {
-  return { id, organization_id: org, name: `n-${id}`, phone: '+5511999990000', email: null, avatar_url: null, source: 'whatsapp' };
+  return {
+    id,
+    organization_id: org,
+    name: `n-${id}`,
+    phone: '+5511999990000',
+    email: null,
+    avatar_url: null,
+    source: 'whatsapp',
+  };
 }
 
 let seq = 0;
@@ -138,7 +155,19 @@ function msg(contactId: string, content: string, sentAt: string, extra: Partial<
 }
 
 function req(terms: string[], over: Partial<SearchRequest> = {}): SearchRequest {
-  return { organizationId: ORG, terms, match: 'any', direction: 'inbound', channel: null, from: null, to: null, limit: 50, offset: 0, messagesLimit: 3, ...over };
+  return {
+    organizationId: ORG,
+    terms,
+    match: 'any',
+    direction: 'inbound',
+    channel: null,
+    from: null,
+    to: null,
+    limit: 50,
+    offset: 0,
+    messagesLimit: 3,
+    ...over,
+  };
 }
 
 const C = ['c9', 'c10', 'c100'].map((id) => contact(id));
@@ -158,22 +187,39 @@ describe('reference search (CONTRACT 3)', () => {
   it('default inbound, whole-word, ties by contact id with plain string order', () => {
     const r = referenceSearch(ALL_C, M, req(['pedido']));
     // c10 and c9 tie at 13:00Z; 'c10' < 'c9' as strings.
-    assert.deepEqual(r.data.map((d) => d.contact.id), ['c10', 'c9', 'c100']);
+    assert.deepEqual(
+      r.data.map((d) => d.contact.id),
+      ['c10', 'c9', 'c100'],
+    );
     assert.equal(r.data[1].match_count, 1);
     assert.equal(r.data[1].first_matched_at, '2024-01-01T13:00:00.000Z');
     assert.deepEqual(r.pagination, { limit: 50, offset: 0, count: 3, has_more: false, next_offset: null });
-    assert.deepEqual(r.query, { organization_id: ORG, terms: ['pedido'], match: 'any', direction: 'inbound', channel: null, from: null, to: null });
+    assert.deepEqual(r.query, {
+      organization_id: ORG,
+      terms: ['pedido'],
+      match: 'any',
+      direction: 'inbound',
+      channel: null,
+      from: null,
+      to: null,
+    });
   });
   it('direction all, messages ordered by sent_at desc then id asc', () => {
     const r = referenceSearch(ALL_C, M, req(['pedido'], { direction: 'all' }));
     const c10 = r.data.find((d) => d.contact.id === 'c10')!;
     assert.equal(c10.match_count, 2);
-    assert.deepEqual(c10.messages.map((m) => m.id), ['m4', 'm5']);
+    assert.deepEqual(
+      c10.messages.map((m) => m.id),
+      ['m4', 'm5'],
+    );
     assert.equal(c10.messages[1].sent_at, '2024-01-01T13:00:00.000Z');
   });
   it('match=all spreads terms over messages of one contact', () => {
     const r = referenceSearch(ALL_C, M, req(['pedido', 'segunda via'], { match: 'all' }));
-    assert.deepEqual(r.data.map((d) => d.contact.id), ['c9']);
+    assert.deepEqual(
+      r.data.map((d) => d.contact.id),
+      ['c9'],
+    );
     assert.equal(r.data[0].match_count, 2);
     assert.equal(r.data[0].conversations_count, 2);
     assert.equal(r.data[0].last_matched_at, '2024-01-03T10:00:00.000Z');
@@ -181,7 +227,10 @@ describe('reference search (CONTRACT 3)', () => {
   it('channel and time range filters are inclusive', () => {
     const at = Date.parse('2024-01-01T12:00:00Z');
     const r = referenceSearch(ALL_C, M, req(['pedido'], { channel: 'email', from: at, to: at }));
-    assert.deepEqual(r.data.map((d) => d.contact.id), ['c100']);
+    assert.deepEqual(
+      r.data.map((d) => d.contact.id),
+      ['c100'],
+    );
     assert.equal(r.query.from, '2024-01-01T12:00:00.000Z');
     const none = referenceSearch(ALL_C, M, req(['pedido'], { channel: 'email', from: at + 1 }));
     assert.equal(none.pagination.count, 0);
@@ -200,13 +249,38 @@ describe('reference search (CONTRACT 3)', () => {
     const r = referenceSearch(ALL_C, M, req(['outra']));
     assert.equal(r.pagination.count, 0);
     const o = referenceSearch(ALL_C, M, req(['outra'], { organizationId: OTHER }));
-    assert.deepEqual(o.data.map((d) => d.contact.id), ['x1']);
+    assert.deepEqual(
+      o.data.map((d) => d.contact.id),
+      ['x1'],
+    );
   });
   it('renders the full contact and message forms with the contract key order', () => {
     const r = referenceSearch(ALL_C, M, req(['chegou']));
     assert.deepEqual(Object.keys(r), ['data', 'pagination', 'query']);
-    assert.deepEqual(Object.keys(r.data[0]), ['contact', 'match_count', 'conversations_count', 'first_matched_at', 'last_matched_at', 'messages']);
-    assert.deepEqual(Object.keys(r.data[0].contact), ['id', 'organization_id', 'name', 'phone', 'email', 'avatar_url', 'source']);
-    assert.deepEqual(Object.keys(r.data[0].messages[0]), ['id', 'conversation_id', 'channel', 'direction', 'content', 'sent_at']);
+    assert.deepEqual(Object.keys(r.data[0]), [
+      'contact',
+      'match_count',
+      'conversations_count',
+      'first_matched_at',
+      'last_matched_at',
+      'messages',
+    ]);
+    assert.deepEqual(Object.keys(r.data[0].contact), [
+      'id',
+      'organization_id',
+      'name',
+      'phone',
+      'email',
+      'avatar_url',
+      'source',
+    ]);
+    assert.deepEqual(Object.keys(r.data[0].messages[0]), [
+      'id',
+      'conversation_id',
+      'channel',
+      'direction',
+      'content',
+      'sent_at',
+    ]);
   });
 });

@@ -13,7 +13,15 @@ import type { Contact, MessageLine, OrgData } from '../src/model/records.js';
 import { openStore } from '../src/store/open-store.js';
 import type { Store } from '../src/store/store.js';
 import { parseRfc3339 } from '../src/time/rfc3339.js';
-import { expected, generateRequest, openHarness, reloadCli, SEARCH, vocabulary, type StoreHarness } from './helpers/e2e.js';
+import {
+  expected,
+  generateRequest,
+  openHarness,
+  reloadCli,
+  SEARCH,
+  vocabulary,
+  type StoreHarness,
+} from './helpers/e2e.js';
 import { mulberry32 } from '../scripts/gen-lib.js';
 import { createKey, startServer, type CreatedKey, type RunningServer } from './helpers/server.js';
 import { testSeed } from './helpers/seed.js';
@@ -69,13 +77,16 @@ for (const storeName of ['embedded', 'redis'] as const) {
 
     test(`${RELOADS} reloads during searches: only whole old or whole new answers`, async () => {
       assert.equal(queries.length, 6);
-      let stop = false, total = 0;
+      let stop = false,
+        total = 0;
       const seen = [0, 0];
       const failures: string[] = [];
       const client = async (c: number): Promise<void> => {
         for (let i = c; !stop; i++) {
           const q = queries[i % queries.length];
-          const res = await fetch(`${server.url}${SEARCH}?${q.query}`, { headers: { authorization: `Bearer ${key.key}` } });
+          const res = await fetch(`${server.url}${SEARCH}?${q.query}`, {
+            headers: { authorization: `Bearer ${key.key}` },
+          });
           const text = await res.text();
           total++;
           const which = q.bodies.indexOf(text);
@@ -102,7 +113,9 @@ for (const storeName of ['embedded', 'redis'] as const) {
           }
           // Once the reload returned, the next answer is the new snapshot's.
           const q: { query: string; bodies: string[] } = queries[r % queries.length];
-          const res = await fetch(`${server.url}${SEARCH}?${q.query}`, { headers: { authorization: `Bearer ${key.key}` } });
+          const res = await fetch(`${server.url}${SEARCH}?${q.query}`, {
+            headers: { authorization: `Bearer ${key.key}` },
+          });
           assert.equal(await res.text(), q.bodies[next], `reload ${r}: the answer right after it`);
         }
       } finally {

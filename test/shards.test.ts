@@ -5,7 +5,17 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { gen, importCli, loadDataset, openHarness, organizationsOf, reloadCli, search, tempDir, type StoreHarness } from './helpers/e2e.js';
+import {
+  gen,
+  importCli,
+  loadDataset,
+  openHarness,
+  organizationsOf,
+  reloadCli,
+  search,
+  tempDir,
+  type StoreHarness,
+} from './helpers/e2e.js';
 import { createKey, startServer, type CreatedKey, type RunningServer } from './helpers/server.js';
 
 describe('organization shards (ORGANIZATIONS)', () => {
@@ -21,8 +31,15 @@ describe('organization shards (ORGANIZATIONS)', () => {
     const d = loadDataset(work.dir);
     orgs = organizationsOf(d);
     // A few words each organization's messages really contain, so the answers are not empty.
-    words = new Map(orgs.map((o) => [o, d.messages.filter((m) => m.organization_id === o).slice(0, 3)
-      .map((m) => m.content.split(/\s+/).find((w) => /^\p{L}{3,}$/u.test(w)) ?? 'pedido')]));
+    words = new Map(
+      orgs.map((o) => [
+        o,
+        d.messages
+          .filter((m) => m.organization_id === o)
+          .slice(0, 3)
+          .map((m) => m.content.split(/\s+/).find((w) => /^\p{L}{3,}$/u.test(w)) ?? 'pedido'),
+      ]),
+    );
     h = await openHarness('embedded');
     const imp = await importCli(h.env, d);
     assert.equal(imp.code, 0, imp.stderr);
@@ -84,7 +101,7 @@ describe('organization shards (ORGANIZATIONS)', () => {
   test('a sharded replica loads only its organizations, also on reload', async () => {
     const metrics = await (await fetch(`${sharded.adminUrl}/metrics`)).text();
     assert.ok(metrics.includes(orgs[0]) && metrics.includes(orgs[1]), 'its organizations are loaded');
-    assert.ok(!metrics.includes(orgs[2]), 'the other shard\'s organization is not');
+    assert.ok(!metrics.includes(orgs[2]), "the other shard's organization is not");
     const rel = await reloadCli(h.env, ['--json']);
     assert.equal(rel.code, 0, rel.stderr);
     const after = await (await fetch(`${sharded.adminUrl}/metrics`)).text();

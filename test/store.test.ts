@@ -11,7 +11,13 @@ import { Cluster } from 'ioredis';
 import { Unpackr } from 'msgpackr';
 import { EmbeddedStore, snapshotFile } from '../src/store/embedded-store.js';
 import { RedisStore } from '../src/store/redis-store.js';
-import { CHUNK_MAX, encodeManifest, encodeSnapshot, prepareSnapshot, type Manifest } from '../src/store/snapshot-format.js';
+import {
+  CHUNK_MAX,
+  encodeManifest,
+  encodeSnapshot,
+  prepareSnapshot,
+  type Manifest,
+} from '../src/store/snapshot-format.js';
 import type { KeyRecord, SnapshotRef, Store } from '../src/store/store.js';
 import { startCluster, type TestCluster } from './helpers/redis-cluster.js';
 import { startRedis, type TestRedis } from './helpers/redis-server.js';
@@ -54,7 +60,9 @@ function embeddedHarness(): Harness {
       footer.writeUInt32BE(m.length, 0);
       writeFileSync(file, Buffer.concat([b.subarray(0, at), m, footer]));
     },
-    async cleanup() { rmSync(dir, { recursive: true, force: true }); },
+    async cleanup() {
+      rmSync(dir, { recursive: true, force: true });
+    },
   };
 }
 
@@ -80,27 +88,43 @@ function redisHarness(cluster = false): Harness {
       const b = (await rs.client.hgetBuffer(rs.versionKeyOf(ref), 'manifest'))!;
       await rs.client.hset(rs.versionKeyOf(ref), 'manifest', Buffer.from(reformat(b, format)));
     },
-    async cleanup() { await redis?.stop(); },
+    async cleanup() {
+      await redis?.stop();
+    },
   };
 }
 
 function key(prefix: string, org: string): KeyRecord {
   return {
-    prefix, name: `key ${prefix}`, hash: 'ab'.repeat(32), organization_ids: [org], scopes: ['contacts:read', 'messages:read'],
-    created_at: '2024-01-01T00:00:00.000Z', expires_at: null, revoked_at: null, last_used_at: null,
+    prefix,
+    name: `key ${prefix}`,
+    hash: 'ab'.repeat(32),
+    organization_ids: [org],
+    scopes: ['contacts:read', 'messages:read'],
+    created_at: '2024-01-01T00:00:00.000Z',
+    expires_at: null,
+    revoked_at: null,
+    last_used_at: null,
   };
 }
 
 function storeCases(h: Harness): void {
   describe(h.name, () => {
     let store: Store;
-    before(async () => { store = await h.open(); });
-    after(async () => { await store?.close(); await h.cleanup(); });
+    before(async () => {
+      store = await h.open();
+    });
+    after(async () => {
+      await store?.close();
+      await h.cleanup();
+    });
 
     test('publish then load round-trips exactly, over several chunks', async () => {
       const g = generate(1, 40, 3000);
       // ~12 MB of content: several chunks.
-      g.messages.forEach((m, i) => { if (i % 3 === 0) m.content = `${m.content} ${'ação '.repeat(1000)}`; });
+      g.messages.forEach((m, i) => {
+        if (i % 3 === 0) m.content = `${m.content} ${'ação '.repeat(1000)}`;
+      });
       const data = orgData(g);
       const ref = await store.publishSnapshot(data);
       assert.equal(ref.organizationId, uuid(1, 0));
@@ -137,15 +161,20 @@ function storeCases(h: Harness): void {
       const bad = await store.publishSnapshot(orgData(generate(6, 5, 200, 2)));
       await h.corruptChunk(store, bad);
       await assert.rejects(store.loadSnapshot(bad), (err: Error) =>
-        /^snapshot: corrupt snapshot of organization .* version \d+: chunk 0 checksum mismatch$/.test(err.message));
+        /^snapshot: corrupt snapshot of organization .* version \d+: chunk 0 checksum mismatch$/.test(err.message),
+      );
       assert.equal((await store.loadSnapshot(old)).messages.count, 200);
     });
 
     test('an unknown format version is refused, naming version and organization', async () => {
       const ref = await store.publishSnapshot(orgData(generate(7, 2, 5)));
       await h.setFormat(store, ref, 7);
-      await assert.rejects(store.loadSnapshot(ref), { message: `snapshot: unknown format version 7 for organization ${uuid(7, 0)}` });
-      await assert.rejects(store.loadFlatIndex(ref), { message: `snapshot: unknown format version 7 for organization ${uuid(7, 0)}` });
+      await assert.rejects(store.loadSnapshot(ref), {
+        message: `snapshot: unknown format version 7 for organization ${uuid(7, 0)}`,
+      });
+      await assert.rejects(store.loadFlatIndex(ref), {
+        message: `snapshot: unknown format version 7 for organization ${uuid(7, 0)}`,
+      });
     });
 
     test('an older format-1 snapshot (record columns) still loads: its index is built on load', async () => {
@@ -167,9 +196,14 @@ function storeCases(h: Harness): void {
       const old = await store.publishSnapshot(orgData(generate(12, 3, 40, 1)));
       const ref = await store.publishSnapshot(orgData(generate(12, 3, 40, 2)));
       await h.setFormat(store, ref, (m) => ({ ...m, sections: m.sections!.filter(([name]) => name !== 'postings') }));
-      const refused = { message: `snapshot: organization ${uuid(12, 0)} version ${ref.version} has no section postings (another index layout); publish it again with \`npm run snapshot -- import\`` };
+      const refused = {
+        message: `snapshot: organization ${uuid(12, 0)} version ${ref.version} has no section postings (another index layout); publish it again with \`npm run snapshot -- import\``,
+      };
       await assert.rejects(store.loadFlatIndex(ref), refused);
-      await h.setFormat(store, ref, (m) => ({ ...m, sections: m.sections!.map(([n, t, l]) => (n === 'entryStart' ? [n, 'Float64Array', l] : [n, t, l])) }));
+      await h.setFormat(store, ref, (m) => ({
+        ...m,
+        sections: m.sections!.map(([n, t, l]) => (n === 'entryStart' ? [n, 'Float64Array', l] : [n, t, l])),
+      }));
       await assert.rejects(store.loadFlatIndex(ref), /a differently typed section entryStart \(another index layout\)/);
       assert.equal((await store.loadFlatIndex(old)).messageCount, 40);
     });
@@ -177,7 +211,10 @@ function storeCases(h: Harness): void {
     test('a truncated chunk is refused with organization and version', async () => {
       const ref = await store.publishSnapshot(orgData(generate(13, 3, 40, 1)));
       await h.setFormat(store, ref, (m) => ({ ...m, chunks: m.chunks.map((c) => ({ ...c, length: c.length + 10 })) }));
-      await assert.rejects(store.loadFlatIndex(ref), new RegExp(`^Error: snapshot: .*organization ${uuid(13, 0)} version ${ref.version}`));
+      await assert.rejects(
+        store.loadFlatIndex(ref),
+        new RegExp(`^Error: snapshot: .*organization ${uuid(13, 0)} version ${ref.version}`),
+      );
     });
 
     test('refuses an organization id that is not a lower-case UUID', async () => {
@@ -202,12 +239,22 @@ function storeCases(h: Harness): void {
     });
 
     test('servers: register, list, expire, unregister', async () => {
-      const entry = { id: 'test-1', pid: process.pid, hostname: 'h', adminUrl: null, startedAt: 'now', heartbeatAt: Date.now() };
+      const entry = {
+        id: 'test-1',
+        pid: process.pid,
+        hostname: 'h',
+        adminUrl: null,
+        startedAt: 'now',
+        heartbeatAt: Date.now(),
+      };
       await store.registerServer(entry, 300);
       await store.registerServer({ ...entry, id: 'test-2' }, 10_000);
       assert.deepEqual((await store.listServers()).map((s) => s.id).sort(), ['test-1', 'test-2']);
       await new Promise((r) => setTimeout(r, 400));
-      assert.deepEqual((await store.listServers()).map((s) => s.id), ['test-2']);
+      assert.deepEqual(
+        (await store.listServers()).map((s) => s.id),
+        ['test-2'],
+      );
       await store.unregisterServer('test-2');
       assert.deepEqual(await store.listServers(), []);
     });
@@ -217,7 +264,9 @@ function storeCases(h: Harness): void {
 describe('snapshot format', () => {
   test('no chunk exceeds CHUNK_MAX when no single value does', () => {
     const g = generate(10, 2000, 20000);
-    g.messages.forEach((m) => { m.content = 'x'.repeat(300); });
+    g.messages.forEach((m) => {
+      m.content = 'x'.repeat(300);
+    });
     const enc = encodeSnapshot(prepareSnapshot(orgData(g)), 1);
     const sizes = [...enc.chunks].map((c) => c.length);
     assert.ok(sizes.length > 1);

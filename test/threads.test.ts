@@ -31,10 +31,27 @@ function get(url: string, auth: string): Promise<number> {
 before(async () => {
   const store = await openStore({ DATA_DIR: data.dir });
   const b = new OrgDataBuilder(ORG);
-  b.addContact({ id: CONTACT, organization_id: ORG, name: 'Ana', phone: '+5511999990000', email: null, avatar_url: null, source: 'whatsapp' });
+  b.addContact({
+    id: CONTACT,
+    organization_id: ORG,
+    name: 'Ana',
+    phone: '+5511999990000',
+    email: null,
+    avatar_url: null,
+    source: 'whatsapp',
+  });
   for (let i = 0; i < 200; i++) {
     b.addMessage(
-      { id: `m${i}`, organization_id: ORG, contact_id: CONTACT, conversation_id: 'c1', channel: 'whatsapp', direction: 'inbound', content: `Meu PEDIDO ${i} chegou`, sent_at: '2025-01-02T03:04:05Z' },
+      {
+        id: `m${i}`,
+        organization_id: ORG,
+        contact_id: CONTACT,
+        conversation_id: 'c1',
+        channel: 'whatsapp',
+        direction: 'inbound',
+        content: `Meu PEDIDO ${i} chegou`,
+        sent_at: '2025-01-02T03:04:05Z',
+      },
       Date.parse('2025-01-02T03:04:05Z') + i,
     );
   }
@@ -76,7 +93,8 @@ describe('SERVER_THREADS=2: a serving thread that throws', () => {
     server.child.kill('SIGUSR2');
     // Replaced (the log says so), then a while more under load.
     const deadline = Date.now() + 10_000;
-    while (!server.output().includes('serving thread replaced') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    while (!server.output().includes('serving thread replaced') && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
     const replacedAt = Date.now();
     const okAtReplace = ok;
     await new Promise((r) => setTimeout(r, 1500));
@@ -87,11 +105,16 @@ describe('SERVER_THREADS=2: a serving thread that throws', () => {
     assert.doesNotMatch(out, /forbidden|uv_loop_close/);
     assert.match(out, /serving thread replaced/);
     const replaced = JSON.parse(out.split('\n').find((l) => l.includes('serving thread replaced'))!) as { ms: number };
-    t.diagnostic(`ok ${ok}, failed ${failures.length} (${failures.map((f) => f.err).join(', ')}), replaced in ${replaced.ms} ms after the crash report (${replacedAt - faultAt} ms after the fault, log polled)`);
+    t.diagnostic(
+      `ok ${ok}, failed ${failures.length} (${failures.map((f) => f.err).join(', ')}), replaced in ${replaced.ms} ms after the crash report (${replacedAt - faultAt} ms after the fault, log polled)`,
+    );
     // At most the requests in flight on the dead thread: one a loop.
     assert.ok(failures.length <= LOOPS, `${failures.length} failures`);
     // After the replacement, nothing fails, and requests keep being answered.
-    assert.deepEqual(failures.filter((f) => f.at > replacedAt), []);
+    assert.deepEqual(
+      failures.filter((f) => f.at > replacedAt),
+      [],
+    );
     assert.ok(ok > okAtReplace, 'answers after the replacement');
     // The replacement thread answers: its own log lines carry its name after the replacement.
     const after = out.slice(out.indexOf('serving thread replaced'));

@@ -106,9 +106,13 @@ export class KeyCache {
    * logged, not thrown: `ready` stays false (searches answer 503) until a refresh succeeds.
    */
   async start(): Promise<void> {
-    await this.refresh().catch((err) => this.logger.warn({ err: (err as Error).message }, 'keys: cannot read the keys yet; retrying every refresh'));
+    await this.refresh().catch((err) =>
+      this.logger.warn({ err: (err as Error).message }, 'keys: cannot read the keys yet; retrying every refresh'),
+    );
     const r = setInterval(() => {
-      this.refresh().catch((err) => this.logger.warn({ err: (err as Error).message }, 'keys: refresh failed, serving the previous key set'));
+      this.refresh().catch((err) =>
+        this.logger.warn({ err: (err as Error).message }, 'keys: refresh failed, serving the previous key set'),
+      );
     }, this.refreshMs);
     const f = setInterval(() => void this.flush(), this.flushMs);
     r.unref();
@@ -135,7 +139,10 @@ export class KeyCache {
             }
           }
           if (lost.length > 0 && !this.warnedLost) {
-            this.logger.warn({ key_prefixes: lost }, 'keys: keys missing from the store, keeping their last known records');
+            this.logger.warn(
+              { key_prefixes: lost },
+              'keys: keys missing from the store, keeping their last known records',
+            );
           }
           this.warnedLost = lost.length > 0;
           this.keys = next;
@@ -196,7 +203,11 @@ export class KeyCache {
           this.keys.set(prefix, { ...toCached(record), lookedUpAt: Date.now() });
         },
         // A store that cannot answer: this request is refused (401); a later one may look again.
-        (err) => this.logger.debug({ err: (err as Error)?.message, key_prefix: prefix }, 'keys: lookup of an unknown prefix failed'),
+        (err) =>
+          this.logger.debug(
+            { err: (err as Error)?.message, key_prefix: prefix },
+            'keys: lookup of an unknown prefix failed',
+          ),
       )
       .finally(() => this.lookups.delete(prefix));
     this.lookups.set(prefix, done);
@@ -205,7 +216,10 @@ export class KeyCache {
 
   // Token bucket over all prefixes: `lookupRate` a second, bursts of as many.
   private takeLookupToken(now: number): boolean {
-    this.lookupTokens = Math.min(this.lookupRate, this.lookupTokens + ((now - this.lookupTokensAt) / 1000) * this.lookupRate);
+    this.lookupTokens = Math.min(
+      this.lookupRate,
+      this.lookupTokens + ((now - this.lookupTokensAt) / 1000) * this.lookupRate,
+    );
     this.lookupTokensAt = now;
     if (this.lookupTokens < 1) return false;
     this.lookupTokens -= 1;

@@ -15,13 +15,20 @@ const env = (workerData as { env: NodeJS.ProcessEnv }).env;
 let store: Promise<Store> | null = null;
 
 async function handle(id: number, ref: SnapshotRef): Promise<void> {
-  store ??= openStore(env).catch((err: unknown) => { store = null; throw err; });
+  store ??= openStore(env).catch((err: unknown) => {
+    store = null;
+    throw err;
+  });
   const flat = await (await store).loadFlatIndex(ref);
   port.postMessage({ id, kind: 'done', flat } satisfies WorkerReply);
 }
 
 port.on('message', (req: WorkerRequest) => {
   handle(req.id, req.ref).catch((err: unknown) => {
-    port.postMessage({ id: req.id, kind: 'error', message: (err as Error)?.message ?? String(err) } satisfies WorkerReply);
+    port.postMessage({
+      id: req.id,
+      kind: 'error',
+      message: (err as Error)?.message ?? String(err),
+    } satisfies WorkerReply);
   });
 });

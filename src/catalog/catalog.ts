@@ -115,7 +115,9 @@ export class Catalog {
   readonly serverId: string;
   private readonly store: Store;
   private readonly log: CatalogLogger;
-  private readonly opts: Required<Omit<CatalogOptions, 'logger' | 'adminUrl' | 'build' | 'organizations' | 'onLoaded'>> & { adminUrl: string | null };
+  private readonly opts: Required<
+    Omit<CatalogOptions, 'logger' | 'adminUrl' | 'build' | 'organizations' | 'onLoaded'>
+  > & { adminUrl: string | null };
   private readonly shard: ReadonlySet<string> | null;
   private readonly builder: IndexBuilder;
   // Loaded organizations the store no longer lists (Redis restarted empty): warned about once.
@@ -149,9 +151,11 @@ export class Catalog {
       buildThread: options.buildThread ?? 'worker',
     };
     this.shard = options.organizations ?? null;
-    const env = options.buildThread === 'main' ? null : store.reopenEnv?.() ?? null;
+    const env = options.buildThread === 'main' ? null : (store.reopenEnv?.() ?? null);
     this.builder = new IndexBuilder(store, env, this.log, options.build);
-    this.serverId = `${hostname().replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 32)}-${process.pid}-${randomBytes(4).toString('hex')}`;
+    this.serverId = `${hostname()
+      .replace(/[^A-Za-z0-9_-]/g, '_')
+      .slice(0, 32)}-${process.pid}-${randomBytes(4).toString('hex')}`;
   }
 
   /**
@@ -167,7 +171,10 @@ export class Catalog {
     try {
       const summary = await this.enqueue(() => this.load(null, true));
       this.storeState(null);
-      this.log.info({ organizations: this.indexes.size, failed: summary.failed.length, seconds: this.lastReloadSeconds }, 'catalog: snapshots loaded');
+      this.log.info(
+        { organizations: this.indexes.size, failed: summary.failed.length, seconds: this.lastReloadSeconds },
+        'catalog: snapshots loaded',
+      );
     } catch (err) {
       this.storeState(err as Error);
     }
@@ -182,7 +189,10 @@ export class Catalog {
     let delay = this.opts.pollMs;
     while (!this.stopped && this.store.signals && !this.unsubscribe) {
       try {
-        this.unsubscribe = await this.store.signals.subscribe((req) => this.onRequest(req), () => this.poll());
+        this.unsubscribe = await this.store.signals.subscribe(
+          (req) => this.onRequest(req),
+          () => this.poll(),
+        );
       } catch (err) {
         this.log.debug({ err: (err as Error).message }, 'catalog: cannot subscribe to reload requests yet; retrying');
         await new Promise((r) => setTimeout(r, delay).unref());
@@ -216,10 +226,17 @@ export class Catalog {
 
   /** Organizations whose last load failed, for /readyz. */
   failed(): OrgFailure[] {
-    return [...this.failures].map(([org, f]) => ({
-      organization_id: org, version: f.version, error: f.error, since: f.since.toISOString(), attempts: f.attempts,
-      serving_version: this.indexes.get(org)?.version ?? null, next_attempt_at: new Date(f.nextAttemptAt).toISOString(),
-    })).sort((a, b) => (a.organization_id < b.organization_id ? -1 : 1));
+    return [...this.failures]
+      .map(([org, f]) => ({
+        organization_id: org,
+        version: f.version,
+        error: f.error,
+        since: f.since.toISOString(),
+        attempts: f.attempts,
+        serving_version: this.indexes.get(org)?.version ?? null,
+        next_attempt_at: new Date(f.nextAttemptAt).toISOString(),
+      }))
+      .sort((a, b) => (a.organization_id < b.organization_id ? -1 : 1));
   }
 
   /** Whether this replica serves `orgId` (lower case): always, unless ORGANIZATIONS names a shard without it. */
@@ -236,7 +253,11 @@ export class Catalog {
     return {
       ready: this.ready,
       organizations: [...this.indexes].map(([id, l]) => ({
-        organization_id: id, version: l.version, messages: l.messages, contacts: l.contacts, loaded_at: l.loadedAt.toISOString(),
+        organization_id: id,
+        version: l.version,
+        messages: l.messages,
+        contacts: l.contacts,
+        loaded_at: l.loadedAt.toISOString(),
       })),
       loads: { ok: this.loadsOk, failed: this.loadsFailed },
       loadsByOrganization: [...this.loadsByOrg].map(([id, n]) => ({ organization_id: id, ok: n.ok, failed: n.failed })),
@@ -319,18 +340,25 @@ export class Catalog {
         this.count(org, 'ok');
         summary.reloaded.push({ organization_id: org, version: ref.version, messages, contacts });
         const seconds = Math.round(performance.now() - t1) / 1000;
-        this.log.info({ organization_id: org, version: ref.version, messages, seconds, builder: this.builder.mode }, 'catalog: snapshot loaded');
+        this.log.info(
+          { organization_id: org, version: ref.version, messages, seconds, builder: this.builder.mode },
+          'catalog: snapshot loaded',
+        );
       } catch (err) {
         this.fail(org, ref.version, (err as Error).message ?? String(err), summary);
       }
       // Loading is CPU-heavy; let requests in between organizations.
       await yieldToRequests();
     }
-    if (summary.reloaded.length > 0 || summary.failed.length > 0) this.lastReloadSeconds = (performance.now() - t0) / 1000;
+    if (summary.reloaded.length > 0 || summary.failed.length > 0)
+      this.lastReloadSeconds = (performance.now() - t0) / 1000;
     // Every organization listed has now been tried: the start is over, whatever failed.
     if (orgId === null && !this.ready) {
       this.ready = true;
-      this.log.info({ organizations: this.indexes.size, failed: this.failures.size }, 'catalog: ready (every organization listed at start was tried)');
+      this.log.info(
+        { organizations: this.indexes.size, failed: this.failures.size },
+        'catalog: ready (every organization listed at start was tried)',
+      );
     }
     return summary;
   }
@@ -341,12 +369,28 @@ export class Catalog {
     const same = prev !== undefined && prev.version === version;
     const attempts = same ? prev.attempts + 1 : 1;
     const wait = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** Math.min(attempts - 1, 15));
-    this.failures.set(org, { version, error, since: same ? prev.since : new Date(), attempts, nextAttemptAt: Date.now() + wait });
+    this.failures.set(org, {
+      version,
+      error,
+      since: same ? prev.since : new Date(),
+      attempts,
+      nextAttemptAt: Date.now() + wait,
+    });
     this.count(org, 'failed');
     summary.failed.push({ organization_id: org, version, error });
     const serving = this.indexes.get(org)?.version ?? null;
-    const fields = { organization_id: org, version, err: error, attempts, serving_version: serving, retry_in_seconds: wait / 1000 };
-    const msg = serving === null ? 'catalog: snapshot refused, organization unavailable until it loads' : 'catalog: snapshot refused, keeping the loaded one';
+    const fields = {
+      organization_id: org,
+      version,
+      err: error,
+      attempts,
+      serving_version: serving,
+      retry_in_seconds: wait / 1000,
+    };
+    const msg =
+      serving === null
+        ? 'catalog: snapshot refused, organization unavailable until it loads'
+        : 'catalog: snapshot refused, keeping the loaded one';
     // The first failure of an episode is an error; the retries of the same one, warnings.
     if (same && prev.error === error) this.log.warn(fields, msg);
     else this.log.error(fields, msg);
@@ -355,7 +399,10 @@ export class Catalog {
   private recovered(org: string, version: number): void {
     const f = this.failures.get(org)!;
     this.failures.delete(org);
-    this.log.info({ organization_id: org, version, failed_since: f.since.toISOString(), attempts: f.attempts }, 'catalog: organization recovered');
+    this.log.info(
+      { organization_id: org, version, failed_since: f.since.toISOString(), attempts: f.attempts },
+      'catalog: organization recovered',
+    );
   }
 
   private count(org: string, result: 'ok' | 'failed'): void {
@@ -372,7 +419,10 @@ export class Catalog {
     for (const [org, f] of this.failures) {
       if (listed.has(org)) continue;
       this.failures.delete(org);
-      this.log.info({ organization_id: org, version: f.version }, 'catalog: failed organization no longer in the store; forgotten');
+      this.log.info(
+        { organization_id: org, version: f.version },
+        'catalog: failed organization no longer in the store; forgotten',
+      );
     }
   }
 
@@ -381,10 +431,16 @@ export class Catalog {
   private noteMissing(orgs: string[]): void {
     const listed = new Set(orgs);
     for (const [org, l] of this.indexes) {
-      if (listed.has(org)) { this.missingInStore.delete(org); continue; }
+      if (listed.has(org)) {
+        this.missingInStore.delete(org);
+        continue;
+      }
       if (this.missingInStore.has(org)) continue;
       this.missingInStore.add(org);
-      this.log.warn({ organization_id: org, version: l.version }, 'catalog: the store has no snapshot of this organization any more; keeping the loaded index');
+      this.log.warn(
+        { organization_id: org, version: l.version },
+        'catalog: the store has no snapshot of this organization any more; keeping the loaded index',
+      );
     }
   }
 
@@ -396,7 +452,10 @@ export class Catalog {
     this.enqueue(async () => {
       this.pollQueued = false;
       return this.load(null, false);
-    }).then(() => this.storeState(null), (err) => this.storeState(err as Error));
+    }).then(
+      () => this.storeState(null),
+      (err) => this.storeState(err as Error),
+    );
   }
 
   // Logs store outages once when they begin and once when they end, not every second.
@@ -408,8 +467,12 @@ export class Catalog {
 
   private async heartbeat(): Promise<void> {
     const entry: ServerEntry = {
-      id: this.serverId, pid: process.pid, hostname: hostname(), adminUrl: this.opts.adminUrl,
-      startedAt: this.startedAt, heartbeatAt: Date.now(),
+      id: this.serverId,
+      pid: process.pid,
+      hostname: hostname(),
+      adminUrl: this.opts.adminUrl,
+      startedAt: this.startedAt,
+      heartbeatAt: Date.now(),
     };
     try {
       await this.store.registerServer(entry, this.opts.heartbeatMs * 5);
@@ -433,6 +496,11 @@ export class Catalog {
     }
     answer
       .then((ack) => signals.putAck(req.requestId, this.serverId, ack))
-      .catch((err) => this.log.warn({ err: (err as Error).message, request_id: req.requestId }, 'catalog: could not acknowledge reload'));
+      .catch((err) =>
+        this.log.warn(
+          { err: (err as Error).message, request_id: req.requestId },
+          'catalog: could not acknowledge reload',
+        ),
+      );
   }
 }

@@ -57,7 +57,10 @@ function collectGarbage(): void {
     collector = () => gc();
   }
   if (scheduled !== null) return;
-  scheduled = setTimeout(() => { scheduled = null; collector!(); }, COLLECT_AFTER_MS).unref();
+  scheduled = setTimeout(() => {
+    scheduled = null;
+    collector!();
+  }, COLLECT_AFTER_MS).unref();
 }
 
 /** Builds indexes, in a worker thread when it can. */
@@ -80,7 +83,8 @@ export class IndexBuilder {
     this.env = env;
     this.log = log;
     this.build = build ?? null;
-    if (env === null && build === undefined) this.log.info({}, 'catalog: the store cannot be reopened by a worker; building indexes on the main thread');
+    if (env === null && build === undefined)
+      this.log.info({}, 'catalog: the store cannot be reopened by a worker; building indexes on the main thread');
   }
 
   /** 'worker' or 'main': where the next build runs. */
@@ -145,7 +149,12 @@ export class IndexBuilder {
   private retire(): void {
     const w = this.worker;
     this.worker = null;
-    if (w) { w.removeAllListeners('exit'); w.removeAllListeners('error'); w.on('error', () => {}); void w.terminate(); }
+    if (w) {
+      w.removeAllListeners('exit');
+      w.removeAllListeners('error');
+      w.on('error', () => {});
+      void w.terminate();
+    }
   }
 
   async close(): Promise<void> {
@@ -168,13 +177,19 @@ export class IndexBuilder {
     if (this.worker) return this.worker;
     let worker: Worker;
     try {
-      worker = startModuleWorker(import.meta.url, 'build-worker', { execArgv: [], workerData: { env: this.env }, name: 'index-build' });
+      worker = startModuleWorker(import.meta.url, 'build-worker', {
+        execArgv: [],
+        workerData: { env: this.env },
+        name: 'index-build',
+      });
     } catch (err) {
       this.giveUp(err as Error);
       return null;
     }
     let online = false;
-    worker.once('online', () => { online = true; });
+    worker.once('online', () => {
+      online = true;
+    });
     worker.on('message', (reply: WorkerReply) => this.onReply(reply));
     worker.on('error', (err: Error) => {
       if (this.worker === worker) this.worker = null;
@@ -210,7 +225,10 @@ export class IndexBuilder {
     // An idle worker is stopped: its heap (a whole decoded snapshot's garbage) would otherwise
     // stay around and its collector compete with the request thread. Starting one is ~0.1 s.
     if (this.pending.size === 0) this.retire();
-    if (reply.kind === 'error') { p.reject(new Error(reply.message)); return; }
+    if (reply.kind === 'error') {
+      p.reject(new Error(reply.message));
+      return;
+    }
     const flat = reply.flat;
     wrapIndexAsync(flat, yieldToRequests).then(
       (index) => p.resolve({ index, flat, messages: flat.messageCount, contacts: flat.contactCount }),

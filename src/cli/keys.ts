@@ -19,17 +19,32 @@ const USAGE = `usage:
 class UsageError extends Error {}
 class Failure extends Error {}
 
-
 const CreateSchema = v.object({
   organizationIds: v.pipe(
-    v.array(v.pipe(v.string(), v.regex(UUID, (i) => `--organization-id must be a UUID, got ${JSON.stringify(i.input)}`), v.toLowerCase())),
+    v.array(
+      v.pipe(
+        v.string(),
+        v.regex(UUID, (i) => `--organization-id must be a UUID, got ${JSON.stringify(i.input)}`),
+        v.toLowerCase(),
+      ),
+    ),
     v.minLength(1, '--organization-id is required (repeat it for several organizations)'),
     v.transform((ids) => [...new Set(ids)]),
   ),
   scopes: v.pipe(
     v.string('--scopes is required, e.g. --scopes contacts:read,messages:read'),
-    v.transform((s) => s.split(',').map((x) => x.trim()).filter((x) => x !== '')),
-    v.array(v.picklist(KNOWN_SCOPES, (i) => `--scopes: unknown scope ${JSON.stringify(i.input)} (known: ${KNOWN_SCOPES.join(', ')})`)),
+    v.transform((s) =>
+      s
+        .split(',')
+        .map((x) => x.trim())
+        .filter((x) => x !== ''),
+    ),
+    v.array(
+      v.picklist(
+        KNOWN_SCOPES,
+        (i) => `--scopes: unknown scope ${JSON.stringify(i.input)} (known: ${KNOWN_SCOPES.join(', ')})`,
+      ),
+    ),
     v.minLength(1, `--scopes must name at least one of ${KNOWN_SCOPES.join(', ')}`),
     v.transform((s) => [...new Set(s)]),
   ),
@@ -38,8 +53,15 @@ const CreateSchema = v.object({
     v.pipe(
       v.string(),
       v.transform((s) => ({ raw: s, ms: parseRequestInstant(s, false) })),
-      v.check((x) => x.ms !== null, (i) => `--expires-at must be an ISO 8601 date-time or YYYY-MM-DD, got ${JSON.stringify((i.input as { raw: string }).raw)}`),
-      v.check((x) => x.ms! > Date.now(), (i) => `--expires-at must be in the future, got ${JSON.stringify((i.input as { raw: string }).raw)}`),
+      v.check(
+        (x) => x.ms !== null,
+        (i) =>
+          `--expires-at must be an ISO 8601 date-time or YYYY-MM-DD, got ${JSON.stringify((i.input as { raw: string }).raw)}`,
+      ),
+      v.check(
+        (x) => x.ms! > Date.now(),
+        (i) => `--expires-at must be in the future, got ${JSON.stringify((i.input as { raw: string }).raw)}`,
+      ),
       v.transform((x) => new Date(x.ms!).toISOString()),
     ),
   ),
@@ -76,12 +98,16 @@ async function create(args: string[], store: () => Promise<Store>): Promise<void
     json: { type: 'boolean' },
   });
   if (positionals.length > 0) throw new UsageError(`create: unexpected argument ${JSON.stringify(positionals[0])}`);
-  const result = v.safeParse(CreateSchema, {
-    organizationIds: values['organization-id'] ?? [],
-    scopes: values.scopes,
-    name: values.name,
-    expiresAt: values['expires-at'],
-  }, { abortPipeEarly: true });
+  const result = v.safeParse(
+    CreateSchema,
+    {
+      organizationIds: values['organization-id'] ?? [],
+      scopes: values.scopes,
+      name: values.name,
+      expiresAt: values['expires-at'],
+    },
+    { abortPipeEarly: true },
+  );
   if (!result.success) throw new UsageError(result.issues.map((i) => i.message).join('\n'));
   const input = result.output;
   const fresh = generateKey();
@@ -117,7 +143,8 @@ async function revoke(args: string[], store: () => Promise<Store>): Promise<void
   const { positionals } = parse(args, {});
   if (positionals.length !== 1) throw new UsageError('revoke: give exactly one key prefix');
   const prefix = positionals[0];
-  if (!PREFIX_PATTERN.test(prefix)) throw new UsageError(`revoke: a prefix is 8 characters of a-z and 0-9, got ${JSON.stringify(prefix)}`);
+  if (!PREFIX_PATTERN.test(prefix))
+    throw new UsageError(`revoke: a prefix is 8 characters of a-z and 0-9, got ${JSON.stringify(prefix)}`);
   const s = await store();
   const existing = await s.getKey(prefix);
   if (!existing) throw new Failure(`keys: no key with prefix ${prefix}`);
@@ -133,7 +160,9 @@ async function revoke(args: string[], store: () => Promise<Store>): Promise<void
 async function list(args: string[], store: () => Promise<Store>): Promise<void> {
   const { values, positionals } = parse(args, { json: { type: 'boolean' } });
   if (positionals.length > 0) throw new UsageError(`list: unexpected argument ${JSON.stringify(positionals[0])}`);
-  const records = (await (await store()).listKeys()).sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0));
+  const records = (await (await store()).listKeys()).sort((a, b) =>
+    a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0,
+  );
   if (values.json) {
     process.stdout.write(JSON.stringify(records.map(publicRecord)) + '\n');
     return;
@@ -144,7 +173,11 @@ async function list(args: string[], store: () => Promise<Store>): Promise<void> 
   }
   const now = Date.now();
   for (const r of records) {
-    const state = r.revoked_at ? `revoked ${r.revoked_at}` : r.expires_at && Date.parse(r.expires_at) <= now ? `expired ${r.expires_at}` : 'active';
+    const state = r.revoked_at
+      ? `revoked ${r.revoked_at}`
+      : r.expires_at && Date.parse(r.expires_at) <= now
+        ? `expired ${r.expires_at}`
+        : 'active';
     process.stdout.write(
       `${r.prefix}  ${state}  ${JSON.stringify(r.name)}\n` +
         `  organizations: ${r.organization_ids.join(', ')}\n  scopes: ${r.scopes.join(', ')}\n` +
@@ -153,7 +186,11 @@ async function list(args: string[], store: () => Promise<Store>): Promise<void> 
   }
 }
 
-const COMMANDS: Record<string, (args: string[], store: () => Promise<Store>) => Promise<void>> = { create, revoke, list };
+const COMMANDS: Record<string, (args: string[], store: () => Promise<Store>) => Promise<void>> = {
+  create,
+  revoke,
+  list,
+};
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -189,7 +226,9 @@ async function main(argv: string[]): Promise<number> {
       return 2;
     }
     const message = (err as Error).message ?? String(err);
-    process.stderr.write((message.startsWith('keys:') || message.startsWith('config:') ? message : `keys: ${message}`) + '\n');
+    process.stderr.write(
+      (message.startsWith('keys:') || message.startsWith('config:') ? message : `keys: ${message}`) + '\n',
+    );
     return 1;
   } finally {
     if (holder.store) await holder.store.close().catch(() => undefined);

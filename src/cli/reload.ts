@@ -60,16 +60,24 @@ function describe(s: ServerEntry): string {
 
 function fromAck(server: ServerEntry, ack: ReloadAck): Outcome {
   if (!ack.ok) return { server, status: 'failed', error: ack.error };
-  const failed = (ack.summary as { failed?: { organization_id: string; version: number | null; error: string }[] }).failed ?? [];
+  const failed =
+    (ack.summary as { failed?: { organization_id: string; version: number | null; error: string }[] }).failed ?? [];
   if (failed.length > 0) {
     // version null: the organization's pointer itself was unreadable.
-    const error = failed.map((f) => `organization ${f.organization_id}${f.version === null ? '' : ` version ${f.version}`}: ${f.error}`).join('; ');
+    const error = failed
+      .map((f) => `organization ${f.organization_id}${f.version === null ? '' : ` version ${f.version}`}: ${f.error}`)
+      .join('; ');
     return { server, status: 'failed', summary: ack.summary, error };
   }
   return { server, status: 'ok', summary: ack.summary };
 }
 
-async function viaSignals(store: Store, servers: ServerEntry[], org: string | null, timeoutMs: number): Promise<Outcome[]> {
+async function viaSignals(
+  store: Store,
+  servers: ServerEntry[],
+  org: string | null,
+  timeoutMs: number,
+): Promise<Outcome[]> {
   const signals = store.signals!;
   const requestId = randomUUID();
   const deadline = Date.now() + timeoutMs;
@@ -82,36 +90,55 @@ async function viaSignals(store: Store, servers: ServerEntry[], org: string | nu
       lastSent = Date.now();
       // A server that left the registry will never answer.
       const live = new Set((await store.listServers()).map((s) => s.id));
-      for (const [id, s] of pending) if (!live.has(id)) { pending.delete(id); out.push({ server: s, status: 'stopped' }); }
+      for (const [id, s] of pending)
+        if (!live.has(id)) {
+          pending.delete(id);
+          out.push({ server: s, status: 'stopped' });
+        }
     }
     await new Promise((r) => setTimeout(r, 100));
     const acks = await signals.acks(requestId);
     for (const [id, ack] of acks) {
       const s = pending.get(id);
-      if (s) { pending.delete(id); out.push(fromAck(s, ack)); }
+      if (s) {
+        pending.delete(id);
+        out.push(fromAck(s, ack));
+      }
     }
-    for (const [id, s] of pending) if (goneFromThisHost(s)) { pending.delete(id); out.push({ server: s, status: 'stopped' }); }
+    for (const [id, s] of pending)
+      if (goneFromThisHost(s)) {
+        pending.delete(id);
+        out.push({ server: s, status: 'stopped' });
+      }
   }
-  for (const s of pending.values()) out.push({ server: s, status: 'failed', error: `no answer within ${timeoutMs / 1000} s` });
+  for (const s of pending.values())
+    out.push({ server: s, status: 'failed', error: `no answer within ${timeoutMs / 1000} s` });
   return out;
 }
 
-async function viaAdmin(store: Store, servers: ServerEntry[], org: string | null, timeoutMs: number): Promise<Outcome[]> {
-  return Promise.all(servers.map(async (server): Promise<Outcome> => {
-    if (!server.adminUrl) return { server, status: 'failed', error: 'registered without an admin URL' };
-    const url = new URL('/admin/reload', server.adminUrl);
-    if (org) url.searchParams.set('organization_id', org);
-    try {
-      const res = await fetch(url, { method: 'POST', signal: AbortSignal.timeout(timeoutMs) });
-      const text = await res.text();
-      if (res.status !== 200) return { server, status: 'failed', error: `HTTP ${res.status}: ${text.slice(0, 200)}` };
-      return fromAck(server, { ok: true, summary: JSON.parse(text) });
-    } catch (err) {
-      const gone = !(await store.listServers()).some((s) => s.id === server.id);
-      const cause = (err as { cause?: Error }).cause?.message ?? (err as Error).message;
-      return gone ? { server, status: 'stopped' } : { server, status: 'failed', error: `${url}: ${cause}` };
-    }
-  }));
+async function viaAdmin(
+  store: Store,
+  servers: ServerEntry[],
+  org: string | null,
+  timeoutMs: number,
+): Promise<Outcome[]> {
+  return Promise.all(
+    servers.map(async (server): Promise<Outcome> => {
+      if (!server.adminUrl) return { server, status: 'failed', error: 'registered without an admin URL' };
+      const url = new URL('/admin/reload', server.adminUrl);
+      if (org) url.searchParams.set('organization_id', org);
+      try {
+        const res = await fetch(url, { method: 'POST', signal: AbortSignal.timeout(timeoutMs) });
+        const text = await res.text();
+        if (res.status !== 200) return { server, status: 'failed', error: `HTTP ${res.status}: ${text.slice(0, 200)}` };
+        return fromAck(server, { ok: true, summary: JSON.parse(text) });
+      } catch (err) {
+        const gone = !(await store.listServers()).some((s) => s.id === server.id);
+        const cause = (err as { cause?: Error }).cause?.message ?? (err as Error).message;
+        return gone ? { server, status: 'stopped' } : { server, status: 'failed', error: `${url}: ${cause}` };
+      }
+    }),
+  );
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -126,10 +153,15 @@ async function main(argv: string[]): Promise<number> {
         help: { type: 'boolean', short: 'h', default: false },
       },
     }));
-    if (values.help) { process.stdout.write(USAGE); return 0; }
+    if (values.help) {
+      process.stdout.write(USAGE);
+      return 0;
+    }
     const org = values['organization-id'];
-    if (org !== undefined && parseOrganizationId(org) === null) throw new UsageError(`--organization-id must be a UUID, got ${JSON.stringify(org)}`);
-    if (!/^\d+(\.\d+)?$/.test(values.timeout!) || Number(values.timeout) <= 0) throw new UsageError(`--timeout must be a positive number of seconds, got ${JSON.stringify(values.timeout)}`);
+    if (org !== undefined && parseOrganizationId(org) === null)
+      throw new UsageError(`--organization-id must be a UUID, got ${JSON.stringify(org)}`);
+    if (!/^\d+(\.\d+)?$/.test(values.timeout!) || Number(values.timeout) <= 0)
+      throw new UsageError(`--timeout must be a positive number of seconds, got ${JSON.stringify(values.timeout)}`);
   } catch (err) {
     process.stderr.write(`reload: ${(err as Error).message}\n\n${USAGE}`);
     return 2;
@@ -150,13 +182,20 @@ async function main(argv: string[]): Promise<number> {
       : await viaAdmin(store, servers, org, timeoutMs);
     const ok = outcomes.every((o) => o.status !== 'failed');
     if (values.json) {
-      process.stdout.write(JSON.stringify({ ok, servers: outcomes.map((o) => ({ ...o.server, status: o.status, summary: o.summary, error: o.error })) }) + '\n');
+      process.stdout.write(
+        JSON.stringify({
+          ok,
+          servers: outcomes.map((o) => ({ ...o.server, status: o.status, summary: o.summary, error: o.error })),
+        }) + '\n',
+      );
     } else {
       for (const o of outcomes) {
         if (o.status === 'ok') {
           const s = o.summary as { reloaded: { organization_id: string; version: number }[]; unchanged: number };
           const list = s.reloaded.map((r) => `${r.organization_id} v${r.version}`).join(', ');
-          process.stdout.write(`reload: ${describe(o.server)}: ${s.reloaded.length} reloaded${list ? ` (${list})` : ''}, ${s.unchanged} unchanged\n`);
+          process.stdout.write(
+            `reload: ${describe(o.server)}: ${s.reloaded.length} reloaded${list ? ` (${list})` : ''}, ${s.unchanged} unchanged\n`,
+          );
         } else if (o.status === 'stopped') {
           process.stdout.write(`reload: ${describe(o.server)} stopped before answering\n`);
         } else {

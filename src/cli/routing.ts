@@ -42,13 +42,19 @@ function main(argv: string[]): number {
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
-    if (values.help) { process.stdout.write(USAGE); return 0; }
+    if (values.help) {
+      process.stdout.write(USAGE);
+      return 0;
+    }
     const [command, ...rest] = positionals;
-    if (command !== 'nginx' && command !== 'organizations') throw new UsageError(`expected the command nginx or organizations, got ${JSON.stringify(command ?? '')}`);
+    if (command !== 'nginx' && command !== 'organizations')
+      throw new UsageError(`expected the command nginx or organizations, got ${JSON.stringify(command ?? '')}`);
     if (rest.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(rest[0])}`);
     if (values.shards === undefined) throw new UsageError('--shards FILE is required');
-    if (!/^([A-Za-z0-9.-]+:|\[[0-9A-Fa-f:.]+\]:)?[0-9]{1,5}$/.test(values.listen!)) throw new UsageError(`--listen must be PORT or HOST:PORT, got ${JSON.stringify(values.listen)}`);
-    if (!/^[1-9][0-9]?$/.test(values.workers!)) throw new UsageError(`--workers must be an integer 1-99, got ${JSON.stringify(values.workers)}`);
+    if (!/^([A-Za-z0-9.-]+:|\[[0-9A-Fa-f:.]+\]:)?[0-9]{1,5}$/.test(values.listen!))
+      throw new UsageError(`--listen must be PORT or HOST:PORT, got ${JSON.stringify(values.listen)}`);
+    if (!/^[1-9][0-9]?$/.test(values.workers!))
+      throw new UsageError(`--workers must be an integer 1-99, got ${JSON.stringify(values.workers)}`);
     const shards = readShardsFile(values.shards);
     if (command === 'nginx') {
       process.stdout.write(renderNginxConf(shards, { listen: values.listen!, workers: Number(values.workers) }));
@@ -56,12 +62,17 @@ function main(argv: string[]): number {
     }
     if (values.shard === undefined) throw new UsageError('--shard NAME is required for organizations');
     const shard = shards.shards.find((s) => s.name === values.shard);
-    if (!shard) throw new UsageError(`no shard named ${JSON.stringify(values.shard)} in ${values.shards} (shards: ${shards.shards.map((s) => s.name).join(', ')})`);
+    if (!shard)
+      throw new UsageError(
+        `no shard named ${JSON.stringify(values.shard)} in ${values.shards} (shards: ${shards.shards.map((s) => s.name).join(', ')})`,
+      );
     process.stdout.write(shard.organizations.join(',') + '\n');
     return 0;
   } catch (err) {
     const usage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
-    process.stderr.write(`${(err as Error).message.startsWith('routing:') ? '' : 'routing: '}${(err as Error).message}\n${usage ? `\n${USAGE}` : ''}`);
+    process.stderr.write(
+      `${(err as Error).message.startsWith('routing:') ? '' : 'routing: '}${(err as Error).message}\n${usage ? `\n${USAGE}` : ''}`,
+    );
     return 2;
   }
 }

@@ -68,13 +68,22 @@ async function runImport(values: ReturnType<typeof args>['values']): Promise<voi
     const organizations = await publishImport(store, data);
     const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
     if (values.json) {
-      const summary = { organizations, contacts: data.contacts, messages: data.messages, seconds: Math.round(seconds * 1000) / 1000 };
+      const summary = {
+        organizations,
+        contacts: data.contacts,
+        messages: data.messages,
+        seconds: Math.round(seconds * 1000) / 1000,
+      };
       process.stdout.write(JSON.stringify(summary) + '\n');
     } else {
       for (const o of organizations) {
-        process.stdout.write(`snapshot: organization ${o.organization_id} version ${o.version}: ${o.contacts} contacts, ${o.messages} messages\n`);
+        process.stdout.write(
+          `snapshot: organization ${o.organization_id} version ${o.version}: ${o.contacts} contacts, ${o.messages} messages\n`,
+        );
       }
-      process.stdout.write(`snapshot: published ${organizations.length} organization(s), ${data.contacts} contacts, ${data.messages} messages in ${seconds.toFixed(1)} s\n`);
+      process.stdout.write(
+        `snapshot: published ${organizations.length} organization(s), ${data.contacts} contacts, ${data.messages} messages in ${seconds.toFixed(1)} s\n`,
+      );
     }
   } finally {
     await store.close();
@@ -86,7 +95,9 @@ async function runList(json: boolean): Promise<void> {
   try {
     const refs = (await store.latest()).sort((a, b) => (a.organizationId < b.organizationId ? -1 : 1));
     if (json) {
-      process.stdout.write(JSON.stringify(refs.map((r) => ({ organization_id: r.organizationId, version: r.version }))) + '\n');
+      process.stdout.write(
+        JSON.stringify(refs.map((r) => ({ organization_id: r.organizationId, version: r.version }))) + '\n',
+      );
     } else {
       if (refs.length === 0) process.stdout.write('snapshot: no snapshot published yet\n');
       for (const r of refs) process.stdout.write(`${r.organizationId} version ${r.version}\n`);
@@ -99,11 +110,20 @@ async function runList(json: boolean): Promise<void> {
 async function main(argv: string[]): Promise<number> {
   try {
     const { values, positionals } = args(argv);
-    if (values.help) { process.stdout.write(USAGE); return 0; }
+    if (values.help) {
+      process.stdout.write(USAGE);
+      return 0;
+    }
     const [command, ...rest] = positionals;
     if (rest.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(rest[0])}`);
-    if (command === 'import') { await runImport(values); return 0; }
-    if (command === 'list') { await runList(values.json ?? false); return 0; }
+    if (command === 'import') {
+      await runImport(values);
+      return 0;
+    }
+    if (command === 'list') {
+      await runList(values.json ?? false);
+      return 0;
+    }
     throw new UsageError(command === undefined ? 'missing command' : `unknown command ${JSON.stringify(command)}`);
   } catch (err) {
     if (err instanceof UsageError) {
@@ -117,7 +137,7 @@ async function main(argv: string[]): Promise<number> {
     const msg = (err as Error).message ?? String(err);
     // Expected failures (store, snapshot, file errors) carry a module prefix: no stack trace for them.
     const expected = /^(store|snapshot|import):/.test(msg) || (err as NodeJS.ErrnoException).code !== undefined;
-    process.stderr.write(`snapshot: ${expected ? msg : (err as Error).stack ?? msg}\n`);
+    process.stderr.write(`snapshot: ${expected ? msg : ((err as Error).stack ?? msg)}\n`);
     return 1;
   }
 }

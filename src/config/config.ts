@@ -41,7 +41,10 @@ const got = (issue: { input: unknown }) => `got ${JSON.stringify(issue.input)}`;
 const port = (name: string) =>
   v.pipe(
     v.string(),
-    v.check((s) => /^[0-9]{1,5}$/.test(s) && +s >= 1 && +s <= 65535, (i) => `config: ${name} must be an integer 1-65535, ${got(i)}`),
+    v.check(
+      (s) => /^[0-9]{1,5}$/.test(s) && +s >= 1 && +s <= 65535,
+      (i) => `config: ${name} must be an integer 1-65535, ${got(i)}`,
+    ),
     v.transform(Number),
   );
 
@@ -55,22 +58,30 @@ const host = (name: string) =>
 // Serving threads on the public port (src/server/thread-pool.ts); 1 serves on the main thread.
 const serverThreads = v.pipe(
   v.string(),
-  v.check((s) => /^[0-9]{1,3}$/.test(s) && +s >= 1 && +s <= 256, (i) => `config: SERVER_THREADS must be an integer 1-256, ${got(i)}`),
+  v.check(
+    (s) => /^[0-9]{1,3}$/.test(s) && +s >= 1 && +s <= 256,
+    (i) => `config: SERVER_THREADS must be an integer 1-256, ${got(i)}`,
+  ),
   v.transform(Number),
 );
 
 const redisUrl = v.pipe(
   v.string(),
   // One URL, or a comma-separated list of Redis Cluster seed nodes (see store/redis-connection.ts).
-  v.check((s) => s.split(',').every((one) => {
-    if (!/^rediss?:\/\//.test(one.trim())) return false;
-    try {
-      new URL(one.trim());
-      return true;
-    } catch {
-      return false;
-    }
-  }), (i) => `config: REDIS_URL must be a redis:// or rediss:// URL${String(i.input).includes(',') ? ', or a comma-separated list of them (cluster seed nodes)' : ''}, ${got(i)}`),
+  v.check(
+    (s) =>
+      s.split(',').every((one) => {
+        if (!/^rediss?:\/\//.test(one.trim())) return false;
+        try {
+          new URL(one.trim());
+          return true;
+        } catch {
+          return false;
+        }
+      }),
+    (i) =>
+      `config: REDIS_URL must be a redis:// or rediss:// URL${String(i.input).includes(',') ? ', or a comma-separated list of them (cluster seed nodes)' : ''}, ${got(i)}`,
+  ),
 );
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -80,20 +91,28 @@ const organizations = v.pipe(
     const list = dataset.value.split(',').map((s) => s.trim());
     const bad = list.find((s) => !UUID.test(s));
     if (bad !== undefined) {
-      addIssue({ message: `config: ORGANIZATIONS must be a comma-separated list of organization UUIDs, got ${JSON.stringify(bad)} in ${JSON.stringify(dataset.value.length > 200 ? dataset.value.slice(0, 200) + '...' : dataset.value)}` });
+      addIssue({
+        message: `config: ORGANIZATIONS must be a comma-separated list of organization UUIDs, got ${JSON.stringify(bad)} in ${JSON.stringify(dataset.value.length > 200 ? dataset.value.slice(0, 200) + '...' : dataset.value)}`,
+      });
       return NEVER;
     }
     return new Set(list.map((s) => s.toLowerCase())) as ReadonlySet<string>;
   }),
 );
 
-const dataDir = v.pipe(v.string(), v.minLength(1, (i) => `config: DATA_DIR must be a folder path, ${got(i)}`));
+const dataDir = v.pipe(
+  v.string(),
+  v.minLength(1, (i) => `config: DATA_DIR must be a folder path, ${got(i)}`),
+);
 
 const logLevel = v.picklist(LOG_LEVELS, (i) => `config: LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, ${got(i)}`);
 
 const sunsetAt = v.pipe(
   v.string(),
-  v.check((s) => parseRfc3339(s) !== null, (i) => `config: SUNSET_AT must be an RFC 3339 date-time with offset (e.g. 2026-12-31T00:00:00Z), ${got(i)}`),
+  v.check(
+    (s) => parseRfc3339(s) !== null,
+    (i) => `config: SUNSET_AT must be an RFC 3339 date-time with offset (e.g. 2026-12-31T00:00:00Z), ${got(i)}`,
+  ),
   v.transform((s) => parseRfc3339(s)!),
 );
 
@@ -108,13 +127,19 @@ const rateRps = v.pipe(
 
 const rateBurst = v.pipe(
   v.string(),
-  v.check((s) => /^[0-9]{1,7}$/.test(s) && +s >= 1 && +s <= 1_000_000, (i) => `config: RATE_LIMIT_BURST must be an integer 1-1000000, ${got(i)}`),
+  v.check(
+    (s) => /^[0-9]{1,7}$/.test(s) && +s >= 1 && +s <= 1_000_000,
+    (i) => `config: RATE_LIMIT_BURST must be an integer 1-1000000, ${got(i)}`,
+  ),
   v.transform(Number),
 );
 
 const shutdownMs = v.pipe(
   v.string(),
-  v.check((s) => /^[0-9]{1,6}$/.test(s) && +s <= 600_000, (i) => `config: SHUTDOWN_TIMEOUT_MS must be an integer 0-600000 (milliseconds), ${got(i)}`),
+  v.check(
+    (s) => /^[0-9]{1,6}$/.test(s) && +s <= 600_000,
+    (i) => `config: SHUTDOWN_TIMEOUT_MS must be an integer 0-600000 (milliseconds), ${got(i)}`,
+  ),
   v.transform(Number),
 );
 
@@ -132,7 +157,10 @@ const EnvSchema = v.object({
   SHUTDOWN_TIMEOUT_MS: v.optional(shutdownMs, '10000'),
   SERVER_THREADS: v.optional(serverThreads, '1'),
   INDEX_BUILD_THREAD: v.optional(
-    v.picklist(['worker', 'main'], (i) => `config: INDEX_BUILD_THREAD must be worker or main, got ${JSON.stringify(i.input)}`),
+    v.picklist(
+      ['worker', 'main'],
+      (i) => `config: INDEX_BUILD_THREAD must be worker or main, got ${JSON.stringify(i.input)}`,
+    ),
     'worker',
   ),
   ORGANIZATIONS: v.optional(organizations),
@@ -151,11 +179,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const rps = (o.RATE_LIMIT_RPS as number | undefined) ?? 0;
   const burst = o.RATE_LIMIT_BURST as number | undefined;
   if (burst !== undefined && rps === 0) {
-    throw new ConfigError([`config: RATE_LIMIT_BURST is set (${burst}) but RATE_LIMIT_RPS is not; set RATE_LIMIT_RPS to enable rate limiting`]);
+    throw new ConfigError([
+      `config: RATE_LIMIT_BURST is set (${burst}) but RATE_LIMIT_RPS is not; set RATE_LIMIT_RPS to enable rate limiting`,
+    ]);
   }
   if ((o.SERVER_THREADS as number) > 1 && rps > 0) {
     // Each thread's token buckets are its own: N threads would give a key N times its limit.
-    throw new ConfigError([`config: SERVER_THREADS=${o.SERVER_THREADS} with RATE_LIMIT_RPS is not supported yet (the limit would not hold across threads); use SERVER_THREADS=1`]);
+    throw new ConfigError([
+      `config: SERVER_THREADS=${o.SERVER_THREADS} with RATE_LIMIT_RPS is not supported yet (the limit would not hold across threads); use SERVER_THREADS=1`,
+    ]);
   }
   return {
     port: o.PORT as number,
@@ -176,5 +208,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
 /** The validated store settings in the shape `openStore` reads. */
 export function storeEnv(config: Config): NodeJS.ProcessEnv {
-  return config.redisUrl === null ? { DATA_DIR: config.dataDir } : { REDIS_URL: config.redisUrl, DATA_DIR: config.dataDir };
+  return config.redisUrl === null
+    ? { DATA_DIR: config.dataDir }
+    : { REDIS_URL: config.redisUrl, DATA_DIR: config.dataDir };
 }

@@ -9,7 +9,6 @@ import type { TemplatedApp, UwsModule } from './uws.js';
 import { API_VERSION as VERSION } from './api-version.js';
 import { parseOrganizationId } from '../model/organization-id.js';
 
-
 /** What the admin listener needs from the catalog. */
 export interface AdminCatalog {
   isReady(): boolean;
@@ -56,7 +55,14 @@ export function createAdminApp(deps: AdminAppDeps): TemplatedApp {
     done(req, answer, status, startedAt, aborted) {
       metrics.observe('admin', status, startedAt);
       logger.debug(
-        { request_id: answer.requestId, method: req.method, path: req.path, status, duration_ms: Number(process.hrtime.bigint() - startedAt) / 1e6, aborted },
+        {
+          request_id: answer.requestId,
+          method: req.method,
+          path: req.path,
+          status,
+          duration_ms: Number(process.hrtime.bigint() - startedAt) / 1e6,
+          aborted,
+        },
         'admin request',
       );
     },
@@ -68,14 +74,16 @@ export function createAdminPipeline(deps: Omit<AdminAppDeps, 'uws'>): AdminPipel
   const { catalog, metrics, logger } = deps;
   const common = commonHeaders(null);
   const healthBody = JSON.stringify({ status: 'ok', version: VERSION });
-  const ok = (ex: AdminExchange, body: string, contentType?: string) => answerOf(ex.requestId, ex.head, common, 200, body, contentType);
+  const ok = (ex: AdminExchange, body: string, contentType?: string) =>
+    answerOf(ex.requestId, ex.head, common, 200, body, contentType);
 
   const routes: Record<string, Route> = {
     '/healthz': { method: 'GET', run: (ex) => ok(ex, healthBody) },
     '/readyz': {
       method: 'GET',
       run: (ex) => {
-        if (!catalog.isReady()) throw new HttpError(503, 'The snapshots present at start are still loading.', { headers: RETRY_AFTER });
+        if (!catalog.isReady())
+          throw new HttpError(503, 'The snapshots present at start are still loading.', { headers: RETRY_AFTER });
         // Ready means every organization was tried; those that failed are named (and retried).
         return ok(ex, JSON.stringify({ status: 'ready', failed_organizations: catalog.failed?.() ?? [] }));
       },
@@ -101,8 +109,15 @@ export function createAdminPipeline(deps: Omit<AdminAppDeps, 'uws'>): AdminPipel
             // The store could not be listed at all (down): the operator may retry, nothing broke here.
             const msg = (err as Error)?.message ?? '';
             if (msg.startsWith('store:')) {
-              logger.warn({ request_id: ex.requestId, organization_id: org ?? null, err: msg }, 'admin: reload failed, store unavailable');
-              throw new HttpError(503, 'The store cannot be read; nothing was reloaded. Retry after the time in Retry-After.', { headers: RETRY_AFTER });
+              logger.warn(
+                { request_id: ex.requestId, organization_id: org ?? null, err: msg },
+                'admin: reload failed, store unavailable',
+              );
+              throw new HttpError(
+                503,
+                'The store cannot be read; nothing was reloaded. Retry after the time in Retry-After.',
+                { headers: RETRY_AFTER },
+              );
             }
             throw err;
           },
@@ -126,9 +141,13 @@ export function createAdminPipeline(deps: Omit<AdminAppDeps, 'uws'>): AdminPipel
       if (!route) throw new HttpError(404);
       const allowed = route.method === 'GET' ? method === 'GET' || method === 'HEAD' : method === route.method;
       if (!allowed) {
-        throw new HttpError(405, `Only ${route.method === 'GET' ? 'GET and HEAD are' : 'POST is'} allowed on this path.`, {
-          headers: [['Allow', route.method === 'GET' ? 'GET, HEAD' : 'POST']],
-        });
+        throw new HttpError(
+          405,
+          `Only ${route.method === 'GET' ? 'GET and HEAD are' : 'POST is'} allowed on this path.`,
+          {
+            headers: [['Allow', route.method === 'GET' ? 'GET, HEAD' : 'POST']],
+          },
+        );
       }
       const answer = route.run(ex, query);
       return answer instanceof Promise ? answer.catch(fail) : answer;
@@ -143,7 +162,9 @@ function reloadTarget(query: string): string | undefined {
   const values = new URLSearchParams(query).getAll('organization_id').filter((v) => v !== '');
   if (values.length === 0) return undefined;
   if (values.length > 1) {
-    throw new HttpError(400, undefined, { details: [{ parameter: 'organization_id', message: 'must be given at most once' }] });
+    throw new HttpError(400, undefined, {
+      details: [{ parameter: 'organization_id', message: 'must be given at most once' }],
+    });
   }
   const org = parseOrganizationId(values[0]);
   if (org === null) {

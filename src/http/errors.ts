@@ -45,7 +45,11 @@ export class HttpError extends Error {
   readonly details: Detail[] | undefined;
   readonly headers: ReadonlyArray<readonly [string, string]>;
 
-  constructor(status: ErrorStatus, message?: string, opts: { details?: Detail[]; headers?: Array<readonly [string, string]> } = {}) {
+  constructor(
+    status: ErrorStatus,
+    message?: string,
+    opts: { details?: Detail[]; headers?: Array<readonly [string, string]> } = {},
+  ) {
     super(message ?? DEFAULT_MESSAGES[status]);
     this.status = status;
     this.details = opts.details;

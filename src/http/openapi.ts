@@ -16,7 +16,11 @@ const errorBody = {
     details: {
       type: 'array',
       description: 'on 400 only: every problem of the request',
-      items: { type: 'object', required: ['parameter', 'message'], properties: { parameter: { type: 'string' }, message: { type: 'string' } } },
+      items: {
+        type: 'object',
+        required: ['parameter', 'message'],
+        properties: { parameter: { type: 'string' }, message: { type: 'string' } },
+      },
     },
   },
 };
@@ -27,7 +31,10 @@ function param(name: string, schema: object, description: string, required = fal
 
 /** The OpenAPI 3.1 document of the public endpoint, built from the same constants the parser uses. */
 export function openApiDocument(): object {
-  const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
+  const errorResponse = (description: string) => ({
+    description,
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+  });
   return {
     openapi: '3.1.0',
     info: { title: 'Contact Message Search API', version: API_VERSION },
@@ -38,16 +45,37 @@ export function openApiDocument(): object {
           summary: 'Contacts of one organization whose messages match the terms',
           security: [{ bearer: [] }],
           parameters: [
-            param('organization_id', { type: 'string', format: 'uuid' }, 'UUID of any version, either case; echoed lower case', true),
+            param(
+              'organization_id',
+              { type: 'string', format: 'uuid' },
+              'UUID of any version, either case; echoed lower case',
+              true,
+            ),
             param('q', { type: 'string', maxLength: MAX_Q_CODE_POINTS }, 'one word or phrase (length in code points)'),
-            param('keywords', { type: 'string', maxLength: MAX_KEYWORDS_CODE_POINTS }, 'terms separated by , ; or line breaks'),
+            param(
+              'keywords',
+              { type: 'string', maxLength: MAX_KEYWORDS_CODE_POINTS },
+              'terms separated by , ; or line breaks',
+            ),
             {
-              ...param('keyword', { type: 'array', items: { type: 'string' } }, 'one phrase per occurrence (repeatable)'),
+              ...param(
+                'keyword',
+                { type: 'array', items: { type: 'string' } },
+                'one phrase per occurrence (repeatable)',
+              ),
               style: 'form',
               explode: true,
             },
-            param('match', { type: 'string', enum: ['any', 'all'], default: 'any' }, 'all: every term in some counting message of the contact'),
-            param('direction', { type: 'string', enum: ['inbound', 'outbound', 'all'], default: 'inbound' }, 'message direction filter'),
+            param(
+              'match',
+              { type: 'string', enum: ['any', 'all'], default: 'any' },
+              'all: every term in some counting message of the contact',
+            ),
+            param(
+              'direction',
+              { type: 'string', enum: ['inbound', 'outbound', 'all'], default: 'inbound' },
+              'message direction filter',
+            ),
             param('channel', { type: 'string', enum: [...CHANNELS] }, 'channel filter; absent means all channels'),
             param('from', { type: 'string' }, 'YYYY-MM-DD (start of day UTC) or RFC 3339 date-time; inclusive'),
             param('to', { type: 'string' }, 'YYYY-MM-DD (end of day UTC) or RFC 3339 date-time; inclusive'),
@@ -70,10 +98,17 @@ export function openApiDocument(): object {
             '404': errorResponse('no such path'),
             '405': errorResponse('method other than GET or HEAD (Allow: GET, HEAD)'),
             '414': errorResponse('request target longer than 32768 characters'),
-            '421': errorResponse('a sharded replica (ORGANIZATIONS) that does not hold this organization: misdirected_request'),
+            '421': errorResponse(
+              'a sharded replica (ORGANIZATIONS) that does not hold this organization: misdirected_request',
+            ),
             '429': {
               ...errorResponse('per-key rate limit exceeded (only when the operator enables it)'),
-              headers: { 'Retry-After': { schema: { type: 'integer', minimum: 1 }, description: 'seconds until a request may succeed' } },
+              headers: {
+                'Retry-After': {
+                  schema: { type: 'integer', minimum: 1 },
+                  description: 'seconds until a request may succeed',
+                },
+              },
             },
             '431': errorResponse('request headers larger than 32768 characters'),
             '500': errorResponse('internal error; retry with backoff'),
@@ -83,7 +118,13 @@ export function openApiDocument(): object {
       },
     },
     components: {
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'crm_live_<prefix>_<secret>; scopes contacts:read and messages:read' } },
+      securitySchemes: {
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'crm_live_<prefix>_<secret>; scopes contacts:read and messages:read',
+        },
+      },
       schemas: {
         Error: errorBody,
         SearchResponse: {
@@ -123,7 +164,14 @@ export function openApiDocument(): object {
         ResultItem: {
           type: 'object',
           additionalProperties: false,
-          required: ['contact', 'match_count', 'conversations_count', 'first_matched_at', 'last_matched_at', 'messages'],
+          required: [
+            'contact',
+            'match_count',
+            'conversations_count',
+            'first_matched_at',
+            'last_matched_at',
+            'messages',
+          ],
           properties: {
             contact: {
               type: 'object',

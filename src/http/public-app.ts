@@ -121,7 +121,16 @@ export function createSearchPipeline(deps: Omit<PublicAppDeps, 'uws' | 'metrics'
     let answer: Answer;
     try {
       const targetChars = path.length + (query.length > 0 ? query.length + 1 : 0);
-      const body = handle(method, path, query, req.headers.authorization ?? '', targetChars, req.headerChars, outcome, allowLookup);
+      const body = handle(
+        method,
+        path,
+        query,
+        req.headers.authorization ?? '',
+        targetChars,
+        req.headerChars,
+        outcome,
+        allowLookup,
+      );
       answer = answerOf(requestId, head, common, 200, body);
     } catch (thrown) {
       if (thrown instanceof AwaitingKeyLookup) {
@@ -139,10 +148,19 @@ export function createSearchPipeline(deps: Omit<PublicAppDeps, 'uws' | 'metrics'
 
   /** The CONTRACT 5 order: route, 401, 403 scope, 400, 403 organization, 421 other shard, then the search. */
   function handle(
-    method: string, path: string, query: string, authorization: string, targetChars: number, headerChars: number, outcome: Outcome, allowLookup: boolean,
+    method: string,
+    path: string,
+    query: string,
+    authorization: string,
+    targetChars: number,
+    headerChars: number,
+    outcome: Outcome,
+    allowLookup: boolean,
   ): Uint8Array {
-    if (targetChars > MAX_TARGET_CHARS) throw new HttpError(414, `The request target is longer than ${MAX_TARGET_CHARS} characters.`);
-    if (headerChars > MAX_HEADER_CHARS) throw new HttpError(431, `The request headers are larger than ${MAX_HEADER_CHARS} characters.`);
+    if (targetChars > MAX_TARGET_CHARS)
+      throw new HttpError(414, `The request target is longer than ${MAX_TARGET_CHARS} characters.`);
+    if (headerChars > MAX_HEADER_CHARS)
+      throw new HttpError(431, `The request headers are larger than ${MAX_HEADER_CHARS} characters.`);
     if (path !== SEARCH_PATH) throw new HttpError(404);
     if (method !== 'GET' && method !== 'HEAD') {
       throw new HttpError(405, 'Only GET and HEAD are allowed on this path.', { headers: ALLOW });
@@ -167,7 +185,8 @@ export function createSearchPipeline(deps: Omit<PublicAppDeps, 'uws' | 'metrics'
       throw new HttpError(403, 'The API key lacks a required scope: contacts:read and messages:read are both needed.');
     }
     const parsed = parseSearchParams(query);
-    if (!parsed.ok) throw new HttpError(400, 'The request has invalid parameters; see details.', { details: parsed.details });
+    if (!parsed.ok)
+      throw new HttpError(400, 'The request has invalid parameters; see details.', { details: parsed.details });
     const request = parsed.request;
     outcome.organizationId = request.organizationId;
     if (!auth.principal.organizationIds.has(request.organizationId)) {

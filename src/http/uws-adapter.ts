@@ -100,5 +100,11 @@ export function copyRequest(req: HttpRequest): RequestIn {
     // uWS getHeader returns the first of repeated headers: keep the first too.
     if (headers[k] === undefined) headers[k] = v;
   });
-  return { method: req.getCaseSensitiveMethod(), path: req.getUrl(), query: req.getQuery() ?? '', headers, headerChars };
+  return {
+    method: req.getCaseSensitiveMethod(),
+    path: req.getUrl(),
+    query: req.getQuery() ?? '',
+    headers,
+    headerChars,
+  };
 }

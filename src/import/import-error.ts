@@ -13,6 +13,6 @@ export class ImportError extends Error {
 
 /** A value as shown in an error message: JSON, cut to 80 characters. */
 export function show(value: unknown): string {
-  const s = value === undefined ? 'nothing' : JSON.stringify(value) ?? String(value);
+  const s = value === undefined ? 'nothing' : (JSON.stringify(value) ?? String(value));
   return s.length > 80 ? `${s.slice(0, 77)}...` : s;
 }

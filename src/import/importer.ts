@@ -35,25 +35,41 @@ interface OrgState {
  */
 function utf8Error(bytes: Buffer, file: string, line: number): ImportError {
   const bad = firstInvalidUtf8(bytes) ?? { at: 0, length: 0 };
-  const hex = [...bytes.subarray(bad.at, bad.at + bad.length)].map((b) => `0x${b.toString(16).toUpperCase().padStart(2, '0')}`).join(' ');
+  const hex = [...bytes.subarray(bad.at, bad.at + bad.length)]
+    .map((b) => `0x${b.toString(16).toUpperCase().padStart(2, '0')}`)
+    .join(' ');
   const problem = `invalid UTF-8 (${hex} at byte ${bad.at + 1} of the line)`;
   // Plain ASCII: valid inside a JSON string, a syntax error anywhere else.
   const marker = `~${randomBytes(8).toString('hex')}~`;
   let field: string | null = null;
   try {
-    const text = Buffer.concat([bytes.subarray(0, bad.at), Buffer.from(marker), bytes.subarray(bad.at + bad.length)]).toString('utf8');
+    const text = Buffer.concat([
+      bytes.subarray(0, bad.at),
+      Buffer.from(marker),
+      bytes.subarray(bad.at + bad.length),
+    ]).toString('utf8');
     const json = JSON.parse(text) as unknown;
     if (json !== null && typeof json === 'object' && !Array.isArray(json)) {
       for (const [k, val] of Object.entries(json)) {
-        if (JSON.stringify(val)?.includes(marker)) { field = k; break; }
+        if (JSON.stringify(val)?.includes(marker)) {
+          field = k;
+          break;
+        }
       }
     }
-  } catch { /* not JSON apart from the bad bytes: the line only */ }
+  } catch {
+    /* not JSON apart from the bad bytes: the line only */
+  }
   return new ImportError(file, line, field, problem);
 }
 
 /** Parses one line; throws ImportError naming the first problem. */
-function parseLine<S extends v.GenericSchema>(schema: S, { text, invalidUtf8 }: Line, file: string, line: number): v.InferOutput<S> {
+function parseLine<S extends v.GenericSchema>(
+  schema: S,
+  { text, invalidUtf8 }: Line,
+  file: string,
+  line: number,
+): v.InferOutput<S> {
   if (invalidUtf8 !== undefined) throw utf8Error(invalidUtf8, file, line);
   let json: unknown;
   try {
@@ -75,8 +91,11 @@ function parseLine<S extends v.GenericSchema>(schema: S, { text, invalidUtf8 }: 
 async function* linesWithProgress(file: string, progress: Progress): AsyncGenerator<Line> {
   const size = (await stat(file)).size;
   progress.start(path.basename(file), size);
-  let bytes = 0, lines = 0;
-  for await (const line of readLines(file, (n) => { bytes += n; })) {
+  let bytes = 0,
+    lines = 0;
+  for await (const line of readLines(file, (n) => {
+    bytes += n;
+  })) {
     if ((++lines & 1023) === 0) progress.update(bytes, lines);
     yield line;
   }
@@ -85,11 +104,16 @@ async function* linesWithProgress(file: string, progress: Progress): AsyncGenera
 }
 
 /** Reads and validates both files; resolves to the per-organization data, or rejects with an ImportError. */
-export async function readImport(contactsFile: string, messagesFile: string, progress: Progress = silentProgress): Promise<ImportData> {
+export async function readImport(
+  contactsFile: string,
+  messagesFile: string,
+  progress: Progress = silentProgress,
+): Promise<ImportData> {
   const orgs = new Map<string, OrgState>();
   // First organization of each contact id: tells "unknown contact" from "wrong organization".
   const contactOrg = new Map<string, string>();
-  let contacts = 0, messages = 0;
+  let contacts = 0,
+    messages = 0;
 
   const cname = path.basename(contactsFile);
   for await (const l of linesWithProgress(contactsFile, progress)) {
@@ -101,7 +125,12 @@ export async function readImport(contactsFile: string, messagesFile: string, pro
       orgs.set(c.organization_id, org);
     }
     if (!org.builder.addContact(c)) {
-      throw new ImportError(cname, number, 'id', `duplicate contact id ${show(c.id)} in organization ${c.organization_id}`);
+      throw new ImportError(
+        cname,
+        number,
+        'id',
+        `duplicate contact id ${show(c.id)} in organization ${c.organization_id}`,
+      );
     }
     if (!contactOrg.has(c.id)) contactOrg.set(c.id, c.organization_id);
     contacts++;
@@ -115,12 +144,22 @@ export async function readImport(contactsFile: string, messagesFile: string, pro
     if (org === undefined || !org.builder.hasContact(m.contact_id)) {
       const owner = contactOrg.get(m.contact_id);
       if (owner !== undefined) {
-        throw new ImportError(mname, number, 'organization_id', `${show(m.organization_id)} differs from the organization ${owner} of contact ${m.contact_id}`);
+        throw new ImportError(
+          mname,
+          number,
+          'organization_id',
+          `${show(m.organization_id)} differs from the organization ${owner} of contact ${m.contact_id}`,
+        );
       }
       throw new ImportError(mname, number, 'contact_id', `no contact ${show(m.contact_id)} in ${cname}`);
     }
     if (!org.messageIds.add(m.id)) {
-      throw new ImportError(mname, number, 'id', `duplicate message id ${show(m.id)} in organization ${m.organization_id}`);
+      throw new ImportError(
+        mname,
+        number,
+        'id',
+        `duplicate message id ${show(m.id)} in organization ${m.organization_id}`,
+      );
     }
     org.builder.addMessage(m, parseRfc3339(m.sent_at)!);
     messages++;
@@ -150,7 +189,12 @@ export async function publishImport(store: Store, data: ImportData): Promise<Pub
     const org = builder.build();
     data.organizations.delete(orgId);
     const ref: SnapshotRef = await store.publishSnapshot(org);
-    out.push({ organization_id: orgId, version: ref.version, contacts: org.contacts.length, messages: org.messages.count });
+    out.push({
+      organization_id: orgId,
+      version: ref.version,
+      contacts: org.contacts.length,
+      messages: org.messages.count,
+    });
   }
   return out;
 }

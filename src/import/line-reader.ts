@@ -81,7 +81,10 @@ export function firstInvalidUtf8(b: Uint8Array): { at: number; length: number } 
   let i = 0;
   while (i < n) {
     const c = b[i];
-    if (c < 0x80) { i++; continue; }
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
     let need: number;
     if (c >= 0xc2 && c <= 0xdf) need = 1;
     else if (c >= 0xe0 && c <= 0xef) need = 2;

@@ -27,12 +27,16 @@ function barProgress(stream: NodeJS.WriteStream): Progress {
     start(file, totalBytes) {
       bar?.stop();
       t0 = Date.now();
-      bar = new cliProgress.SingleBar({
-        stream,
-        format: '{file} {bar} {percentage}% | {mib}/{totalMib} MiB | {lines} lines | {rate} lines/s | eta {eta_formatted}',
-        hideCursor: true,
-        fps: 5,
-      }, cliProgress.Presets.shades_classic);
+      bar = new cliProgress.SingleBar(
+        {
+          stream,
+          format:
+            '{file} {bar} {percentage}% | {mib}/{totalMib} MiB | {lines} lines | {rate} lines/s | eta {eta_formatted}',
+          hideCursor: true,
+          fps: 5,
+        },
+        cliProgress.Presets.shades_classic,
+      );
       bar.start(Math.max(totalBytes, 1), 0, { file, lines: 0, rate: 0, mib: '0.0', totalMib: mib(totalBytes) });
     },
     update(bytes, lines) {
@@ -47,10 +51,15 @@ function barProgress(stream: NodeJS.WriteStream): Progress {
 }
 
 function lineProgress(stream: NodeJS.WriteStream): Progress {
-  let file = '', total = 0, t0 = 0, last = 0;
+  let file = '',
+    total = 0,
+    t0 = 0,
+    last = 0;
   return {
     start(f, totalBytes) {
-      file = f; total = totalBytes; t0 = last = Date.now();
+      file = f;
+      total = totalBytes;
+      t0 = last = Date.now();
       // One line as each file begins, so a log shows the import started before the first 5 s tick.
       stream.write(`snapshot: reading ${file}, ${mib(total)} MiB\n`);
     },

@@ -4,7 +4,6 @@ import { CHANNELS, DIRECTIONS } from '../model/records.js';
 import { parseRfc3339 } from '../time/rfc3339.js';
 import { UUID } from '../model/organization-id.js';
 
-
 // Any version, either case; stored lower case so ids compare as plain strings.
 const uuid = v.pipe(v.string('expected a UUID'), v.regex(UUID, 'expected a UUID'), v.toLowerCase());
 const str = v.string('expected a string');

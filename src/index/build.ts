@@ -13,7 +13,8 @@ function answerOrder(data: OrgData): Uint32Array {
   order.sort((a, b) => {
     const d = sentAt[b] - sentAt[a];
     if (d !== 0) return d;
-    const ia = id[a], ib = id[b];
+    const ia = id[a],
+      ib = id[b];
     return ia < ib ? -1 : ia > ib ? 1 : 0;
   });
   return order;
@@ -58,9 +59,13 @@ class Growable {
 
 const NONE = 0xffffffff;
 
-function columns<P extends string>(prefix: P, b: StringColumnBuilder): Record<`${P}Bytes`, Uint8Array> & Record<`${P}Offsets`, Uint32Array> {
+function columns<P extends string>(
+  prefix: P,
+  b: StringColumnBuilder,
+): Record<`${P}Bytes`, Uint8Array> & Record<`${P}Offsets`, Uint32Array> {
   const { bytes, offsets } = b.build();
-  return { [prefix + 'Bytes']: bytes, [prefix + 'Offsets']: offsets } as Record<`${P}Bytes`, Uint8Array> & Record<`${P}Offsets`, Uint32Array>;
+  return { [prefix + 'Bytes']: bytes, [prefix + 'Offsets']: offsets } as Record<`${P}Bytes`, Uint8Array> &
+    Record<`${P}Offsets`, Uint32Array>;
 }
 
 export interface BuildOptions {
@@ -160,7 +165,8 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   const pairAt = new Uint32Array(seq.length).fill(NONE);
   for (let o = 0; o < n; o++) {
     for (let k = seqStart[o] + 1, end = seqStart[o + 1]; k < end; k++) {
-      const a = seq[k - 1], b = seq[k];
+      const a = seq[k - 1],
+        b = seq[k];
       if (df[a] < pairMinFrequency || df[b] < pairMinFrequency) continue;
       const key = a * vocabulary + b;
       let id = pairIds.get(key);

@@ -18,7 +18,11 @@ export function catalogReloadStats(catalog: Catalog): ReloadStat {
     loadsOk: s.loads.ok,
     loadsFailed: s.loads.failed,
     lastReloadSeconds: s.lastReloadSeconds,
-    byOrganization: s.loadsByOrganization.map((o) => ({ organizationId: o.organization_id, ok: o.ok, failed: o.failed })),
+    byOrganization: s.loadsByOrganization.map((o) => ({
+      organizationId: o.organization_id,
+      ok: o.ok,
+      failed: o.failed,
+    })),
     failing: s.failures.map((f) => f.organization_id),
   };
 }

@@ -57,10 +57,18 @@ export class OrgDataBuilder {
 
   private grow(): void {
     const size = this.contactCol.length * 2;
-    const c = new Uint32Array(size); c.set(this.contactCol); this.contactCol = c;
-    const ch = new Uint8Array(size); ch.set(this.channelCol); this.channelCol = ch;
-    const d = new Uint8Array(size); d.set(this.directionCol); this.directionCol = d;
-    const s = new Float64Array(size); s.set(this.sentAtCol); this.sentAtCol = s;
+    const c = new Uint32Array(size);
+    c.set(this.contactCol);
+    this.contactCol = c;
+    const ch = new Uint8Array(size);
+    ch.set(this.channelCol);
+    this.channelCol = ch;
+    const d = new Uint8Array(size);
+    d.set(this.directionCol);
+    this.directionCol = d;
+    const s = new Float64Array(size);
+    s.set(this.sentAtCol);
+    this.sentAtCol = s;
   }
 
   build(): OrgData {

@@ -125,7 +125,8 @@ export class BodyWriter {
     b[p + 17] = DIGITS[2 * second];
     b[p + 18] = DIGITS[2 * second + 1];
     b[p + 19] = 46; // .
-    const mh = (milli / 100) | 0, mr = milli - mh * 100;
+    const mh = (milli / 100) | 0,
+      mr = milli - mh * 100;
     b[p + 20] = ZERO + mh;
     b[p + 21] = DIGITS[2 * mr];
     b[p + 22] = DIGITS[2 * mr + 1];
@@ -162,8 +163,10 @@ function fillDay(days: number, slot: number): void {
   const day = doy - Math.floor((153 * mp + 2) / 5) + 1;
   const month = mp < 10 ? mp + 3 : mp - 9;
   const year = yoe + era * 400 + (month <= 2 ? 1 : 0);
-  const yh = Math.floor(year / 100), yl = year - yh * 100;
-  const b = dayBytes, p = slot * 10;
+  const yh = Math.floor(year / 100),
+    yl = year - yh * 100;
+  const b = dayBytes,
+    p = slot * 10;
   b[p] = DIGITS[2 * yh];
   b[p + 1] = DIGITS[2 * yh + 1];
   b[p + 2] = DIGITS[2 * yl];

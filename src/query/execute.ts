@@ -9,7 +9,8 @@ import { containsPhrase, lowerBound, termView, type TermView } from './term-view
 
 /** First ordinal whose sent_at is below `ms` (`strict`) or at most `ms`; sent_at is non-increasing. */
 function firstOrdinal(sentAt: Float64Array, ms: number, strict: boolean): number {
-  let lo = 0, hi = sentAt.length;
+  let lo = 0,
+    hi = sentAt.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
     if (strict ? sentAt[mid] >= ms : sentAt[mid] > ms) lo = mid + 1;
@@ -216,7 +217,9 @@ const NEXT_MESSAGE_OPEN = utf8(',{"id":"');
 const CONVERSATION = utf8('","conversation_id":"');
 /** per direction * 5 + channel: the channel and direction fields and the opening of content */
 const COMBO = Array.from({ length: 2 * CHANNELS.length }, (_, combo) =>
-  utf8(`","channel":"${CHANNELS[combo % CHANNELS.length]}","direction":"${combo < CHANNELS.length ? 'inbound' : 'outbound'}","content":"`),
+  utf8(
+    `","channel":"${CHANNELS[combo % CHANNELS.length]}","direction":"${combo < CHANNELS.length ? 'inbound' : 'outbound'}","content":"`,
+  ),
 );
 const SENT_AT = utf8('","sent_at":"');
 const MESSAGE_CLOSE = utf8('"}');
@@ -308,11 +311,15 @@ function walkContact(plan: Plan, s: Scratch, c: number, messagesLimit: number, w
 
 /** Writes one message object (spec 2.3, full form). */
 function writeMessage(out: BodyWriter, index: OrgIndex, o: number, first: boolean): void {
-  const { msgIdBytes, msgIdOffsets, msgContentBytes, msgContentOffsets, conversationIdBytes, conversationIdOffsets } = index;
+  const { msgIdBytes, msgIdOffsets, msgContentBytes, msgContentOffsets, conversationIdBytes, conversationIdOffsets } =
+    index;
   const conv = index.msgConversation[o];
-  const idFrom = msgIdOffsets[o], idTo = msgIdOffsets[o + 1];
-  const convFrom = conversationIdOffsets[conv], convTo = conversationIdOffsets[conv + 1];
-  const textFrom = msgContentOffsets[o], textTo = msgContentOffsets[o + 1];
+  const idFrom = msgIdOffsets[o],
+    idTo = msgIdOffsets[o + 1];
+  const convFrom = conversationIdOffsets[conv],
+    convTo = conversationIdOffsets[conv + 1];
+  const textFrom = msgContentOffsets[o],
+    textTo = msgContentOffsets[o + 1];
   out.reserve(MESSAGE_FIXED + (idTo - idFrom) + (convTo - convFrom) + (textTo - textFrom));
   out.raw(first ? MESSAGE_OPEN : NEXT_MESSAGE_OPEN);
   out.slice(msgIdBytes, idFrom, idTo);
@@ -330,7 +337,8 @@ function writeItem(out: BodyWriter, plan: Plan, s: Scratch, c: number, messagesL
   const { index } = plan;
   const w = s.walk;
   walkContact(plan, s, c, messagesLimit, w);
-  const from = index.contactJsonOffsets[c], to = index.contactJsonOffsets[c + 1];
+  const from = index.contactJsonOffsets[c],
+    to = index.contactJsonOffsets[c + 1];
   out.reserve(ITEM_FIXED + (to - from));
   out.raw(first ? ITEM_OPEN : NEXT_ITEM_OPEN);
   out.slice(index.contactJsonBytes, from, to);

@@ -47,7 +47,10 @@ const SCALARS = v.object({
     ),
   ),
   match: v.optional(v.picklist(['any', 'all'], 'must be one of: any, all'), 'any'),
-  direction: v.optional(v.picklist(['inbound', 'outbound', 'all'], 'must be one of: inbound, outbound, all'), 'inbound'),
+  direction: v.optional(
+    v.picklist(['inbound', 'outbound', 'all'], 'must be one of: inbound, outbound, all'),
+    'inbound',
+  ),
   channel: v.optional(v.picklist(CHANNELS, `must be one of: ${CHANNELS.join(', ')}`)),
   from: v.optional(v.string()),
   to: v.optional(v.string()),
@@ -59,7 +62,8 @@ const SCALARS = v.object({
 const SINGLE_VALUED = Object.keys(SCALARS.entries);
 const ORDER = [...SINGLE_VALUED.slice(0, 3), 'keyword', ...SINGLE_VALUED.slice(3)];
 
-const DATE_MESSAGE = 'must be a date (YYYY-MM-DD) or an RFC 3339 date-time (YYYY-MM-DDTHH:MM[:SS[.fraction]][Z|±HH:MM])';
+const DATE_MESSAGE =
+  'must be a date (YYYY-MM-DD) or an RFC 3339 date-time (YYYY-MM-DDTHH:MM[:SS[.fraction]][Z|±HH:MM])';
 
 /**
  * Parses the raw query string (undecoded, without `?`) per CONTRACT 2 and 4 into a SearchRequest,
@@ -106,8 +110,7 @@ export function parseSearchParams(rawQuery: string): ParseResult {
   let terms: string[] = [];
   if (!problems.has('q') && !problems.has('keywords')) {
     terms = resolveTerms(input.q ?? null, input.keywords ?? null, values.get('keyword') ?? []);
-    if (terms.length === 0)
-      add('q', 'at least one term of 2 or more characters is required in q, keywords or keyword');
+    if (terms.length === 0) add('q', 'at least one term of 2 or more characters is required in q, keywords or keyword');
   }
 
   if (problems.size > 0) {

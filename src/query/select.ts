@@ -44,9 +44,12 @@ function partition(a: Float64Array, lo: number, hi: number, k: number): void {
   while (lo < hi) {
     // median of three as pivot keeps sorted inputs linear
     const mid = (lo + hi) >>> 1;
-    const x = a[lo], y = a[mid], z = a[hi];
+    const x = a[lo],
+      y = a[mid],
+      z = a[hi];
     const pivot = x < y ? (y < z ? y : x < z ? z : x) : x < z ? x : y < z ? z : y;
-    let i = lo, j = hi;
+    let i = lo,
+      j = hi;
     while (i <= j) {
       while (a[i] < pivot) i++;
       while (a[j] > pivot) j--;

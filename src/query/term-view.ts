@@ -19,7 +19,8 @@ export interface TermView {
 
 /** First position in list[start, end) whose value is >= value. */
 export function lowerBound(list: Uint32Array, start: number, end: number, value: number): number {
-  let lo = start, hi = end;
+  let lo = start,
+    hi = end;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
     if (list[mid] < value) lo = mid + 1;
@@ -54,7 +55,8 @@ export function termView(index: OrgIndex, term: string, s: Scratch, slot: number
     ids[k] = id;
   }
   const { entryStart, entryContact } = index;
-  if (ids.length === 1) return { contact: entryContact, entry: null, from: entryStart[ids[0]], to: entryStart[ids[0] + 1], phrase: null };
+  if (ids.length === 1)
+    return { contact: entryContact, entry: null, from: entryStart[ids[0]], to: entryStart[ids[0] + 1], phrase: null };
 
   // Every token, and every indexed pair of adjacent frequent tokens, must be in a matching
   // message: the rarest of them drives, the others prune contacts.
@@ -62,8 +64,10 @@ export function termView(index: OrgIndex, term: string, s: Scratch, slot: number
   const vocabulary = index.tokenIds.size;
   let pairs = 0;
   for (let k = 1; k < ids.length; k++) {
-    const a = ids[k - 1], b = ids[k];
-    if (tokenFrequency(index, a) < index.pairMinFrequency || tokenFrequency(index, b) < index.pairMinFrequency) continue;
+    const a = ids[k - 1],
+      b = ids[k];
+    if (tokenFrequency(index, a) < index.pairMinFrequency || tokenFrequency(index, b) < index.pairMinFrequency)
+      continue;
     const pair = index.pairIds.get(a * vocabulary + b);
     if (pair === undefined) return null; // these two are never adjacent in any message
     if (!keys.includes(pair)) keys.push(pair);
@@ -73,11 +77,19 @@ export function termView(index: OrgIndex, term: string, s: Scratch, slot: number
   for (const t of keys) if (tokenFrequency(index, t) < tokenFrequency(index, d)) d = t;
   // a two-token phrase whose pair is indexed is exact without any adjacency check
   const phrase = ids.length === 2 && pairs === 1 ? null : ids;
-  if (phrase === null) return { contact: entryContact, entry: null, from: entryStart[keys[keys.length - 1]], to: entryStart[keys[keys.length - 1] + 1], phrase: null };
+  if (phrase === null)
+    return {
+      contact: entryContact,
+      entry: null,
+      from: entryStart[keys[keys.length - 1]],
+      to: entryStart[keys[keys.length - 1] + 1],
+      phrase: null,
+    };
 
   const others = keys.filter((t) => t !== d);
   const cursor = others.map((t) => entryStart[t]);
-  const first = entryStart[d], last = entryStart[d + 1];
+  const first = entryStart[d],
+    last = entryStart[d + 1];
   // a token has at most one entry a contact, so contactCount positions always suffice
   const contact = (s.viewContact[slot] ??= new Uint32Array(index.contactCount));
   const entry = (s.viewEntry[slot] ??= new Uint32Array(index.contactCount));

@@ -19,10 +19,24 @@ const UPSTREAM = /^([A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:.]+\]):([0-9]{1,5})$/;
 const ShardSchema = v.object({
   name: v.pipe(v.string(), v.regex(/^[a-z0-9_]{1,32}$/, 'must be 1-32 characters of [a-z0-9_]')),
   upstreams: v.pipe(
-    v.array(v.pipe(v.string(), v.check((s) => UPSTREAM.test(s) && +s.slice(s.lastIndexOf(':') + 1) <= 65535 && +s.slice(s.lastIndexOf(':') + 1) >= 1, 'must be host:port'))),
+    v.array(
+      v.pipe(
+        v.string(),
+        v.check(
+          (s) => UPSTREAM.test(s) && +s.slice(s.lastIndexOf(':') + 1) <= 65535 && +s.slice(s.lastIndexOf(':') + 1) >= 1,
+          'must be host:port',
+        ),
+      ),
+    ),
     v.minLength(1, 'must list at least one host:port'),
   ),
-  organizations: v.array(v.pipe(v.string(), v.regex(UUID, 'must be a UUID'), v.transform((s) => s.toLowerCase()))),
+  organizations: v.array(
+    v.pipe(
+      v.string(),
+      v.regex(UUID, 'must be a UUID'),
+      v.transform((s) => s.toLowerCase()),
+    ),
+  ),
 });
 
 const ShardsSchema = v.object({ shards: v.pipe(v.array(ShardSchema), v.minLength(1, 'must list at least one shard')) });
@@ -50,7 +64,10 @@ export function parseShards(doc: unknown, where: string): Shards {
     names.add(s.name);
     for (const org of s.organizations) {
       const other = owner.get(org);
-      if (other !== undefined) problems.push(`${where}: organization ${org} is in shards ${JSON.stringify(other)} and ${JSON.stringify(s.name)}`);
+      if (other !== undefined)
+        problems.push(
+          `${where}: organization ${org} is in shards ${JSON.stringify(other)} and ${JSON.stringify(s.name)}`,
+        );
       owner.set(org, s.name);
     }
   }

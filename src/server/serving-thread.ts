@@ -153,7 +153,10 @@ port.on('message', (m: ToThread) => {
       void stop(m.timeoutMs);
       break;
     case 'fault':
-      if (faultHook) setImmediate(() => { throw new Error('serving thread: fault injected by a test'); });
+      if (faultHook)
+        setImmediate(() => {
+          throw new Error('serving thread: fault injected by a test');
+        });
       break;
   }
 });
@@ -178,6 +181,9 @@ app.listen(config.host, config.port, (s) => {
     socket = s;
     post({ kind: 'listening' });
   } else {
-    post({ kind: 'listen-failed', message: `http: cannot listen on ${config.host}:${config.port} (in use or not permitted)` });
+    post({
+      kind: 'listen-failed',
+      message: `http: cannot listen on ${config.host}:${config.port} (in use or not permitted)`,
+    });
   }
 });

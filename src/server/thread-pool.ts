@@ -76,7 +76,8 @@ export class ThreadPool {
     const flat = built.flat ?? shareFlat(flattenIndex(built.index));
     this.flats.set(organizationId, { version, flat });
     const seq = ++this.seq;
-    for (const s of this.slots) s.worker.postMessage({ kind: 'index', seq, organizationId, version, flat } satisfies ToThread);
+    for (const s of this.slots)
+      s.worker.postMessage({ kind: 'index', seq, organizationId, version, flat } satisfies ToThread);
     await this.acked(seq);
     await this.postState();
   }
@@ -141,7 +142,15 @@ export class ThreadPool {
       workerData: { config: this.deps.config, faultHook: this.deps.faultHook === true },
     });
     // A new thread starts with the current seq: everything posted before is re-sent below.
-    const slot: Slot = { name, worker, acked: this.seq, keysReady: false, listening: false, stopping: false, replaced: false };
+    const slot: Slot = {
+      name,
+      worker,
+      acked: this.seq,
+      keysReady: false,
+      listening: false,
+      stopping: false,
+      replaced: false,
+    };
     this.slots[i] = slot;
     for (const [organizationId, { version, flat }] of this.flats) {
       worker.postMessage({ kind: 'index', seq: this.seq, organizationId, version, flat } satisfies ToThread);
@@ -174,7 +183,10 @@ export class ThreadPool {
           case 'stopped':
             break;
           case 'crashed':
-            this.deps.logger.error({ thread: name, err: { message: m.message, stack: m.stack } }, 'serving thread: uncaught exception; it closed its listener and exits once its connections are gone');
+            this.deps.logger.error(
+              { thread: name, err: { message: m.message, stack: m.stack } },
+              'serving thread: uncaught exception; it closed its listener and exits once its connections are gone',
+            );
             this.replace(i, slot, 'crashed');
             break;
         }
@@ -198,7 +210,8 @@ export class ThreadPool {
         this.wake();
         this.deps.logger.info({ thread: slot.name, ms: Date.now() - started }, 'serving thread replaced');
       },
-      (err: Error) => this.deps.logger.error({ err: err.message, thread: slot.name }, 'serving thread could not be replaced'),
+      (err: Error) =>
+        this.deps.logger.error({ err: err.message, thread: slot.name }, 'serving thread could not be replaced'),
     );
   }
 
@@ -221,7 +234,11 @@ export class ThreadPool {
   private storeCall(worker: Worker, id: number, method: 'listKeys' | 'getKey' | 'touchKeys', args: unknown[]): void {
     const store = this.deps.store;
     const run =
-      method === 'listKeys' ? this.listKeysShared() : method === 'getKey' ? store.getKey(args[0] as string) : store.touchKeys(args[0] as Map<string, string>);
+      method === 'listKeys'
+        ? this.listKeysShared()
+        : method === 'getKey'
+          ? store.getKey(args[0] as string)
+          : store.touchKeys(args[0] as Map<string, string>);
     run.then(
       (value) => post({ kind: 'store-reply', id, ok: true, value }),
       (err: unknown) => post({ kind: 'store-reply', id, ok: false, message: (err as Error)?.message ?? String(err) }),

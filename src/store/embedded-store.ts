@@ -16,9 +16,24 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import type { OrgData } from '../model/records.js';
 import type { FlatIndex } from './flat-index.js';
-import { encodeSnapshot, parseManifest, prepareSnapshot, SnapshotDecoder, type PreparedSnapshot } from './snapshot-format.js';
+import {
+  encodeSnapshot,
+  parseManifest,
+  prepareSnapshot,
+  SnapshotDecoder,
+  type PreparedSnapshot,
+} from './snapshot-format.js';
 import { pidAlive, syncDir, tempName, withLock, writeFileAtomic } from './file-utils.js';
-import { OlderFormatError, type KeyRecord, type LatestListing, type LoadFlatOptions, type PublishOptions, type ServerEntry, type SnapshotRef, type Store } from './store.js';
+import {
+  OlderFormatError,
+  type KeyRecord,
+  type LatestListing,
+  type LoadFlatOptions,
+  type PublishOptions,
+  type ServerEntry,
+  type SnapshotRef,
+  type Store,
+} from './store.js';
 import { isCanonicalOrganizationId } from '../model/organization-id.js';
 
 const VERSION_FILE = /^v(\d{10})\.snap$/;
@@ -75,7 +90,8 @@ export class EmbeddedStore implements Store {
 
   async publishSnapshot(data: OrgData, options: PublishOptions = {}): Promise<SnapshotRef> {
     const org = data.organizationId;
-    if (!isCanonicalOrganizationId(org)) throw new Error(`store: organization id must be a lower-case UUID, got ${JSON.stringify(org)}`);
+    if (!isCanonicalOrganizationId(org))
+      throw new Error(`store: organization id must be a lower-case UUID, got ${JSON.stringify(org)}`);
     // Built once, before any file exists: a retry under a new version number only re-encodes.
     const prepared = prepareSnapshot(data, options.format);
     const dir = path.join(this.snapDir, org);
@@ -90,7 +106,10 @@ export class EmbeddedStore implements Store {
         await this.writeSnapshotFile(tmp, prepared, version);
         // link() fails when the name exists, unlike rename(): a concurrent publisher keeps its version.
         for (;;) {
-          try { await fs.link(tmp, snapshotFile(this.dataDir, { organizationId: org, version })); break; } catch (err) {
+          try {
+            await fs.link(tmp, snapshotFile(this.dataDir, { organizationId: org, version }));
+            break;
+          } catch (err) {
             if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
             version++;
             // The version number lives in the manifest too: rewrite for the new number.
@@ -102,7 +121,9 @@ export class EmbeddedStore implements Store {
         await withLock(path.join(dir, '.lock'), async () => {
           const cur = await this.readPointer(org);
           if (cur !== null && cur.version >= version) {
-            throw new Error(`store: a newer snapshot (version ${cur.version}) of organization ${org} was published concurrently`);
+            throw new Error(
+              `store: a newer snapshot (version ${cur.version}) of organization ${org} was published concurrently`,
+            );
           }
           await writeFileAtomic(path.join(dir, 'CURRENT'), JSON.stringify({ version, previous: cur?.version ?? null }));
           // Best effort: the new version is published now, a failed clean-up must not say otherwise
@@ -115,7 +136,8 @@ export class EmbeddedStore implements Store {
         // fsync failed afterwards, the file is live and stays.)
         if (linked) {
           const cur = await this.readPointer(org).catch(() => null);
-          if (cur?.version !== version) await fs.rm(snapshotFile(this.dataDir, { organizationId: org, version }), { force: true }).catch(() => {});
+          if (cur?.version !== version)
+            await fs.rm(snapshotFile(this.dataDir, { organizationId: org, version }), { force: true }).catch(() => {});
         }
         throw err;
       } finally {
@@ -156,7 +178,8 @@ export class EmbeddedStore implements Store {
   private async readPointer(org: string): Promise<Pointer | null> {
     try {
       const p = JSON.parse(await fs.readFile(path.join(this.snapDir, org, 'CURRENT'), 'utf8')) as Pointer;
-      if (!Number.isSafeInteger(p.version) || p.version < 1) throw new Error(`bad version ${JSON.stringify(p.version)}`);
+      if (!Number.isSafeInteger(p.version) || p.version < 1)
+        throw new Error(`bad version ${JSON.stringify(p.version)}`);
       return p;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
@@ -180,7 +203,8 @@ export class EmbeddedStore implements Store {
       if (!m) continue;
       const file = path.join(dir, name);
       const st = await fs.stat(file).catch(() => null);
-      if (st && (!pidAlive(Number(m[1])) || Date.now() - st.mtimeMs > TEMP_MAX_AGE_MS)) await fs.rm(file, { force: true });
+      if (st && (!pidAlive(Number(m[1])) || Date.now() - st.mtimeMs > TEMP_MAX_AGE_MS))
+        await fs.rm(file, { force: true });
     }
   }
 
@@ -196,7 +220,8 @@ export class EmbeddedStore implements Store {
       orgs = await fs.readdir(this.snapDir);
     } catch (err) {
       // A data dir that exists but has no snapshots folder yet (created after a failed start) is empty.
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && (await isDir(this.dataDir))) return { refs: [], unreadable: [] };
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && (await isDir(this.dataDir)))
+        return { refs: [], unreadable: [] };
       throw wrap('listing snapshots', err);
     }
     const out: LatestListing = { refs: [], unreadable: [] };
@@ -215,12 +240,20 @@ export class EmbeddedStore implements Store {
 
   async loadSnapshot(ref: SnapshotRef): Promise<OrgData> {
     const decoder = await this.readSnapshot(ref);
-    try { return decoder.finishData(); } catch (err) { throw wrap(`organization ${ref.organizationId} version ${ref.version}`, err); }
+    try {
+      return decoder.finishData();
+    } catch (err) {
+      throw wrap(`organization ${ref.organizationId} version ${ref.version}`, err);
+    }
   }
 
   async loadFlatIndex(ref: SnapshotRef, options: LoadFlatOptions = {}): Promise<FlatIndex> {
     const decoder = await this.readSnapshot(ref, options);
-    try { return decoder.finishFlat(); } catch (err) { throw wrap(`organization ${ref.organizationId} version ${ref.version}`, err); }
+    try {
+      return decoder.finishFlat();
+    } catch (err) {
+      throw wrap(`organization ${ref.organizationId} version ${ref.version}`, err);
+    }
   }
 
   private async readSnapshot(ref: SnapshotRef, options: LoadFlatOptions = {}): Promise<SnapshotDecoder> {
@@ -235,11 +268,14 @@ export class EmbeddedStore implements Store {
       const size = (await fh.stat()).size;
       const footer = await readAt(fh, size - FOOTER_SIZE, FOOTER_SIZE);
       if (size < FOOTER_SIZE || !footer.subarray(4).equals(FOOTER_MAGIC)) {
-        throw new Error(`snapshot: truncated or foreign file for organization ${ref.organizationId} version ${ref.version}`);
+        throw new Error(
+          `snapshot: truncated or foreign file for organization ${ref.organizationId} version ${ref.version}`,
+        );
       }
       const manifestLength = footer.readUInt32BE(0);
       const manifestAt = size - FOOTER_SIZE - manifestLength;
-      if (manifestAt < 0) throw new Error(`snapshot: bad footer for organization ${ref.organizationId} version ${ref.version}`);
+      if (manifestAt < 0)
+        throw new Error(`snapshot: bad footer for organization ${ref.organizationId} version ${ref.version}`);
       const manifest = parseManifest(await readAt(fh, manifestAt, manifestLength), ref);
       const decoder = new SnapshotDecoder(manifest, options);
       let at = 0;
@@ -248,7 +284,10 @@ export class EmbeddedStore implements Store {
       let buf = Buffer.allocUnsafe(0);
       for (let i = 0; i < manifest.chunks.length; i++) {
         const len = manifest.chunks[i].length;
-        if (at + len > manifestAt) throw new Error(`snapshot: chunk ${i} runs past the data of organization ${ref.organizationId} version ${ref.version}`);
+        if (at + len > manifestAt)
+          throw new Error(
+            `snapshot: chunk ${i} runs past the data of organization ${ref.organizationId} version ${ref.version}`,
+          );
         if (len > buf.length) buf = Buffer.allocUnsafe(len);
         decoder.add(i, await readInto(fh, buf.subarray(0, len), at));
         at += len;
@@ -287,7 +326,9 @@ export class EmbeddedStore implements Store {
   }
 
   async putKey(record: KeyRecord): Promise<void> {
-    await this.updateKeys((keys) => { keys[record.prefix] = record; });
+    await this.updateKeys((keys) => {
+      keys[record.prefix] = record;
+    });
   }
 
   async getKey(prefix: string): Promise<KeyRecord | null> {
@@ -342,14 +383,25 @@ export class EmbeddedStore implements Store {
   async listServers(): Promise<ServerEntry[]> {
     const out: ServerEntry[] = [];
     let names: string[];
-    try { names = await fs.readdir(this.serversDir); } catch (err) { throw wrap('listing servers', err); }
+    try {
+      names = await fs.readdir(this.serversDir);
+    } catch (err) {
+      throw wrap('listing servers', err);
+    }
     for (const name of names) {
       if (!name.endsWith('.json')) continue;
       const file = path.join(this.serversDir, name);
       let e: ServerEntry & { ttlMs: number };
-      try { e = JSON.parse(await fs.readFile(file, 'utf8')); } catch { continue; }
+      try {
+        e = JSON.parse(await fs.readFile(file, 'utf8'));
+      } catch {
+        continue;
+      }
       const dead = Date.now() - e.heartbeatAt > e.ttlMs || (e.hostname === hostname() && !pidAlive(e.pid));
-      if (dead) { await fs.rm(file, { force: true }); continue; }
+      if (dead) {
+        await fs.rm(file, { force: true });
+        continue;
+      }
       const { ttlMs: _ttl, ...entry } = e;
       out.push(entry);
     }
@@ -369,7 +421,8 @@ async function isDir(p: string): Promise<boolean> {
 
 async function readInto(fh: fs.FileHandle, buf: Buffer, position: number): Promise<Buffer> {
   const { bytesRead } = await fh.read(buf, 0, buf.length, position);
-  if (bytesRead !== buf.length) throw new Error(`snapshot: short read (${bytesRead} of ${buf.length} bytes at ${position})`);
+  if (bytesRead !== buf.length)
+    throw new Error(`snapshot: short read (${bytesRead} of ${buf.length} bytes at ${position})`);
   return buf;
 }
 

@@ -6,7 +6,11 @@ import path from 'node:path';
 /** fsync a directory, so a rename inside it survives a crash. */
 export async function syncDir(dir: string): Promise<void> {
   const fh = await fs.open(dir, 'r');
-  try { await fh.sync(); } finally { await fh.close(); }
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
 }
 
 /** A temp name beside `target` that names this process, so a crashed writer's leftovers can be recognised. */
@@ -37,7 +41,12 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array, d
 
 /** True when `pid` is a live process on this host (EPERM means alive but not ours). */
 export function pidAlive(pid: number): boolean {
-  try { process.kill(pid, 0); return true; } catch (err) { return (err as NodeJS.ErrnoException).code === 'EPERM'; }
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 const LOCK_STALE_MS = 30_000;
@@ -53,11 +62,18 @@ export async function withLock<T>(lockFile: string, fn: () => Promise<T>): Promi
   for (;;) {
     try {
       const fh = await fs.open(lockFile, 'wx');
-      try { await fh.writeFile(owner); } finally { await fh.close(); }
+      try {
+        await fh.writeFile(owner);
+      } finally {
+        await fh.close();
+      }
       break;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      if (await lockIsStale(lockFile)) { await fs.rm(lockFile, { force: true }); continue; }
+      if (await lockIsStale(lockFile)) {
+        await fs.rm(lockFile, { force: true });
+        continue;
+      }
       if (Date.now() > deadline) throw new Error(`store: timed out waiting for lock ${lockFile}`);
       await new Promise((r) => setTimeout(r, 10 + Math.random() * 20));
     }

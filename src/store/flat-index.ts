@@ -8,11 +8,28 @@
 import { TYPED_ARRAY_FIELDS, type OrgIndex } from '../index/org-index.js';
 import type { Contact, OrgData } from '../model/records.js';
 
-export type Section = Uint8Array | Uint16Array | Uint32Array | Int32Array | Float64Array | Float32Array | Int8Array | Int16Array | BigUint64Array;
+export type Section =
+  | Uint8Array
+  | Uint16Array
+  | Uint32Array
+  | Int32Array
+  | Float64Array
+  | Float32Array
+  | Int8Array
+  | Int16Array
+  | BigUint64Array;
 
 /** Element types a section may have, by constructor name (what the manifest records). */
 export const SECTION_TYPES = {
-  Uint8Array, Uint16Array, Uint32Array, Int32Array, Float64Array, Float32Array, Int8Array, Int16Array, BigUint64Array,
+  Uint8Array,
+  Uint16Array,
+  Uint32Array,
+  Int32Array,
+  Float64Array,
+  Float32Array,
+  Int8Array,
+  Int16Array,
+  BigUint64Array,
 } as const;
 export type SectionType = keyof typeof SECTION_TYPES;
 
@@ -52,15 +69,22 @@ export function flattenIndex(index: OrgIndex, sourceOrder?: Uint32Array): FlatIn
   }
   const offsets = new Uint32Array(byId.length + 1);
   let size = 0;
-  for (let t = 0; t < byId.length; t++) { offsets[t] = size; size += Buffer.byteLength(byId[t], 'utf8'); }
+  for (let t = 0; t < byId.length; t++) {
+    offsets[t] = size;
+    size += Buffer.byteLength(byId[t], 'utf8');
+  }
   offsets[byId.length] = size;
   const bytes = Buffer.allocUnsafe(size);
   for (let t = 0; t < byId.length; t++) bytes.write(byId[t], offsets[t], 'utf8');
   sections.tokenBytes = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   sections.tokenOffsets = offsets;
-  const pairKeys = new Float64Array(index.pairIds.size), pairValues = new Uint32Array(index.pairIds.size);
+  const pairKeys = new Float64Array(index.pairIds.size),
+    pairValues = new Uint32Array(index.pairIds.size);
   let i = 0;
-  for (const [k, v] of index.pairIds) { pairKeys[i] = k; pairValues[i++] = v; }
+  for (const [k, v] of index.pairIds) {
+    pairKeys[i] = k;
+    pairValues[i++] = v;
+  }
   sections.pairKeys = pairKeys;
   sections.pairValues = pairValues;
   if (sourceOrder !== undefined) sections.sourceOrder = sourceOrder;
@@ -76,10 +100,12 @@ export function flattenIndex(index: OrgIndex, sourceOrder?: Uint32Array): FlatIn
 
 /** The contact records of an index, decoded from its rendered JSON column (one object each). */
 function contactsOf(index: OrgIndex): Contact[] {
-  const bytes = index.contactJsonBytes, offsets = index.contactJsonOffsets;
+  const bytes = index.contactJsonBytes,
+    offsets = index.contactJsonOffsets;
   const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const out: Contact[] = new Array(index.contactCount);
-  for (let c = 0; c < index.contactCount; c++) out[c] = JSON.parse(text.toString('utf8', offsets[c], offsets[c + 1])) as Contact;
+  for (let c = 0; c < index.contactCount; c++)
+    out[c] = JSON.parse(text.toString('utf8', offsets[c], offsets[c + 1])) as Contact;
   return out;
 }
 
@@ -100,7 +126,11 @@ export function allocateShared(specs: readonly (readonly [string, SectionType, n
   const buffer = new SharedArrayBuffer(total);
   const out: Record<string, Section> = {};
   specs.forEach(([name, type, length], i) => {
-    out[name] = new (SECTION_TYPES[type] as unknown as new (b: ArrayBufferLike, o: number, l: number) => Section)(buffer, at[i], length);
+    out[name] = new (SECTION_TYPES[type] as unknown as new (b: ArrayBufferLike, o: number, l: number) => Section)(
+      buffer,
+      at[i],
+      length,
+    );
   });
   return out;
 }
@@ -110,7 +140,9 @@ export function shareFlat(flat: FlatIndex): FlatIndex {
   const entries = Object.entries(flat.sections).filter(([k]) => k !== 'sourceOrder');
   const sections = allocateShared(entries.map(([k, a]) => [k, sectionType(a), a.length] as const));
   for (const [k, a] of entries) {
-    new Uint8Array(sections[k].buffer, sections[k].byteOffset, a.byteLength).set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
+    new Uint8Array(sections[k].buffer, sections[k].byteOffset, a.byteLength).set(
+      new Uint8Array(a.buffer, a.byteOffset, a.byteLength),
+    );
   }
   return { ...flat, sections };
 }
@@ -124,18 +156,27 @@ export function orgDataOf(flat: FlatIndex): OrgData {
   const s = flat.sections as Record<string, Section | undefined>;
   const n = flat.messageCount;
   const col = (bytes: string, offsets: string) => {
-    const b = s[bytes] as Uint8Array, o = s[offsets] as Uint32Array;
+    const b = s[bytes] as Uint8Array,
+      o = s[offsets] as Uint32Array;
     const text = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
     // the columns hold JSON-escaped text (what responses copy): unescape it
     return (i: number): string => JSON.parse('"' + text.toString('utf8', o[i], o[i + 1]) + '"') as string;
   };
-  const idAt = col('msgIdBytes', 'msgIdOffsets'), contentAt = col('msgContentBytes', 'msgContentOffsets');
+  const idAt = col('msgIdBytes', 'msgIdOffsets'),
+    contentAt = col('msgContentBytes', 'msgContentOffsets');
   const convAt = col('conversationIdBytes', 'conversationIdOffsets');
-  const msgContact = s.msgContact as Uint32Array, msgConversation = s.msgConversation as Uint32Array;
-  const msgCombo = s.msgCombo as Uint8Array, msgSentAt = s.msgSentAt as Float64Array;
+  const msgContact = s.msgContact as Uint32Array,
+    msgConversation = s.msgConversation as Uint32Array;
+  const msgCombo = s.msgCombo as Uint8Array,
+    msgSentAt = s.msgSentAt as Float64Array;
   const order = s.sourceOrder as Uint32Array | undefined;
-  const id: string[] = new Array(n), conversationId: string[] = new Array(n), content: string[] = new Array(n);
-  const contact = new Uint32Array(n), channel = new Uint8Array(n), direction = new Uint8Array(n), sentAt = new Float64Array(n);
+  const id: string[] = new Array(n),
+    conversationId: string[] = new Array(n),
+    content: string[] = new Array(n);
+  const contact = new Uint32Array(n),
+    channel = new Uint8Array(n),
+    direction = new Uint8Array(n),
+    sentAt = new Float64Array(n);
   for (let o = 0; o < n; o++) {
     const i = order === undefined ? o : order[o];
     id[i] = idAt(o);
@@ -158,11 +199,19 @@ const MAP_SLICE = 50_000;
 
 function dictionaries(flat: FlatIndex) {
   const s = flat.sections;
-  const bytes = s.tokenBytes as Uint8Array, offsets = s.tokenOffsets as Uint32Array;
-  const keys = s.pairKeys as Float64Array, values = s.pairValues as Uint32Array;
-  if (!(bytes instanceof Uint8Array) || !(offsets instanceof Uint32Array) || !(keys instanceof Float64Array)
-    || !(values instanceof Uint32Array) || keys.length !== values.length || offsets.length < 1
-    || offsets[offsets.length - 1] !== bytes.length) {
+  const bytes = s.tokenBytes as Uint8Array,
+    offsets = s.tokenOffsets as Uint32Array;
+  const keys = s.pairKeys as Float64Array,
+    values = s.pairValues as Uint32Array;
+  if (
+    !(bytes instanceof Uint8Array) ||
+    !(offsets instanceof Uint32Array) ||
+    !(keys instanceof Float64Array) ||
+    !(values instanceof Uint32Array) ||
+    keys.length !== values.length ||
+    offsets.length < 1 ||
+    offsets[offsets.length - 1] !== bytes.length
+  ) {
     throw new Error(`snapshot: malformed dictionary of organization ${flat.organizationId}`);
   }
   // latin1/utf8Slice on a Buffer over the same memory: no copy of the column.
@@ -190,7 +239,8 @@ function assemble(flat: FlatIndex, tokenIds: Map<string, number>, pairIds: Map<n
 export function wrapIndex(flat: FlatIndex): OrgIndex {
   const d = dictionaries(flat);
   const tokenIds = new Map<string, number>();
-  for (let t = 0; t + 1 < d.offsets.length; t++) tokenIds.set(d.text.toString('utf8', d.offsets[t], d.offsets[t + 1]), t);
+  for (let t = 0; t + 1 < d.offsets.length; t++)
+    tokenIds.set(d.text.toString('utf8', d.offsets[t], d.offsets[t + 1]), t);
   const pairIds = new Map<number, number>();
   for (let i = 0; i < d.keys.length; i++) pairIds.set(d.keys[i], d.values[i]);
   return assemble(flat, tokenIds, pairIds);

@@ -13,7 +13,8 @@ export async function openStore(env: NodeJS.ProcessEnv = process.env, onDown?: (
   if (url !== undefined && url !== '') {
     if (!onDown) return RedisStore.connect(url);
     const store = await RedisStore.connect(url, { background: true });
-    if (!store.connected) onDown(new Error(`store: redis unavailable at ${redactUrl(url)}; retrying in the background`));
+    if (!store.connected)
+      onDown(new Error(`store: redis unavailable at ${redactUrl(url)}; retrying in the background`));
     return store;
   }
   const store = new EmbeddedStore(env.DATA_DIR || './data');

@@ -43,11 +43,17 @@ function nodeOptions(url: URL, o: ConnectionOptions): RedisOptions {
 
 /** The seed URLs of REDIS_URL (one or several, comma-separated). */
 export function seedUrls(redisUrl: string): string[] {
-  return redisUrl.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  return redisUrl
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
 }
 
 function newCluster(seeds: URL[], o: ConnectionOptions, overrides: { enableOfflineQueue?: boolean } = {}): Cluster {
-  const nodes: ClusterNode[] = seeds.map((u) => ({ host: u.hostname.replace(/^\[|\]$/g, ''), port: Number(u.port || 6379) }));
+  const nodes: ClusterNode[] = seeds.map((u) => ({
+    host: u.hostname.replace(/^\[|\]$/g, ''),
+    port: Number(u.port || 6379),
+  }));
   return new Cluster(nodes, {
     lazyConnect: true,
     enableOfflineQueue: overrides.enableOfflineQueue ?? false,
@@ -81,7 +87,10 @@ async function probe(url: string, o: ConnectionOptions): Promise<{ cluster: bool
 }
 
 /** A connected client for REDIS_URL; rejects when no node answers. `duplicate` makes another one alike (for pub/sub). */
-export async function connectRedis(redisUrl: string, o: ConnectionOptions): Promise<{ client: RedisClient; duplicate: () => RedisClient }> {
+export async function connectRedis(
+  redisUrl: string,
+  o: ConnectionOptions,
+): Promise<{ client: RedisClient; duplicate: () => RedisClient }> {
   const seeds = seedUrls(redisUrl).map((s) => new URL(s));
   if (seeds.length === 1) {
     let p: { cluster: boolean; client: Redis };
@@ -109,7 +118,15 @@ export async function connectRedis(redisUrl: string, o: ConnectionOptions): Prom
     await Promise.race([
       client.connect(),
       new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`the cluster was not ready within ${o.commandTimeoutMs / 1000} s (a failover in progress, or no master for some slots)`)), o.commandTimeoutMs);
+        timer = setTimeout(
+          () =>
+            reject(
+              new Error(
+                `the cluster was not ready within ${o.commandTimeoutMs / 1000} s (a failover in progress, or no master for some slots)`,
+              ),
+            ),
+          o.commandTimeoutMs,
+        );
       }),
     ]);
   } catch (err) {

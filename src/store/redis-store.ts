@@ -26,7 +26,18 @@ import { connectRedis, seedUrls, type RedisClient } from './redis-connection.js'
 import type { OrgData } from '../model/records.js';
 import type { FlatIndex } from './flat-index.js';
 import { encodeSnapshot, parseManifest, prepareSnapshot, SnapshotDecoder } from './snapshot-format.js';
-import type { KeyRecord, LatestListing, LoadFlatOptions, PublishOptions, ReloadAck, ReloadRequest, ReloadSignals, ServerEntry, SnapshotRef, Store } from './store.js';
+import type {
+  KeyRecord,
+  LatestListing,
+  LoadFlatOptions,
+  PublishOptions,
+  ReloadAck,
+  ReloadRequest,
+  ReloadSignals,
+  ServerEntry,
+  SnapshotRef,
+  Store,
+} from './store.js';
 import { isCanonicalOrganizationId } from '../model/organization-id.js';
 
 const RELOAD_CHANNEL = 'reload';
@@ -92,7 +103,9 @@ export class RedisStore implements Store {
     this.duplicate = duplicate;
     this.url = redactUrl(url);
     this.rawUrl = url;
-    redis.on('error', (err: Error) => { this.lastError = err; });
+    redis.on('error', (err: Error) => {
+      this.lastError = err;
+    });
     this.signals = this.makeSignals();
   }
 
@@ -121,23 +134,36 @@ export class RedisStore implements Store {
   private fail(what: string, err: unknown): Error {
     const msg = (err as Error)?.message ?? String(err);
     if (msg.startsWith('store:') || msg.startsWith('snapshot:')) return err as Error;
-    if (this.redis.status !== 'ready' || /timed out|ECONNREFUSED|Connection is closed|isn't writeable|isn't ready|CLUSTERDOWN|TRYAGAIN|Too many Cluster redirections|Failed to refresh slots/i.test(msg)) {
+    if (
+      this.redis.status !== 'ready' ||
+      /timed out|ECONNREFUSED|Connection is closed|isn't writeable|isn't ready|CLUSTERDOWN|TRYAGAIN|Too many Cluster redirections|Failed to refresh slots/i.test(
+        msg,
+      )
+    ) {
       const status = this.redis.status;
-      const cause = status === 'ready' ? msg : `not connected (${status}${this.lastError ? `, last error: ${this.lastError.message}` : ''})`;
+      const cause =
+        status === 'ready'
+          ? msg
+          : `not connected (${status}${this.lastError ? `, last error: ${this.lastError.message}` : ''})`;
       return new Error(`store: redis unavailable at ${this.url}: ${cause}`);
     }
     return new Error(`store: redis ${what}: ${msg}`);
   }
 
   private async run<T>(what: string, fn: () => Promise<T>): Promise<T> {
-    try { return await fn(); } catch (err) { throw this.fail(what, err); }
+    try {
+      return await fn();
+    } catch (err) {
+      throw this.fail(what, err);
+    }
   }
 
   // ---- snapshots
 
   async publishSnapshot(data: OrgData, options: PublishOptions = {}): Promise<SnapshotRef> {
     const org = data.organizationId;
-    if (!isCanonicalOrganizationId(org)) throw new Error(`store: organization id must be a lower-case UUID, got ${JSON.stringify(org)}`);
+    if (!isCanonicalOrganizationId(org))
+      throw new Error(`store: organization id must be a lower-case UUID, got ${JSON.stringify(org)}`);
     // Built before any key is written: a build failure leaves Redis untouched.
     const prepared = prepareSnapshot(data, options.format);
     return this.run(`publishing organization ${org}`, async () => {
@@ -149,10 +175,14 @@ export class RedisStore implements Store {
       // Recorded first, so a publisher killed midway leaves something the next clean-up finds.
       await r.zadd(snapKey(org, 'versions'), version, String(version));
       const enc = encodeSnapshot(prepared, version);
-      let i = 0, inFlight: Promise<unknown>[] = [];
+      let i = 0,
+        inFlight: Promise<unknown>[] = [];
       for (const chunk of enc.chunks) {
         inFlight.push(r.hset(key, String(i++), Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)));
-        if (inFlight.length >= WINDOW) { await Promise.all(inFlight); inFlight = []; }
+        if (inFlight.length >= WINDOW) {
+          await Promise.all(inFlight);
+          inFlight = [];
+        }
       }
       await Promise.all(inFlight);
       await r.hset(key, 'manifest', Buffer.from(enc.manifest()));
@@ -190,7 +220,12 @@ export class RedisStore implements Store {
       // One command a pointer (each organization is its own slot on a cluster), sent together;
       // a failed one is kept apart so one organization's bad pointer does not fail the listing.
       const res = await Promise.all(
-        orgs.map((org) => this.redis.hget(snapKey(org, 'ptr'), 'version').then((v) => [null, v] as const, (e: Error) => [e, null] as const)),
+        orgs.map((org) =>
+          this.redis.hget(snapKey(org, 'ptr'), 'version').then(
+            (v) => [null, v] as const,
+            (e: Error) => [e, null] as const,
+          ),
+        ),
       );
       orgs.forEach((org, i) => {
         const [err, v] = res[i];
@@ -202,7 +237,10 @@ export class RedisStore implements Store {
         if (!isCanonicalOrganizationId(org)) return; // not ours, as the embedded store skips foreign folders
         if (!Number.isSafeInteger(version) || version < 1) {
           const cause = err ? err.message : `bad version ${JSON.stringify(v)}`;
-          out.unreadable.push({ organizationId: org, error: `store: unreadable pointer of organization ${org}: ${cause}` });
+          out.unreadable.push({
+            organizationId: org,
+            error: `store: unreadable pointer of organization ${org}: ${cause}`,
+          });
           return;
         }
         out.refs.push({ organizationId: org, version });
@@ -212,18 +250,23 @@ export class RedisStore implements Store {
   }
 
   async loadSnapshot(ref: SnapshotRef): Promise<OrgData> {
-    return this.run(`loading organization ${ref.organizationId} version ${ref.version}`, async () => (await this.readSnapshot(ref)).finishData());
+    return this.run(`loading organization ${ref.organizationId} version ${ref.version}`, async () =>
+      (await this.readSnapshot(ref)).finishData(),
+    );
   }
 
   async loadFlatIndex(ref: SnapshotRef, options: LoadFlatOptions = {}): Promise<FlatIndex> {
-    return this.run(`loading organization ${ref.organizationId} version ${ref.version}`, async () => (await this.readSnapshot(ref, options)).finishFlat());
+    return this.run(`loading organization ${ref.organizationId} version ${ref.version}`, async () =>
+      (await this.readSnapshot(ref, options)).finishFlat(),
+    );
   }
 
   private async readSnapshot(ref: SnapshotRef, options: LoadFlatOptions = {}): Promise<SnapshotDecoder> {
     {
       const key = versionKey(ref);
       const mbytes = await this.redis.hgetBuffer(key, 'manifest');
-      if (mbytes === null) throw new Error(`store: no snapshot version ${ref.version} of organization ${ref.organizationId}`);
+      if (mbytes === null)
+        throw new Error(`store: no snapshot version ${ref.version} of organization ${ref.organizationId}`);
       const manifest = parseManifest(mbytes, ref);
       const decoder = new SnapshotDecoder(manifest, options);
       for (let start = 0; start < manifest.chunks.length; start += WINDOW) {
@@ -232,7 +275,10 @@ export class RedisStore implements Store {
         for (let i = start; i < end; i++) batch.push(this.redis.hgetBuffer(key, String(i)));
         const chunks = await Promise.all(batch);
         chunks.forEach((c, j) => {
-          if (c === null) throw new Error(`snapshot: chunk ${start + j} missing for organization ${ref.organizationId} version ${ref.version}`);
+          if (c === null)
+            throw new Error(
+              `snapshot: chunk ${start + j} missing for organization ${ref.organizationId} version ${ref.version}`,
+            );
           decoder.add(start + j, c);
         });
       }
@@ -266,7 +312,9 @@ export class RedisStore implements Store {
       await this.redis.set(`key:${record.prefix}`, JSON.stringify(rest));
       await Promise.all([
         this.redis.sadd('keys', record.prefix),
-        last_used_at !== null ? this.redis.hset('key-used', record.prefix, last_used_at) : this.redis.hdel('key-used', record.prefix),
+        last_used_at !== null
+          ? this.redis.hset('key-used', record.prefix, last_used_at)
+          : this.redis.hdel('key-used', record.prefix),
       ]);
     });
   }
@@ -286,9 +334,14 @@ export class RedisStore implements Store {
     return this.run('listing keys', async () => {
       const prefixes = await this.redis.smembers('keys');
       if (prefixes.length === 0) return [];
-      const [values, used] = await Promise.all([Promise.all(prefixes.map((p) => this.redis.get(`key:${p}`))), this.redis.hgetall('key-used')]);
+      const [values, used] = await Promise.all([
+        Promise.all(prefixes.map((p) => this.redis.get(`key:${p}`))),
+        this.redis.hgetall('key-used'),
+      ]);
       const out: KeyRecord[] = [];
-      values.forEach((v, i) => { if (v !== null) out.push(this.withUsed(v, used[prefixes[i]] ?? null)); });
+      values.forEach((v, i) => {
+        if (v !== null) out.push(this.withUsed(v, used[prefixes[i]] ?? null));
+      });
       return out;
     });
   }
@@ -315,7 +368,10 @@ export class RedisStore implements Store {
 
   async registerServer(entry: ServerEntry, ttlMs: number): Promise<void> {
     await this.run('registering server', async () => {
-      await Promise.all([this.redis.set(`server:${entry.id}`, JSON.stringify(entry), 'PX', ttlMs), this.redis.sadd('servers', entry.id)]);
+      await Promise.all([
+        this.redis.set(`server:${entry.id}`, JSON.stringify(entry), 'PX', ttlMs),
+        this.redis.sadd('servers', entry.id),
+      ]);
     });
   }
 
@@ -348,12 +404,16 @@ export class RedisStore implements Store {
         // A subscribed connection can only (un)subscribe: a second one, which may queue while
         // reconnecting (autoResubscribe restores the subscription).
         const sub = this.duplicate();
-        sub.on('error', (err: Error) => { this.lastError = err; });
+        sub.on('error', (err: Error) => {
+          this.lastError = err;
+        });
         sub.on('message', (_channel: string, message: string) => {
           try {
             const req = JSON.parse(message) as ReloadRequest;
             if (typeof req.requestId === 'string') onRequest(req);
-          } catch { /* not ours */ }
+          } catch {
+            /* not ours */
+          }
         });
         try {
           await sub.connect();
@@ -364,16 +424,27 @@ export class RedisStore implements Store {
         }
         // Registered after the first subscription: every later 'ready' is a reconnection.
         sub.on('ready', onReady);
-        return async () => { sub.disconnect(); };
+        return async () => {
+          sub.disconnect();
+        };
       },
-      publish: (req) => this.run('publishing reload request', async () => { await this.redis.publish(RELOAD_CHANNEL, JSON.stringify(req)); }),
-      putAck: (requestId, serverId, ack) => this.run('writing reload ack', async () => {
-        await this.redis.multi().hset(`reload-ack:${requestId}`, serverId, JSON.stringify(ack)).expire(`reload-ack:${requestId}`, ACK_TTL_S).exec();
-      }),
-      acks: (requestId) => this.run('reading reload acks', async () => {
-        const all = await this.redis.hgetall(`reload-ack:${requestId}`);
-        return new Map(Object.entries(all).map(([id, json]) => [id, JSON.parse(json) as ReloadAck]));
-      }),
+      publish: (req) =>
+        this.run('publishing reload request', async () => {
+          await this.redis.publish(RELOAD_CHANNEL, JSON.stringify(req));
+        }),
+      putAck: (requestId, serverId, ack) =>
+        this.run('writing reload ack', async () => {
+          await this.redis
+            .multi()
+            .hset(`reload-ack:${requestId}`, serverId, JSON.stringify(ack))
+            .expire(`reload-ack:${requestId}`, ACK_TTL_S)
+            .exec();
+        }),
+      acks: (requestId) =>
+        this.run('reading reload acks', async () => {
+          const all = await this.redis.hgetall(`reload-ack:${requestId}`);
+          return new Map(Object.entries(all).map(([id, json]) => [id, JSON.parse(json) as ReloadAck]));
+        }),
     };
   }
 
@@ -382,6 +453,10 @@ export class RedisStore implements Store {
   }
 
   async close(): Promise<void> {
-    try { await this.redis.quit(); } catch { this.redis.disconnect(); }
+    try {
+      await this.redis.quit();
+    } catch {
+      this.redis.disconnect();
+    }
   }
 }

@@ -20,7 +20,15 @@ import { buildIndex } from '../index/build.js';
 import { OlderFormatError, type LoadFlatOptions } from './store.js';
 import { CHANNELS, DIRECTIONS, type Contact, type OrgData } from '../model/records.js';
 import {
-  allocateShared, flattenIndex, orgDataOf, sectionType, SECTION_TYPES, shareFlat, type FlatIndex, type Section, type SectionType,
+  allocateShared,
+  flattenIndex,
+  orgDataOf,
+  sectionType,
+  SECTION_TYPES,
+  shareFlat,
+  type FlatIndex,
+  type Section,
+  type SectionType,
 } from './flat-index.js';
 
 export const SNAPSHOT_MAGIC = 'cms-snapshot';
@@ -73,13 +81,20 @@ function bytesOf(a: Uint32Array | Uint8Array | Float64Array): Uint8Array {
 
 function* parts(data: OrgData): Generator<Part> {
   const contacts = data.contacts;
-  let rows: ContactRow[] = [], start = 0, size = 0;
+  let rows: ContactRow[] = [],
+    start = 0,
+    size = 0;
   for (let i = 0; i < contacts.length; i++) {
     const c = contacts[i];
     const row: ContactRow = [c.id, c.name, c.phone, c.email, c.avatar_url, c.source];
     rows.push(row);
     for (const f of row) size += f === null ? 1 : Buffer.byteLength(f) + 5;
-    if (size >= PART_TARGET) { yield ['c', start, rows]; start = i + 1; rows = []; size = 0; }
+    if (size >= PART_TARGET) {
+      yield ['c', start, rows];
+      start = i + 1;
+      rows = [];
+      size = 0;
+    }
   }
   if (rows.length > 0 || contacts.length === 0) yield ['c', start, rows];
 
@@ -87,16 +102,22 @@ function* parts(data: OrgData): Generator<Part> {
   // String columns go out in slices so no buffer grows near the 2 GB limit of one allocation.
   for (const col of STRING_COLUMNS) {
     const values = m[col];
-    let from = 0; size = 0;
+    let from = 0;
+    size = 0;
     for (let i = 0; i < m.count; i++) {
       size += Buffer.byteLength(values[i]) + 5;
-      if (size >= PART_TARGET) { yield ['s', col, from, values.slice(from, i + 1)]; from = i + 1; size = 0; }
+      if (size >= PART_TARGET) {
+        yield ['s', col, from, values.slice(from, i + 1)];
+        from = i + 1;
+        size = 0;
+      }
     }
     if (from < m.count) yield ['s', col, from, values.slice(from, m.count)];
   }
   for (const col of BYTE_COLUMNS) {
     const bytes = bytesOf(m[col]);
-    for (let off = 0; off < bytes.length; off += PART_TARGET) yield ['b', col, off, bytes.subarray(off, off + PART_TARGET)];
+    for (let off = 0; off < bytes.length; off += PART_TARGET)
+      yield ['b', col, off, bytes.subarray(off, off + PART_TARGET)];
   }
 }
 
@@ -113,18 +134,26 @@ type PartV2 = ['c', number, ContactRow[]] | ['a', string, number, Uint8Array];
 
 function* partsV2(flat: FlatIndex): Generator<PartV2> {
   const contacts = flat.contacts;
-  let rows: ContactRow[] = [], start = 0, size = 0;
+  let rows: ContactRow[] = [],
+    start = 0,
+    size = 0;
   for (let i = 0; i < contacts.length; i++) {
     const c = contacts[i];
     const row: ContactRow = [c.id, c.name, c.phone, c.email, c.avatar_url, c.source];
     rows.push(row);
     for (const f of row) size += f === null ? 1 : Buffer.byteLength(f) + 5;
-    if (size >= PART_TARGET) { yield ['c', start, rows]; start = i + 1; rows = []; size = 0; }
+    if (size >= PART_TARGET) {
+      yield ['c', start, rows];
+      start = i + 1;
+      rows = [];
+      size = 0;
+    }
   }
   if (rows.length > 0 || contacts.length === 0) yield ['c', start, rows];
   for (const [name, a] of Object.entries(flat.sections)) {
     const bytes = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
-    for (let off = 0; off < bytes.length; off += PART_TARGET) yield ['a', name, off, bytes.subarray(off, off + PART_TARGET)];
+    for (let off = 0; off < bytes.length; off += PART_TARGET)
+      yield ['a', name, off, bytes.subarray(off, off + PART_TARGET)];
   }
 }
 
@@ -135,7 +164,11 @@ export type PreparedSnapshot = { format: 1; data: OrgData } | { format: 2; flat:
 export function prepareSnapshot(data: OrgData, format: 1 | 2 = SNAPSHOT_FORMAT_VERSION): PreparedSnapshot {
   if (format === 1) return { format: 1, data };
   let order: Uint32Array | undefined;
-  const index = buildIndex(data, { onOrder: (o) => { order = o; } });
+  const index = buildIndex(data, {
+    onOrder: (o) => {
+      order = o;
+    },
+  });
   return { format: 2, flat: flattenIndex(index, order) };
 }
 
@@ -143,17 +176,22 @@ export function prepareSnapshot(data: OrgData, format: 1 | 2 = SNAPSHOT_FORMAT_V
  * Encodes lazily, one chunk at a time, so a publisher holds one chunk beside the data.
  * Returns the chunks; call `manifest()` on the result once they are all consumed.
  */
-export function encodeSnapshot(prepared: PreparedSnapshot, version: number): { chunks: Iterable<Uint8Array>; manifest(): Uint8Array } {
+export function encodeSnapshot(
+  prepared: PreparedSnapshot,
+  version: number,
+): { chunks: Iterable<Uint8Array>; manifest(): Uint8Array } {
   if (endianness() !== 'LE') throw new Error('snapshot: only little-endian hosts are supported');
   const infos: ChunkInfo[] = [];
   const source: Iterable<unknown> = prepared.format === 1 ? partsV1(prepared.data) : partsV2(prepared.flat);
   function* chunks(): Generator<Uint8Array> {
-    let pending: Buffer[] = [], size = 0;
+    let pending: Buffer[] = [],
+      size = 0;
     const flush = (): Uint8Array => {
       // Buffer.concat copies: packr reuses its output buffer across pack() calls.
       const chunk = Buffer.concat(pending, size);
       infos.push({ length: chunk.length, crc32: crc32(chunk) });
-      pending = []; size = 0;
+      pending = [];
+      size = 0;
       return chunk;
     };
     for (const part of source) {
@@ -167,17 +205,28 @@ export function encodeSnapshot(prepared: PreparedSnapshot, version: number): { c
   const common = { magic: SNAPSHOT_MAGIC, version, createdAt: new Date().toISOString() };
   return {
     chunks: chunks(),
-    manifest: () => encodeManifest(prepared.format === 1
-      ? {
-        ...common, format: 1, organizationId: prepared.data.organizationId,
-        contacts: prepared.data.contacts.length, messages: prepared.data.messages.count, chunks: infos,
-      }
-      : {
-        ...common, format: 2, organizationId: prepared.flat.organizationId,
-        contacts: prepared.flat.contactCount, messages: prepared.flat.messageCount, chunks: infos,
-        pairMinFrequency: prepared.flat.pairMinFrequency,
-        sections: Object.entries(prepared.flat.sections).map(([name, a]) => [name, sectionType(a), a.length]),
-      }),
+    manifest: () =>
+      encodeManifest(
+        prepared.format === 1
+          ? {
+              ...common,
+              format: 1,
+              organizationId: prepared.data.organizationId,
+              contacts: prepared.data.contacts.length,
+              messages: prepared.data.messages.count,
+              chunks: infos,
+            }
+          : {
+              ...common,
+              format: 2,
+              organizationId: prepared.flat.organizationId,
+              contacts: prepared.flat.contactCount,
+              messages: prepared.flat.messageCount,
+              chunks: infos,
+              pairMinFrequency: prepared.flat.pairMinFrequency,
+              sections: Object.entries(prepared.flat.sections).map(([name, a]) => [name, sectionType(a), a.length]),
+            },
+      ),
   };
 }
 
@@ -203,9 +252,12 @@ export function parseManifest(bytes: Uint8Array, ref: { organizationId: string; 
   } catch (err) {
     throw new Error(`snapshot: unreadable manifest for ${what}: ${(err as Error).message}`);
   }
-  if (m === null || typeof m !== 'object' || m.magic !== SNAPSHOT_MAGIC) throw new Error(`snapshot: not a snapshot manifest for ${what}`);
+  if (m === null || typeof m !== 'object' || m.magic !== SNAPSHOT_MAGIC)
+    throw new Error(`snapshot: not a snapshot manifest for ${what}`);
   if (!READABLE_FORMATS.includes(m.format)) {
-    throw new Error(`snapshot: unknown format version ${JSON.stringify(m.format)} for organization ${ref.organizationId}`);
+    throw new Error(
+      `snapshot: unknown format version ${JSON.stringify(m.format)} for organization ${ref.organizationId}`,
+    );
   }
   if (m.organizationId !== ref.organizationId || m.version !== ref.version) {
     throw new Error(`snapshot: manifest names organization ${m.organizationId} version ${m.version}, expected ${what}`);
@@ -231,7 +283,9 @@ export class SnapshotDecoder {
 
   constructor(manifest: Manifest, options: LoadFlatOptions = {}) {
     if (manifest.format === 1 && options.build === false) {
-      throw new OlderFormatError(`snapshot: organization ${manifest.organizationId} version ${manifest.version} is format 1: its index must be built`);
+      throw new OlderFormatError(
+        `snapshot: organization ${manifest.organizationId} version ${manifest.version} is format 1: its index must be built`,
+      );
     }
     this.v1 = manifest.format === 1 ? new RecordColumnsDecoder(manifest) : null;
     this.v2 = manifest.format === 1 ? null : new SectionsDecoder(manifest);
@@ -260,8 +314,18 @@ function expectedLayout(): Map<string, SectionType> {
   // The types come from an index built by this very code, so a column added to TYPED_ARRAY_FIELDS
   // (or one whose type changes) is part of the layout without a change here.
   const empty: OrgData = {
-    organizationId: '', contacts: [],
-    messages: { count: 0, id: [], contact: new Uint32Array(0), conversationId: [], channel: new Uint8Array(0), direction: new Uint8Array(0), content: [], sentAt: new Float64Array(0) },
+    organizationId: '',
+    contacts: [],
+    messages: {
+      count: 0,
+      id: [],
+      contact: new Uint32Array(0),
+      conversationId: [],
+      channel: new Uint8Array(0),
+      direction: new Uint8Array(0),
+      content: [],
+      sentAt: new Float64Array(0),
+    },
   };
   const flat = flattenIndex(buildIndex(empty));
   layoutCache = new Map(Object.entries(flat.sections).map(([k, a]) => [k, sectionType(a)]));
@@ -291,15 +355,24 @@ class SectionsDecoder {
     for (const c of manifest.chunks) total += c.length;
     for (const entry of manifest.sections!) {
       const [name, type, length] = (Array.isArray(entry) ? entry : []) as [unknown, unknown, unknown];
-      if (typeof name !== 'string' || typeof type !== 'string' || !Object.hasOwn(SECTION_TYPES, type) || typeof length !== 'number'
-        || !Number.isSafeInteger(length) || length < 0 || names.has(name)) {
+      if (
+        typeof name !== 'string' ||
+        typeof type !== 'string' ||
+        !Object.hasOwn(SECTION_TYPES, type) ||
+        typeof length !== 'number' ||
+        !Number.isSafeInteger(length) ||
+        length < 0 ||
+        names.has(name)
+      ) {
         throw new Error(`snapshot: malformed manifest for ${this.what}`);
       }
       names.add(name);
       const want = expected.get(name);
       if (name !== 'sourceOrder' && want !== type) {
-        throw new Error(`snapshot: ${this.what} has ${want === undefined ? 'an unknown' : 'a differently typed'} section ${name} `
-          + `(another index layout); ${UPGRADE}`);
+        throw new Error(
+          `snapshot: ${this.what} has ${want === undefined ? 'an unknown' : 'a differently typed'} section ${name} ` +
+            `(another index layout); ${UPGRADE}`,
+        );
       }
       const Ctor = SECTION_TYPES[type as SectionType];
       // A manifest cannot make us allocate more than its chunks could fill.
@@ -313,10 +386,15 @@ class SectionsDecoder {
       }
     }
     for (const [name, array] of Object.entries(allocateShared(shared))) {
-      this.sections.set(name, { bytes: new Uint8Array(array.buffer, array.byteOffset, array.byteLength), array, filled: 0 });
+      this.sections.set(name, {
+        bytes: new Uint8Array(array.buffer, array.byteOffset, array.byteLength),
+        array,
+        filled: 0,
+      });
     }
     for (const name of expected.keys()) {
-      if (!names.has(name)) throw new Error(`snapshot: ${this.what} has no section ${name} (another index layout); ${UPGRADE}`);
+      if (!names.has(name))
+        throw new Error(`snapshot: ${this.what} has no section ${name} (another index layout); ${UPGRADE}`);
     }
   }
 
@@ -327,7 +405,8 @@ class SectionsDecoder {
   add(index: number, chunk: Uint8Array): void {
     const info = this.manifest.chunks[index];
     if (info === undefined || this.seen[index]) throw this.corrupt(`unexpected chunk ${index}`);
-    if (chunk.length !== info.length || crc32(chunk) !== info.crc32) throw this.corrupt(`chunk ${index} checksum mismatch`);
+    if (chunk.length !== info.length || crc32(chunk) !== info.crc32)
+      throw this.corrupt(`chunk ${index} checksum mismatch`);
     this.seen[index] = true;
     let decoded: PartV2[];
     try {
@@ -340,7 +419,13 @@ class SectionsDecoder {
       if (!Array.isArray(p)) throw bad();
       if (p[0] === 'c') {
         const [, start, rows] = p;
-        if (!Array.isArray(rows) || !Number.isSafeInteger(start) || start < 0 || start + rows.length > this.contacts.length) throw bad();
+        if (
+          !Array.isArray(rows) ||
+          !Number.isSafeInteger(start) ||
+          start < 0 ||
+          start + rows.length > this.contacts.length
+        )
+          throw bad();
         const org = this.manifest.organizationId;
         for (let i = 0; i < rows.length; i++) {
           const [id, name, phone, email, avatar_url, source] = rows[i];
@@ -350,7 +435,14 @@ class SectionsDecoder {
       } else if (p[0] === 'a') {
         const [, name, offset, bytes] = p;
         const s = this.sections.get(name);
-        if (s === undefined || !(bytes instanceof Uint8Array) || !Number.isSafeInteger(offset) || offset < 0 || offset + bytes.length > s.bytes.length) throw bad();
+        if (
+          s === undefined ||
+          !(bytes instanceof Uint8Array) ||
+          !Number.isSafeInteger(offset) ||
+          offset < 0 ||
+          offset + bytes.length > s.bytes.length
+        )
+          throw bad();
         // The one copy: from the chunk (msgpackr's view into it) into the section's own memory.
         s.bytes.set(bytes, offset);
         s.filled += bytes.length;
@@ -372,12 +464,20 @@ class SectionsDecoder {
     const n = m.messages;
     // Cheap shape checks, so a bad snapshot fails here and not inside a query.
     const off = sections.tokenOffsets as Uint32Array;
-    if ((sections.msgSentAt !== undefined && sections.msgSentAt.length !== n) || off.length < 1 || off[off.length - 1] !== sections.tokenBytes.length) {
+    if (
+      (sections.msgSentAt !== undefined && sections.msgSentAt.length !== n) ||
+      off.length < 1 ||
+      off[off.length - 1] !== sections.tokenBytes.length
+    ) {
       throw this.corrupt('sections disagree with the counts');
     }
     return {
-      organizationId: m.organizationId, messageCount: n, contactCount: m.contacts, pairMinFrequency: m.pairMinFrequency!,
-      contacts: this.contacts, sections,
+      organizationId: m.organizationId,
+      messageCount: n,
+      contactCount: m.contacts,
+      pairMinFrequency: m.pairMinFrequency!,
+      contacts: this.contacts,
+      sections,
     };
   }
 }
@@ -404,7 +504,10 @@ class RecordColumnsDecoder {
     this.contacts = new Array(manifest.contacts);
     this.strings = { id: new Array(n), conversationId: new Array(n), content: new Array(n) };
     this.bytes = {
-      contact: new Uint8Array(n * 4), channel: new Uint8Array(n), direction: new Uint8Array(n), sentAt: new Uint8Array(n * 8),
+      contact: new Uint8Array(n * 4),
+      channel: new Uint8Array(n),
+      direction: new Uint8Array(n),
+      sentAt: new Uint8Array(n * 8),
     };
     this.seen = new Array(manifest.chunks.length).fill(false);
   }
@@ -421,7 +524,8 @@ class RecordColumnsDecoder {
   add(index: number, chunk: Uint8Array): void {
     const info = this.manifest.chunks[index];
     if (info === undefined || this.seen[index]) throw this.corrupt(`unexpected chunk ${index}`);
-    if (chunk.length !== info.length || crc32(chunk) !== info.crc32) throw this.corrupt(`chunk ${index} checksum mismatch`);
+    if (chunk.length !== info.length || crc32(chunk) !== info.crc32)
+      throw this.corrupt(`chunk ${index} checksum mismatch`);
     this.seen[index] = true;
     let decoded: Part[];
     try {
@@ -463,17 +567,26 @@ class RecordColumnsDecoder {
 
   /** The OrgData, once every chunk was added; throws when anything is missing or out of range. */
   finish(): OrgData {
-    const m = this.manifest, n = m.messages;
+    const m = this.manifest,
+      n = m.messages;
     if (this.seen.some((s) => !s)) throw this.corrupt('missing chunks');
     if ((this.filled.get('c') ?? 0) !== m.contacts) throw this.corrupt('contact count mismatch');
-    for (const col of STRING_COLUMNS) if ((this.filled.get(col) ?? 0) !== n) throw this.corrupt(`column ${col} incomplete`);
-    for (const col of BYTE_COLUMNS) if ((this.filled.get(col) ?? 0) !== n * BYTES_PER[col]) throw this.corrupt(`column ${col} incomplete`);
+    for (const col of STRING_COLUMNS)
+      if ((this.filled.get(col) ?? 0) !== n) throw this.corrupt(`column ${col} incomplete`);
+    for (const col of BYTE_COLUMNS)
+      if ((this.filled.get(col) ?? 0) !== n * BYTES_PER[col]) throw this.corrupt(`column ${col} incomplete`);
     const contact = new Uint32Array(this.bytes.contact.buffer);
-    const channel = this.bytes.channel, direction = this.bytes.direction;
+    const channel = this.bytes.channel,
+      direction = this.bytes.direction;
     const sentAt = new Float64Array(this.bytes.sentAt.buffer);
     // Cheap range checks, so a bad snapshot fails here and not inside a query.
     for (let i = 0; i < n; i++) {
-      if (contact[i] >= m.contacts || channel[i] >= CHANNELS.length || direction[i] >= DIRECTIONS.length || !Number.isFinite(sentAt[i])) {
+      if (
+        contact[i] >= m.contacts ||
+        channel[i] >= CHANNELS.length ||
+        direction[i] >= DIRECTIONS.length ||
+        !Number.isFinite(sentAt[i])
+      ) {
         throw this.corrupt(`message ${i} out of range`);
       }
     }
@@ -481,8 +594,14 @@ class RecordColumnsDecoder {
       organizationId: m.organizationId,
       contacts: this.contacts,
       messages: {
-        count: n, id: this.strings.id, contact, conversationId: this.strings.conversationId,
-        channel, direction, content: this.strings.content, sentAt,
+        count: n,
+        id: this.strings.id,
+        contact,
+        conversationId: this.strings.conversationId,
+        channel,
+        direction,
+        content: this.strings.content,
+        sentAt,
       },
     };
   }

@@ -42,15 +42,23 @@ function buildTables(): Uint8Array {
   IS_LN = new Uint8Array(0x10000);
   MAPPED = [];
   for (let c = 0; c < 0x10000; c++) {
-    if (c >= 0xd800 && c <= 0xdfff) { kind[c] = PLAIN; continue; }
+    if (c >= 0xd800 && c <= 0xdfff) {
+      kind[c] = PLAIN;
+      continue;
+    }
     const ch = String.fromCharCode(c);
     if (LETTER_OR_DIGIT.test(ch)) IS_LN[c] = 1;
     const m = mapOne(ch);
     if (m === null) kind[c] = PLAIN;
     else if (m.length === 0) kind[c] = NONE;
-    else if (m.length === 1 && LETTER_OR_DIGIT.test(m)) { kind[c] = ONE; LOWER[c] = m.charCodeAt(0); }
-    else if (!HAS_TOKEN.test(m)) kind[c] = SEP;
-    else { kind[c] = MANY; MAPPED[c] = m; }
+    else if (m.length === 1 && LETTER_OR_DIGIT.test(m)) {
+      kind[c] = ONE;
+      LOWER[c] = m.charCodeAt(0);
+    } else if (!HAS_TOKEN.test(m)) kind[c] = SEP;
+    else {
+      kind[c] = MANY;
+      MAPPED[c] = m;
+    }
   }
   return kind;
 }
@@ -70,7 +78,10 @@ function push(code: number): void {
 }
 
 function endToken(): void {
-  if (len > 0) { out.push(fromCodes(buf, len)); len = 0; }
+  if (len > 0) {
+    out.push(fromCodes(buf, len));
+    len = 0;
+  }
 }
 
 /** Appends an already normalized mapping: its letters and digits join the token, the rest ends it. */
@@ -79,7 +90,10 @@ function pushMapped(m: string): void {
     const d = m.charCodeAt(j);
     if (d >= 0xd800 && d <= 0xdbff && j + 1 < m.length) {
       const pair = m.slice(j, j + 2);
-      if (LETTER_OR_DIGIT.test(pair)) { push(d); push(m.charCodeAt(j + 1)); } else endToken();
+      if (LETTER_OR_DIGIT.test(pair)) {
+        push(d);
+        push(m.charCodeAt(j + 1));
+      } else endToken();
       j++;
     } else if (IS_LN[d] === 1) push(d);
     else endToken();
@@ -101,7 +115,10 @@ export function tokensOf(text: string): string[] {
     const k = kind[c];
     if (k === ONE) {
       const l = LOWER[c];
-      if (len === 0) { start = i; plainRun = true; }
+      if (len === 0) {
+        start = i;
+        plainRun = true;
+      }
       if (plainRun && (l !== c || c >= 0x80)) plainRun = false;
       push(l);
     } else if (k === SEP) {
@@ -141,6 +158,7 @@ export function tokensOf(text: string): string[] {
 function fromCodes(b: Uint16Array, len: number): string {
   if (len <= 64) return String.fromCharCode.apply(null, b.subarray(0, len) as unknown as number[]);
   let s = '';
-  for (let i = 0; i < len; i += 4096) s += String.fromCharCode.apply(null, b.subarray(i, Math.min(len, i + 4096)) as unknown as number[]);
+  for (let i = 0; i < len; i += 4096)
+    s += String.fromCharCode.apply(null, b.subarray(i, Math.min(len, i + 4096)) as unknown as number[]);
   return s;
 }

@@ -26,7 +26,11 @@ function utcMs(y: number, mo: number, d: number, h: number, mi: number, s: numbe
 }
 
 function fromMatch(m: RegExpExecArray): number | null {
-  const y = +m[1], mo = +m[2], d = +m[3], h = +m[4], mi = +m[5];
+  const y = +m[1],
+    mo = +m[2],
+    d = +m[3],
+    h = +m[4],
+    mi = +m[5];
   const s = m[6] === undefined ? 0 : +m[6];
   if (!validDate(y, mo, d) || h > 23 || mi > 59 || s > 59) return null;
   // A fraction of any length is cut (not rounded) to milliseconds.
@@ -34,7 +38,8 @@ function fromMatch(m: RegExpExecArray): number | null {
   let t = utcMs(y, mo, d, h, mi, s, ms);
   const off = m[8];
   if (off !== undefined && off !== 'Z' && off !== 'z') {
-    const oh = +off.slice(1, 3), om = +off.slice(4, 6);
+    const oh = +off.slice(1, 3),
+      om = +off.slice(4, 6);
     if (oh > 23 || om > 59) return null;
     const sign = off[0] === '-' ? -1 : 1;
     t -= sign * (oh * 60 + om) * 60000;
@@ -49,7 +54,9 @@ function fromMatch(m: RegExpExecArray): number | null {
 export function parseRequestInstant(value: string, endOfDay: boolean): number | null {
   const d = DATE_ONLY.exec(value);
   if (d) {
-    const y = +d[1], mo = +d[2], day = +d[3];
+    const y = +d[1],
+      mo = +d[2],
+      day = +d[3];
     if (!validDate(y, mo, day)) return null;
     return endOfDay ? utcMs(y, mo, day, 23, 59, 59, 999) : utcMs(y, mo, day, 0, 0, 0, 0);
   }

@@ -39,31 +39,68 @@ export interface StoreHarness {
 export async function openHarness(name: 'embedded' | 'redis' | 'cluster'): Promise<StoreHarness> {
   if (name === 'embedded') {
     const d = tempDir('e2e-data-');
-    return { name, env: baseEnv({ DATA_DIR: d.dir }), serverEnv: { DATA_DIR: d.dir }, redis: null, async cleanup() { d.cleanup(); } };
+    return {
+      name,
+      env: baseEnv({ DATA_DIR: d.dir }),
+      serverEnv: { DATA_DIR: d.dir },
+      redis: null,
+      async cleanup() {
+        d.cleanup();
+      },
+    };
   }
   if (name === 'cluster') {
     const cluster = await startCluster();
     const d = tempDir('e2e-cluster-data-');
     return {
-      name, env: baseEnv({ REDIS_URL: cluster.url, DATA_DIR: d.dir }), serverEnv: { REDIS_URL: cluster.url, DATA_DIR: d.dir }, redis: null, cluster,
-      async cleanup() { await cluster.stop(); d.cleanup(); },
+      name,
+      env: baseEnv({ REDIS_URL: cluster.url, DATA_DIR: d.dir }),
+      serverEnv: { REDIS_URL: cluster.url, DATA_DIR: d.dir },
+      redis: null,
+      cluster,
+      async cleanup() {
+        await cluster.stop();
+        d.cleanup();
+      },
     };
   }
   const redis = await startRedis();
   // DATA_DIR too, pointing at an empty folder: nothing may be written to ./data by accident.
   const d = tempDir('e2e-redis-data-');
   return {
-    name, env: baseEnv({ REDIS_URL: redis.url, DATA_DIR: d.dir }), serverEnv: { REDIS_URL: redis.url, DATA_DIR: d.dir }, redis,
-    async cleanup() { await redis.stop(); d.cleanup(); },
+    name,
+    env: baseEnv({ REDIS_URL: redis.url, DATA_DIR: d.dir }),
+    serverEnv: { REDIS_URL: redis.url, DATA_DIR: d.dir },
+    redis,
+    async cleanup() {
+      await redis.stop();
+      d.cleanup();
+    },
   };
 }
 
 /** `npm run gen` (scripts/gen.ts) into `out`. */
-export async function gen(out: string, opts: { messages: number; contacts: number; organizations: number; seed: number }): Promise<void> {
-  const r = await runNode('scripts/gen.ts', [
-    '--messages', String(opts.messages), '--contacts', String(opts.contacts), '--organizations', String(opts.organizations),
-    '--seed', String(opts.seed), '--out', out,
-  ], baseEnv({}), 120_000);
+export async function gen(
+  out: string,
+  opts: { messages: number; contacts: number; organizations: number; seed: number },
+): Promise<void> {
+  const r = await runNode(
+    'scripts/gen.ts',
+    [
+      '--messages',
+      String(opts.messages),
+      '--contacts',
+      String(opts.contacts),
+      '--organizations',
+      String(opts.organizations),
+      '--seed',
+      String(opts.seed),
+      '--out',
+      out,
+    ],
+    baseEnv({}),
+    120_000,
+  );
   assert.equal(r.code, 0, `gen failed: ${r.stderr}`);
 }
 
@@ -75,24 +112,38 @@ export interface Dataset {
 }
 
 export function readNdjson<T>(file: string): T[] {
-  return readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as T);
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as T);
 }
 
 export function loadDataset(dir: string): Dataset {
-  const contactsFile = path.join(dir, 'contacts.ndjson'), messagesFile = path.join(dir, 'messages.ndjson');
+  const contactsFile = path.join(dir, 'contacts.ndjson'),
+    messagesFile = path.join(dir, 'messages.ndjson');
   return { contacts: readNdjson(contactsFile), messages: readNdjson(messagesFile), contactsFile, messagesFile };
 }
 
 /** Writes a dataset as NDJSON into `dir`. */
-export function writeDataset(dir: string, contacts: Contact[], messages: MessageLine[], extraMessageLines: string[] = []): Dataset {
-  const contactsFile = path.join(dir, 'contacts.ndjson'), messagesFile = path.join(dir, 'messages.ndjson');
+export function writeDataset(
+  dir: string,
+  contacts: Contact[],
+  messages: MessageLine[],
+  extraMessageLines: string[] = [],
+): Dataset {
+  const contactsFile = path.join(dir, 'contacts.ndjson'),
+    messagesFile = path.join(dir, 'messages.ndjson');
   writeFileSync(contactsFile, contacts.map((c) => JSON.stringify(c)).join('\n') + '\n');
   writeFileSync(messagesFile, [...messages.map((m) => JSON.stringify(m)), ...extraMessageLines].join('\n') + '\n');
   return { contacts, messages, contactsFile, messagesFile };
 }
 
 /** The records of one organization of `d`, moved to organization `org` (new content for an existing organization). */
-export function rehome(d: { contacts: Contact[]; messages: MessageLine[] }, from: string, org: string): { contacts: Contact[]; messages: MessageLine[] } {
+export function rehome(
+  d: { contacts: Contact[]; messages: MessageLine[] },
+  from: string,
+  org: string,
+): { contacts: Contact[]; messages: MessageLine[] } {
   return {
     contacts: d.contacts.filter((c) => c.organization_id === from).map((c) => ({ ...c, organization_id: org })),
     messages: d.messages.filter((m) => m.organization_id === from).map((m) => ({ ...m, organization_id: org })),
@@ -103,8 +154,17 @@ export function organizationsOf(d: { contacts: Contact[] }): string[] {
   return [...new Set(d.contacts.map((c) => c.organization_id))];
 }
 
-export function importCli(env: NodeJS.ProcessEnv, d: { contactsFile: string; messagesFile: string }, more: string[] = []): Promise<RunResult> {
-  return runNode('src/cli/snapshot.ts', ['import', '--contacts', d.contactsFile, '--messages', d.messagesFile, ...more], env, 120_000);
+export function importCli(
+  env: NodeJS.ProcessEnv,
+  d: { contactsFile: string; messagesFile: string },
+  more: string[] = [],
+): Promise<RunResult> {
+  return runNode(
+    'src/cli/snapshot.ts',
+    ['import', '--contacts', d.contactsFile, '--messages', d.messagesFile, ...more],
+    env,
+    120_000,
+  );
 }
 
 export function reloadCli(env: NodeJS.ProcessEnv, args: string[] = []): Promise<RunResult> {
@@ -133,7 +193,9 @@ export interface Vocabulary {
 }
 
 export function vocabulary(messages: MessageLine[], org: string): Vocabulary {
-  const words = new Set<string>(), pairs = new Set<string>(), instants: number[] = [];
+  const words = new Set<string>(),
+    pairs = new Set<string>(),
+    instants: number[] = [];
   // 500 words in order of appearance, then the most frequent: the generator's vocabulary has a
   // long Zipf tail, and requests made of tail words alone would nearly all find nothing.
   const counts = new Map<string, number>();
@@ -162,13 +224,24 @@ function instantParam(rng: Rng, around: number, isTo: boolean): { text: string; 
   if (form < 0.3) {
     const d = new Date(t);
     const day = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate());
-    return { text: `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}`, ms: isTo ? day + 86_399_999 : day };
+    return {
+      text: `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}`,
+      ms: isTo ? day + 86_399_999 : day,
+    };
   }
   const offset = pick(rng, [0, 0, -180, 60, 330, -300, 540]);
   const local = new Date(t + offset * 60_000);
-  const [y, mo, d, h, mi, s] = [local.getUTCFullYear(), local.getUTCMonth(), local.getUTCDate(), local.getUTCHours(), local.getUTCMinutes(), local.getUTCSeconds()];
+  const [y, mo, d, h, mi, s] = [
+    local.getUTCFullYear(),
+    local.getUTCMonth(),
+    local.getUTCDate(),
+    local.getUTCHours(),
+    local.getUTCMinutes(),
+    local.getUTCSeconds(),
+  ];
   let text = `${y}-${pad(mo + 1)}-${pad(d)}T${pad(h)}:${pad(mi)}`;
-  let sec = 0, ms = 0;
+  let sec = 0,
+    ms = 0;
   const precision = rng();
   if (precision > 0.2) {
     sec = s;
@@ -201,13 +274,16 @@ export function generateRequest(rng: Rng, org: string, vocab: Vocabulary): Gener
     return rng() < 0.5 ? w.toUpperCase() : w.normalize('NFD');
   };
   const params: [string, string][] = [['organization_id', rng() < 0.2 ? org.toUpperCase() : org]];
-  let q: string | null = null, keywords: string | null = null;
+  let q: string | null = null,
+    keywords: string | null = null;
   const keyword: string[] = [];
   const shape = rng();
   if (shape < 0.4 || shape >= 0.9) q = term();
-  if (shape >= 0.4 && shape < 0.75 || shape >= 0.95) {
+  if ((shape >= 0.4 && shape < 0.75) || shape >= 0.95) {
     const n = int(rng, 1, 5);
-    keywords = Array.from({ length: n }, term).map((t) => t.replace(/[,;\r\n]/g, '')).reduce((acc, t, i) => (i === 0 ? t : acc + pick(rng, [',', ';', '\n', '\r\n', ', ']) + t), '');
+    keywords = Array.from({ length: n }, term)
+      .map((t) => t.replace(/[,;\r\n]/g, ''))
+      .reduce((acc, t, i) => (i === 0 ? t : acc + pick(rng, [',', ';', '\n', '\r\n', ', ']) + t), '');
   }
   if (shape >= 0.75) for (let i = int(rng, 1, 4); i > 0; i--) keyword.push(term());
   // A term-less draw (all discarded): add one word that surely yields a term.
@@ -218,12 +294,29 @@ export function generateRequest(rng: Rng, org: string, vocab: Vocabulary): Gener
   for (const k of keyword) params.push(['keyword', k]);
 
   const req: SearchRequest = {
-    organizationId: org, terms: referenceTerms(q, keywords, keyword), match: 'any', direction: 'inbound', channel: null,
-    from: null, to: null, limit: 50, offset: 0, messagesLimit: 3,
+    organizationId: org,
+    terms: referenceTerms(q, keywords, keyword),
+    match: 'any',
+    direction: 'inbound',
+    channel: null,
+    from: null,
+    to: null,
+    limit: 50,
+    offset: 0,
+    messagesLimit: 3,
   };
-  if (rng() < 0.6) { req.match = pick(rng, ['any', 'all'] as const); params.push(['match', req.match]); }
-  if (rng() < 0.6) { req.direction = pick(rng, ['inbound', 'outbound', 'all'] as const); params.push(['direction', req.direction]); }
-  if (rng() < 0.3) { req.channel = pick(rng, CHANNELS); params.push(['channel', req.channel]); }
+  if (rng() < 0.6) {
+    req.match = pick(rng, ['any', 'all'] as const);
+    params.push(['match', req.match]);
+  }
+  if (rng() < 0.6) {
+    req.direction = pick(rng, ['inbound', 'outbound', 'all'] as const);
+    params.push(['direction', req.direction]);
+  }
+  if (rng() < 0.3) {
+    req.channel = pick(rng, CHANNELS);
+    params.push(['channel', req.channel]);
+  }
   if (rng() < 0.35) {
     let a = instantParam(rng, pick(rng, vocab.instants), false);
     let b = instantParam(rng, pick(rng, vocab.instants), true);
@@ -231,17 +324,39 @@ export function generateRequest(rng: Rng, org: string, vocab: Vocabulary): Gener
       a = instantParam(rng, pick(rng, vocab.instants), false);
       b = instantParam(rng, pick(rng, vocab.instants), true);
     }
-    if (a.ms > b.ms) [a, b] = [{ text: '2020-01-01', ms: Date.UTC(2020, 0, 1) }, { text: '2030-12-31', ms: Date.UTC(2030, 11, 31, 23, 59, 59, 999) }];
+    if (a.ms > b.ms)
+      [a, b] = [
+        { text: '2020-01-01', ms: Date.UTC(2020, 0, 1) },
+        { text: '2030-12-31', ms: Date.UTC(2030, 11, 31, 23, 59, 59, 999) },
+      ];
     const which = rng();
-    if (which < 0.8) { req.from = a.ms; params.push(['from', a.text]); }
-    if (which > 0.3) { req.to = b.ms; params.push(['to', b.text]); }
+    if (which < 0.8) {
+      req.from = a.ms;
+      params.push(['from', a.text]);
+    }
+    if (which > 0.3) {
+      req.to = b.ms;
+      params.push(['to', b.text]);
+    }
   }
-  if (rng() < 0.5) { req.limit = int(rng, 1, 100); params.push(['limit', rng() < 0.1 ? '00' + req.limit : String(req.limit)]); }
-  if (rng() < 0.3) { req.offset = rng() < 0.2 ? int(rng, 50, 500) : int(rng, 0, 20); params.push(['offset', String(req.offset)]); }
-  if (rng() < 0.4) { req.messagesLimit = int(rng, 0, 20); params.push(['messages_limit', String(req.messagesLimit)]); }
+  if (rng() < 0.5) {
+    req.limit = int(rng, 1, 100);
+    params.push(['limit', rng() < 0.1 ? '00' + req.limit : String(req.limit)]);
+  }
+  if (rng() < 0.3) {
+    req.offset = rng() < 0.2 ? int(rng, 50, 500) : int(rng, 0, 20);
+    params.push(['offset', String(req.offset)]);
+  }
+  if (rng() < 0.4) {
+    req.messagesLimit = int(rng, 0, 20);
+    params.push(['messages_limit', String(req.messagesLimit)]);
+  }
   if (rng() < 0.1) params.push(['unknown_param', 'x']);
   // Any order: parameters are not positional.
-  for (let i = params.length - 1; i > 0; i--) { const j = Math.floor(rng() * (i + 1)); [params[i], params[j]] = [params[j], params[i]]; }
+  for (let i = params.length - 1; i > 0; i--) {
+    const j = Math.floor(rng() * (i + 1));
+    [params[i], params[j]] = [params[j], params[i]];
+  }
   // ... except that `keyword` occurrences keep their relative order (CONTRACT 2.1).
   let k = 0;
   for (const p of params) if (p[0] === 'keyword') p[1] = keyword[k++];

@@ -44,7 +44,11 @@ interface KeyDef {
 function fixedKey(prefix: string, secretChar: string): string {
   return `crm_live_${prefix}_${secretChar.repeat(32)}`;
 }
-const FULL: KeyDef = { key: fixedKey('fuzzfull', 'F'), orgs: [ORG_A, ORG_B], scopes: ['contacts:read', 'messages:read'] };
+const FULL: KeyDef = {
+  key: fixedKey('fuzzfull', 'F'),
+  orgs: [ORG_A, ORG_B],
+  scopes: ['contacts:read', 'messages:read'],
+};
 const CONTACTS_ONLY: KeyDef = { key: fixedKey('fuzzcont', 'C'), orgs: [ORG_A], scopes: ['contacts:read'] };
 const C_KEY: KeyDef = { key: fixedKey('fuzzorgc', 'G'), orgs: [ORG_C], scopes: ['contacts:read', 'messages:read'] };
 const REVOKED: KeyDef = { key: fixedKey('fuzzrevk', 'R'), orgs: [ORG_A], scopes: ['contacts:read', 'messages:read'] };
@@ -69,7 +73,10 @@ export async function startFuzzTarget(): Promise<FuzzTarget> {
   const data = tempDataDir();
   const store = await openStore({ DATA_DIR: data.dir });
   const records: OracleData = { contacts: [], messages: [] };
-  for (const [org, n] of [[ORG_A, 1], [ORG_C, 3]] as const) {
+  for (const [org, n] of [
+    [ORG_A, 1],
+    [ORG_C, 3],
+  ] as const) {
     const g = generate(n, 120, 2400, n);
     for (const c of g.contacts) c.organization_id = org;
     for (const m of g.messages) m.organization_id = org;
@@ -81,8 +88,15 @@ export async function startFuzzTarget(): Promise<FuzzTarget> {
   for (const k of ALL_KEYS) {
     const [, prefix, secret] = /^crm_live_([a-z0-9]{8})_(.{32})$/.exec(k.key)!;
     await store.putKey({
-      prefix, name: 'fuzz', hash: hashSecret(secret), organization_ids: k.orgs, scopes: k.scopes, created_at: now,
-      expires_at: null, revoked_at: k === REVOKED ? now : null, last_used_at: null,
+      prefix,
+      name: 'fuzz',
+      hash: hashSecret(secret),
+      organization_ids: k.orgs,
+      scopes: k.scopes,
+      created_at: now,
+      expires_at: null,
+      revoked_at: k === REVOKED ? now : null,
+      last_used_at: null,
     });
   }
   await store.close();
@@ -119,20 +133,119 @@ const RAW_ENCODED = /[\u0000-\u0020\u007f%&=#+?\u0085\u00a0\u1680\u2000-\u200a\u
 /** Leaves unicode raw; escapes only what would break the request line or the query syntax. */
 const rawEncode = (s: string) => wellFormed(s).replace(RAW_ENCODED, (c) => encodeURIComponent(c));
 
-const WORDS = ['pedido', 'boleto', 'olá', 'preço', 'segunda via', 'ação', 'Ação', 'ok', '🙂', 'ﬁm', 'entrega', 'PEDIDO', 'o', '!!', 'x'.repeat(250), 'ß', 'İ', 'ς'];
-const NUMBERS = ['0', '1', '3', '20', '21', '50', '100', '101', '-1', '1.5', '+1', ' 1', '1e2', 'NaN', 'Infinity', '-0', '007', '0x10',
-  '9007199254740991', '9007199254740992', '99999999999999999999999999', '1'.repeat(400), '٣', '１'];
-const DATES = ['2024-01-01', '2024-01-03', '2024-02-29', '2023-02-29', '2024-02-30', '2024-01-01T10:00Z', '2024-01-01T10:00:00.123456+03:00',
-  '2024-01-01T23:59:60Z', '2024-01-01t10:00z', '2024-13-01', '24-01-01', '2024-01-01T10:00:00', 'yesterday', '0000-01-01', '9999-12-31'];
-const ORGS = [ORG_A, ORG_A.toUpperCase(), ORG_B, ORG_C, '00000000-0000-0000-0000-000000000000', ORG_A.slice(1), ORG_A + '0', 'not-a-uuid', ORG_A.replace(/-/g, '')];
-const ENUMS = ['any', 'all', 'ALL', 'inbound', 'outbound', 'email', 'whatsapp', 'whatsapp_cloud_api', 'instagram', 'telegram', 'sms', ''];
-const NAMES = ['organization_id', 'q', 'keywords', 'keyword', 'match', 'direction', 'channel', 'from', 'to', 'limit', 'offset', 'messages_limit'];
+const WORDS = [
+  'pedido',
+  'boleto',
+  'olá',
+  'preço',
+  'segunda via',
+  'ação',
+  'Ação',
+  'ok',
+  '🙂',
+  'ﬁm',
+  'entrega',
+  'PEDIDO',
+  'o',
+  '!!',
+  'x'.repeat(250),
+  'ß',
+  'İ',
+  'ς',
+];
+const NUMBERS = [
+  '0',
+  '1',
+  '3',
+  '20',
+  '21',
+  '50',
+  '100',
+  '101',
+  '-1',
+  '1.5',
+  '+1',
+  ' 1',
+  '1e2',
+  'NaN',
+  'Infinity',
+  '-0',
+  '007',
+  '0x10',
+  '9007199254740991',
+  '9007199254740992',
+  '99999999999999999999999999',
+  '1'.repeat(400),
+  '٣',
+  '１',
+];
+const DATES = [
+  '2024-01-01',
+  '2024-01-03',
+  '2024-02-29',
+  '2023-02-29',
+  '2024-02-30',
+  '2024-01-01T10:00Z',
+  '2024-01-01T10:00:00.123456+03:00',
+  '2024-01-01T23:59:60Z',
+  '2024-01-01t10:00z',
+  '2024-13-01',
+  '24-01-01',
+  '2024-01-01T10:00:00',
+  'yesterday',
+  '0000-01-01',
+  '9999-12-31',
+];
+const ORGS = [
+  ORG_A,
+  ORG_A.toUpperCase(),
+  ORG_B,
+  ORG_C,
+  '00000000-0000-0000-0000-000000000000',
+  ORG_A.slice(1),
+  ORG_A + '0',
+  'not-a-uuid',
+  ORG_A.replace(/-/g, ''),
+];
+const ENUMS = [
+  'any',
+  'all',
+  'ALL',
+  'inbound',
+  'outbound',
+  'email',
+  'whatsapp',
+  'whatsapp_cloud_api',
+  'instagram',
+  'telegram',
+  'sms',
+  '',
+];
+const NAMES = [
+  'organization_id',
+  'q',
+  'keywords',
+  'keyword',
+  'match',
+  'direction',
+  'channel',
+  'from',
+  'to',
+  'limit',
+  'offset',
+  'messages_limit',
+];
 
 const arbText = fc.oneof(
   { arbitrary: fc.constantFrom(...WORDS), weight: 5 },
   { arbitrary: fc.string({ unit: 'grapheme', maxLength: 30 }), weight: 2 },
   { arbitrary: fc.string({ unit: 'binary', maxLength: 30 }), weight: 2 },
-  { arbitrary: fc.array(fc.constantFrom(...WORDS, ',', ';', '\n', '\r\n', '，', ' '), { maxLength: 15 }).map((a) => a.join('')), weight: 3 },
+  {
+    arbitrary: fc
+      .array(fc.constantFrom(...WORDS, ',', ';', '\n', '\r\n', '，', ' '), { maxLength: 15 })
+      .map((a) => a.join('')),
+    weight: 3,
+  },
 );
 const arbValue = fc.oneof(
   { arbitrary: arbText, weight: 4 },
@@ -151,7 +264,13 @@ const arbName = fc.oneof(
 
 /** How one name or value is written into the query: form-encoded, raw unicode, or broken. */
 const arbEncoded = (arb: fc.Arbitrary<string>) =>
-  fc.tuple(arb, fc.constantFrom('form', 'form', 'form', 'raw', 'broken', 'double'), fc.nat(), fc.constantFrom('%', '%z', '%G1', '%C3', '%E0%A4', '%ED%A0%80', '%FF', '%00', '%0A', '%25', '%2', '+'))
+  fc
+    .tuple(
+      arb,
+      fc.constantFrom('form', 'form', 'form', 'raw', 'broken', 'double'),
+      fc.nat(),
+      fc.constantFrom('%', '%z', '%G1', '%C3', '%E0%A4', '%ED%A0%80', '%FF', '%00', '%0A', '%25', '%2', '+'),
+    )
     .map(([s, how, at, bad]) => {
       if (how === 'raw') return rawEncode(s);
       if (how === 'double') return formEncode(formEncode(s));
@@ -163,7 +282,8 @@ const arbEncoded = (arb: fc.Arbitrary<string>) =>
       return e;
     });
 
-const arbPair = fc.tuple(arbEncoded(arbName), fc.option(arbEncoded(arbValue), { nil: undefined, freq: 12 }))
+const arbPair = fc
+  .tuple(arbEncoded(arbName), fc.option(arbEncoded(arbValue), { nil: undefined, freq: 12 }))
   .map(([n, v]) => (v === undefined ? n : `${n}=${v}`));
 
 /** A plausible base (valid org, a term) so that most mutations reach the parser's deeper rules. */
@@ -180,8 +300,21 @@ const arbBase = fc.constantFrom(
 const arbCleanQuery = fc
   .record({
     org: fc.constantFrom(ORG_A, ORG_A, ORG_A.toUpperCase(), ORG_C, ORG_B),
-    terms: fc.uniqueArray(fc.constantFrom('q=pedido', 'q=boleto+ok', 'q=%C3%A7%C3%A3o', 'keywords=ol%C3%A1%2Cpre%C3%A7o%3Bentrega', 'keywords=o%2Cok%0A%F0%9F%99%82',
-      'keyword=segunda+via', 'keyword=ok', 'keyword=%EF%AC%81m', 'keyword=fim', 'keyword=PEDIDO'), { minLength: 1, maxLength: 4, selector: (t) => (t.startsWith('keyword=') ? t : t.slice(0, 2)) }),
+    terms: fc.uniqueArray(
+      fc.constantFrom(
+        'q=pedido',
+        'q=boleto+ok',
+        'q=%C3%A7%C3%A3o',
+        'keywords=ol%C3%A1%2Cpre%C3%A7o%3Bentrega',
+        'keywords=o%2Cok%0A%F0%9F%99%82',
+        'keyword=segunda+via',
+        'keyword=ok',
+        'keyword=%EF%AC%81m',
+        'keyword=fim',
+        'keyword=PEDIDO',
+      ),
+      { minLength: 1, maxLength: 4, selector: (t) => (t.startsWith('keyword=') ? t : t.slice(0, 2)) },
+    ),
     limit: fc.option(fc.integer({ min: 1, max: 100 })),
     offset: fc.option(fc.oneof(fc.integer({ min: 0, max: 150 }), fc.constant(Number.MAX_SAFE_INTEGER))),
     messagesLimit: fc.option(fc.integer({ min: 0, max: 20 })),
@@ -207,64 +340,178 @@ const arbCleanQuery = fc
 
 const arbQuery: fc.Arbitrary<string | null> = fc.oneof(
   { arbitrary: arbCleanQuery, weight: 30 },
-  { arbitrary: fc.tuple(arbBase, fc.array(arbPair, { maxLength: 12 }), fc.boolean()).map(([b, extra, shuffle]) => {
-    const all = [...b, ...extra];
-    if (shuffle) all.reverse();
-    return all.join('&');
-  }), weight: 40 },
-  { arbitrary: fc.array(fc.constantFrom('&', '=', '&&', '==', '%', '+', '?', '#'), { maxLength: 10 }).map((a) => a.join('')), weight: 2 },
+  {
+    arbitrary: fc.tuple(arbBase, fc.array(arbPair, { maxLength: 12 }), fc.boolean()).map(([b, extra, shuffle]) => {
+      const all = [...b, ...extra];
+      if (shuffle) all.reverse();
+      return all.join('&');
+    }),
+    weight: 40,
+  },
+  {
+    arbitrary: fc
+      .array(fc.constantFrom('&', '=', '&&', '==', '%', '+', '?', '#'), { maxLength: 10 })
+      .map((a) => a.join('')),
+    weight: 2,
+  },
   { arbitrary: fc.constant(null), weight: 2 },
   // 10,000 parameters: empty pieces (200), unknown bare names (400: no org), too many to fit (414)
-  { arbitrary: fc.constantFrom(
-    `organization_id=${ORG_A}&q=pedido` + '&'.repeat(10_000),
-    'a&'.repeat(10_000),
-    `organization_id=${ORG_A}&q=pedido&` + 'x=&'.repeat(10_000),
-    'k=1&'.repeat(10_000),
-    `organization_id=${ORG_A}&` + 'keyword=ab&'.repeat(2_000),
-  ), weight: 1 },
+  {
+    arbitrary: fc.constantFrom(
+      `organization_id=${ORG_A}&q=pedido` + '&'.repeat(10_000),
+      'a&'.repeat(10_000),
+      `organization_id=${ORG_A}&q=pedido&` + 'x=&'.repeat(10_000),
+      'k=1&'.repeat(10_000),
+      `organization_id=${ORG_A}&` + 'keyword=ab&'.repeat(2_000),
+    ),
+    weight: 1,
+  },
   // oversize target: 414
-  { arbitrary: fc.integer({ min: MAX_TARGET_CHARS + 1024, max: 60_000 }).map((n) => `organization_id=${ORG_A}&q=` + 'a'.repeat(n)), weight: 1 },
+  {
+    arbitrary: fc
+      .integer({ min: MAX_TARGET_CHARS + 1024, max: 60_000 })
+      .map((n) => `organization_id=${ORG_A}&q=` + 'a'.repeat(n)),
+    weight: 1,
+  },
 );
 
 const arbPath = fc.oneof(
   { arbitrary: fc.constant(SEARCH_PATH), weight: 30 },
-  { arbitrary: fc.constantFrom('/', '/contacts', `${SEARCH_PATH}/`, '/contacts/message%2Dsearch', `/${SEARCH_PATH}`, '/CONTACTS/message-search',
-    `${SEARCH_PATH};x`, '/contacts/../contacts/message-search', '/webhooks', '/messages/search', '/healthz', '/metrics', '/admin/reload',
-    `${SEARCH_PATH}%00`, '/' + 'a'.repeat(2000)), weight: 3 },
-  { arbitrary: fc.string({ unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz0123456789-._~!$&\'()*+,;=:@/%'), maxLength: 40 }).map((s) => '/' + s), weight: 2 },
+  {
+    arbitrary: fc.constantFrom(
+      '/',
+      '/contacts',
+      `${SEARCH_PATH}/`,
+      '/contacts/message%2Dsearch',
+      `/${SEARCH_PATH}`,
+      '/CONTACTS/message-search',
+      `${SEARCH_PATH};x`,
+      '/contacts/../contacts/message-search',
+      '/webhooks',
+      '/messages/search',
+      '/healthz',
+      '/metrics',
+      '/admin/reload',
+      `${SEARCH_PATH}%00`,
+      '/' + 'a'.repeat(2000),
+    ),
+    weight: 3,
+  },
+  {
+    arbitrary: fc
+      .string({ unit: fc.constantFrom(..."abcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@/%"), maxLength: 40 })
+      .map((s) => '/' + s),
+    weight: 2,
+  },
 );
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE', 'CONNECT'];
-const arbMethod = fc.oneof({ arbitrary: fc.constant('GET'), weight: 16 }, { arbitrary: fc.constant('HEAD'), weight: 2 }, { arbitrary: fc.constantFrom(...METHODS), weight: 2 });
+const arbMethod = fc.oneof(
+  { arbitrary: fc.constant('GET'), weight: 16 },
+  { arbitrary: fc.constant('HEAD'), weight: 2 },
+  { arbitrary: fc.constantFrom(...METHODS), weight: 2 },
+);
 
 const arbAuth: fc.Arbitrary<string | null> = fc.oneof(
-  { arbitrary: fc.constantFrom(`Bearer ${FULL.key}`, `bearer ${FULL.key}`, `BEARER ${FULL.key}`, `Bearer   ${FULL.key}`), weight: 12 },
-  { arbitrary: fc.constantFrom(`Bearer ${CONTACTS_ONLY.key}`, `Bearer ${C_KEY.key}`, `Bearer ${REVOKED.key}`), weight: 4 },
+  {
+    arbitrary: fc.constantFrom(
+      `Bearer ${FULL.key}`,
+      `bearer ${FULL.key}`,
+      `BEARER ${FULL.key}`,
+      `Bearer   ${FULL.key}`,
+    ),
+    weight: 12,
+  },
+  {
+    arbitrary: fc.constantFrom(`Bearer ${CONTACTS_ONLY.key}`, `Bearer ${C_KEY.key}`, `Bearer ${REVOKED.key}`),
+    weight: 4,
+  },
   { arbitrary: fc.constant(null), weight: 2 },
-  { arbitrary: fc.constantFrom(
-    '', 'Bearer', 'Bearer ', `Basic ${Buffer.from('a:b').toString('base64')}`, FULL.key, `Token ${FULL.key}`,
-    `Bearer ${FULL.key}x`, `Bearer ${FULL.key.slice(0, -1)}`, `Bearer ${FULL.key.replace('crm_live_', 'crm_test_')}`,
-    `Bearer crm_live_zzzzzzzz_${'F'.repeat(32)}`, `Bearer ${FULL.key.slice(0, -1)}G`, `Bearer ${FULL.key.toUpperCase()}`,
-    `Bearer ${FULL.key} extra`, `Bearer\t${FULL.key}`, `Bearer ${FULL.key},Bearer ${FULL.key}`, `Bearer crm_live_${'a'.repeat(8)}_${'é'.repeat(32)}`,
-    'Bearer ' + 'A'.repeat(8000), 'Bearer crm_live__', 'Bearer crm_live_fuzzfull_', 'Négative'), weight: 6 },
-  { arbitrary: fc.string({ unit: fc.constantFrom(...' !"#$%&\'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~'), maxLength: 80 }), weight: 2 },
+  {
+    arbitrary: fc.constantFrom(
+      '',
+      'Bearer',
+      'Bearer ',
+      `Basic ${Buffer.from('a:b').toString('base64')}`,
+      FULL.key,
+      `Token ${FULL.key}`,
+      `Bearer ${FULL.key}x`,
+      `Bearer ${FULL.key.slice(0, -1)}`,
+      `Bearer ${FULL.key.replace('crm_live_', 'crm_test_')}`,
+      `Bearer crm_live_zzzzzzzz_${'F'.repeat(32)}`,
+      `Bearer ${FULL.key.slice(0, -1)}G`,
+      `Bearer ${FULL.key.toUpperCase()}`,
+      `Bearer ${FULL.key} extra`,
+      `Bearer\t${FULL.key}`,
+      `Bearer ${FULL.key},Bearer ${FULL.key}`,
+      `Bearer crm_live_${'a'.repeat(8)}_${'é'.repeat(32)}`,
+      'Bearer ' + 'A'.repeat(8000),
+      'Bearer crm_live__',
+      'Bearer crm_live_fuzzfull_',
+      'Négative',
+    ),
+    weight: 6,
+  },
+  {
+    arbitrary: fc.string({
+      unit: fc.constantFrom(
+        ...' !"#$%&\'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~',
+      ),
+      maxLength: 80,
+    }),
+    weight: 2,
+  },
 );
 
 /** RFC 9110 token characters. */
-const TOKEN = [...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&\'*+.^_`|~-'];
+const TOKEN = [..."abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+.^_`|~-"];
 /**
  * The header-name characters this uWS build accepts: any other token character (`_`, `.`, `!`...)
  * makes it wait, silently, until its idle timeout. Those are exercised in phase 2.
  */
 const UWS_NAME = [...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-'];
-const PRINTABLE = [...' !"#$%&\'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~'];
-const FRAMING = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'expect', 'upgrade', 'authorization', 'x-request-id', 'te', 'trailer']);
+const PRINTABLE = [
+  ...' !"#$%&\'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~',
+];
+const FRAMING = new Set([
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'expect',
+  'upgrade',
+  'authorization',
+  'x-request-id',
+  'te',
+  'trailer',
+]);
 const trimmed = (s: string) => s.trim();
-const arbOddHeader = fc.oneof(
-  { arbitrary: fc.tuple(fc.string({ unit: fc.constantFrom(...UWS_NAME), minLength: 1, maxLength: 20 }), fc.string({ unit: fc.constantFrom(...PRINTABLE), maxLength: 60 }).map(trimmed)), weight: 4 },
-  { arbitrary: fc.constantFrom<[string, string]>(['Accept', 'application/json'], ['Accept', '*/*'], ['Cookie', 'a=b; c=d'], ['X-Forwarded-For', '1.2.3.4, 5.6.7.8'],
-    ['Accept-Encoding', 'gzip, br'], ['If-None-Match', '*'], ['Range', 'bytes=0-1'], ['Origin', 'null'], ['Cache-Control', 'no-cache'], ['X-Empty', '']), weight: 3 },
-).filter(([k]) => !FRAMING.has(k.toLowerCase()));
+const arbOddHeader = fc
+  .oneof(
+    {
+      arbitrary: fc.tuple(
+        fc.string({ unit: fc.constantFrom(...UWS_NAME), minLength: 1, maxLength: 20 }),
+        fc.string({ unit: fc.constantFrom(...PRINTABLE), maxLength: 60 }).map(trimmed),
+      ),
+      weight: 4,
+    },
+    {
+      arbitrary: fc.constantFrom<[string, string]>(
+        ['Accept', 'application/json'],
+        ['Accept', '*/*'],
+        ['Cookie', 'a=b; c=d'],
+        ['X-Forwarded-For', '1.2.3.4, 5.6.7.8'],
+        ['Accept-Encoding', 'gzip, br'],
+        ['If-None-Match', '*'],
+        ['Range', 'bytes=0-1'],
+        ['Origin', 'null'],
+        ['Cache-Control', 'no-cache'],
+        ['X-Empty', ''],
+      ),
+      weight: 3,
+    },
+  )
+  .filter(([k]) => !FRAMING.has(k.toLowerCase()));
 
 const arbRequestId = fc.oneof(
   fc.constantFrom('fuzz-1', 'a', 'x'.repeat(128), 'x'.repeat(129), 'has space', 'semi;colon', 'ü', '..', '-_.'),
@@ -273,16 +520,23 @@ const arbRequestId = fc.oneof(
 
 const arbHeaders: fc.Arbitrary<Array<[string, string]>> = fc
   .tuple(
-    fc.oneof({ arbitrary: arbAuth.map((a) => [a]), weight: 17 }, { arbitrary: fc.array(arbAuth, { maxLength: 2 }), weight: 3 }),
+    fc.oneof(
+      { arbitrary: arbAuth.map((a) => [a]), weight: 17 },
+      { arbitrary: fc.array(arbAuth, { maxLength: 2 }), weight: 3 },
+    ),
     fc.array(arbRequestId, { maxLength: 2 }),
     fc.array(arbOddHeader, { maxLength: 30 }),
     fc.constantFrom('authorization', 'Authorization', 'AUTHORIZATION', 'aUtHoRiZaTiOn'),
-    fc.oneof({ arbitrary: fc.constant(0), weight: 30 }, { arbitrary: fc.integer({ min: MAX_HEADER_CHARS + 1024, max: 60_000 }), weight: 1 }),
+    fc.oneof(
+      { arbitrary: fc.constant(0), weight: 30 },
+      { arbitrary: fc.integer({ min: MAX_HEADER_CHARS + 1024, max: 60_000 }), weight: 1 },
+    ),
     fc.nat(),
   )
   .map(([auths, ids, odd, authName, big, seed]) => {
     const out: Array<[string, string]> = [...odd];
-    const insert = (h: [string, string], i: number) => out.splice(out.length === 0 ? 0 : (seed + i * 7) % (out.length + 1), 0, h);
+    const insert = (h: [string, string], i: number) =>
+      out.splice(out.length === 0 ? 0 : (seed + i * 7) % (out.length + 1), 0, h);
     auths.forEach((a, i) => {
       if (a !== null) insert([authName, a], i);
     });
@@ -307,7 +561,16 @@ export function framedBytes(r: FramedRequest): Buffer {
 // Oracle
 
 const ALLOWED = new Set([200, 400, 401, 403, 404, 405, 414, 431]);
-const CODES: Record<number, string> = { 400: 'invalid_request', 401: 'unauthorized', 403: 'forbidden', 404: 'not_found', 405: 'method_not_allowed', 414: 'uri_too_long', 429: 'too_many_requests', 431: 'headers_too_large' };
+const CODES: Record<number, string> = {
+  400: 'invalid_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  414: 'uri_too_long',
+  429: 'too_many_requests',
+  431: 'headers_too_large',
+};
 const ID_RE = /^[A-Za-z0-9._-]{1,128}$/;
 
 export interface Expectation {
@@ -367,7 +630,10 @@ export function checkCommon(res: RawResponse, head: boolean): void {
     assert.equal(body.error, CODES[res.status]);
     assert.equal(typeof body.message, 'string');
     assert.equal(body.request_id, id);
-    assert.deepEqual(Object.keys(body), res.status === 400 ? ['error', 'message', 'request_id', 'details'] : ['error', 'message', 'request_id']);
+    assert.deepEqual(
+      Object.keys(body),
+      res.status === 400 ? ['error', 'message', 'request_id', 'details'] : ['error', 'message', 'request_id'],
+    );
   }
 }
 
@@ -380,7 +646,10 @@ export function checkExpected(r: FramedRequest, res: RawResponse, want: Expectat
   const text = res.body.toString('utf8');
   if (want.status === 200) assert.equal(text, want.body, '200 body equals the brute-force reference');
   if (want.status === 400) {
-    const problem = detailsProblem((JSON.parse(text) as { details: { parameter: string; message: string }[] }).details, want.params!);
+    const problem = detailsProblem(
+      (JSON.parse(text) as { details: { parameter: string; message: string }[] }).details,
+      want.params!,
+    );
     assert.equal(problem, null, `400 details: ${problem}`);
   }
 }
@@ -398,8 +667,31 @@ const CTL = [...Array(32).keys(), 127].map((c) => String.fromCharCode(c));
 export const arbRaw: fc.Arbitrary<RawCase> = fc
   .tuple(
     arbFramed.filter((r) => r.target.length < 2000 && r.headers.every(([, v]) => v.length < 2000)),
-    fc.constantFrom('ctl-in-target', 'ctl-in-header', 'high-byte', 'method', 'version', 'bare-lf', 'no-host', 'many-headers', 'no-colon',
-      'space-in-name', 'token-name', 'obs-fold', 'body-cl', 'chunked', 'cl-te', 'bad-cl', 'truncated', 'garbage', 'pipelined', 'expect', 'abs-form', 'padded-auth', 'nul'),
+    fc.constantFrom(
+      'ctl-in-target',
+      'ctl-in-header',
+      'high-byte',
+      'method',
+      'version',
+      'bare-lf',
+      'no-host',
+      'many-headers',
+      'no-colon',
+      'space-in-name',
+      'token-name',
+      'obs-fold',
+      'body-cl',
+      'chunked',
+      'cl-te',
+      'bad-cl',
+      'truncated',
+      'garbage',
+      'pipelined',
+      'expect',
+      'abs-form',
+      'padded-auth',
+      'nul',
+    ),
     fc.nat(),
     fc.constantFrom(...CTL),
     fc.string({ unit: fc.constantFrom(...TOKEN, ...'@ []{}<>"/\\'), minLength: 1, maxLength: 10 }),
@@ -409,7 +701,8 @@ export const arbRaw: fc.Arbitrary<RawCase> = fc
     const lines = framedBytes(base).toString('utf8').split('\r\n');
     const reqLine = lines[0];
     const hdrs = lines.slice(1, -2);
-    const build = (rl: string, hs: string[], body = '', eol = '\r\n') => Buffer.from(rl + eol + hs.map((h) => h + eol).join('') + eol + body, 'utf8');
+    const build = (rl: string, hs: string[], body = '', eol = '\r\n') =>
+      Buffer.from(rl + eol + hs.map((h) => h + eol).join('') + eol + body, 'utf8');
     const sp = reqLine.indexOf(' ');
     const lastSp = reqLine.lastIndexOf(' ');
     let bytes: Buffer;
@@ -439,13 +732,19 @@ export const arbRaw: fc.Arbitrary<RawCase> = fc
         bytes = build(`${method} ${reqLine.slice(sp + 1)}`, hdrs);
         break;
       case 'version':
-        bytes = build(`${reqLine.slice(0, lastSp)} ${['HTTP/1.0', 'HTTP/2.0', 'http/1.1', 'HTTP/1.1x', 'HTTP/1', '', 'HTTP/1.1 '][at % 7]}`, hdrs);
+        bytes = build(
+          `${reqLine.slice(0, lastSp)} ${['HTTP/1.0', 'HTTP/2.0', 'http/1.1', 'HTTP/1.1x', 'HTTP/1', '', 'HTTP/1.1 '][at % 7]}`,
+          hdrs,
+        );
         break;
       case 'bare-lf':
         bytes = build(reqLine, hdrs, '', '\n');
         break;
       case 'no-host':
-        bytes = build(reqLine, hdrs.filter((h) => !h.startsWith('Host:')));
+        bytes = build(
+          reqLine,
+          hdrs.filter((h) => !h.startsWith('Host:')),
+        );
         break;
       case 'many-headers':
         bytes = build(reqLine, [...hdrs, ...Array.from({ length: 40 + (at % 80) }, (_, i) => `X-H${i}: ${i}`)]);
@@ -466,13 +765,20 @@ export const arbRaw: fc.Arbitrary<RawCase> = fc
         bytes = build(reqLine, [...hdrs, `Content-Length: ${junk.length}`], Buffer.from(junk).toString('latin1'));
         break;
       case 'chunked':
-        bytes = build(reqLine, [...hdrs, 'Transfer-Encoding: chunked'], at % 2 ? '5\r\nhello\r\n0\r\n\r\n' : 'zz\r\nhello\r\n');
+        bytes = build(
+          reqLine,
+          [...hdrs, 'Transfer-Encoding: chunked'],
+          at % 2 ? '5\r\nhello\r\n0\r\n\r\n' : 'zz\r\nhello\r\n',
+        );
         break;
       case 'cl-te':
         bytes = build(reqLine, [...hdrs, 'Content-Length: 3', 'Transfer-Encoding: chunked'], '0\r\n\r\n');
         break;
       case 'bad-cl':
-        bytes = build(reqLine, [...hdrs, `Content-Length: ${['-1', 'abc', '99999999999999999999', '1, 2', ''][at % 5]}`]);
+        bytes = build(reqLine, [
+          ...hdrs,
+          `Content-Length: ${['-1', 'abc', '99999999999999999999', '1, 2', ''][at % 5]}`,
+        ]);
         break;
       case 'truncated': {
         const b = build(reqLine, hdrs);
@@ -492,7 +798,10 @@ export const arbRaw: fc.Arbitrary<RawCase> = fc
         bytes = build(`${base.method} ${['http://fuzz', '*', 'fuzz:80', ''][at % 4]}${reqLine.slice(sp + 1)}`, hdrs);
         break;
       case 'padded-auth':
-        bytes = build(reqLine, [...hdrs.filter((h) => !/^authorization:/i.test(h)), `Authorization: ${['  ', '\t', ' '][at % 3]}Bearer ${FULL.key}${['  ', '\t', ''][at % 3]}`]);
+        bytes = build(reqLine, [
+          ...hdrs.filter((h) => !/^authorization:/i.test(h)),
+          `Authorization: ${['  ', '\t', ' '][at % 3]}Bearer ${FULL.key}${['  ', '\t', ''][at % 3]}`,
+        ]);
         break;
       default: // nul
         bytes = build(reqLine.replace(' HTTP', '\u0000 HTTP'), hdrs);
@@ -545,7 +854,12 @@ function compact(v: unknown): string {
 }
 
 /** Runs a property with fc.check and throws one compact error (seed, path, shrunk input, cause). */
-async function check<T>(name: string, prop: fc.IAsyncPropertyWithHooks<T>, seed: number, numRuns: number): Promise<void> {
+async function check<T>(
+  name: string,
+  prop: fc.IAsyncPropertyWithHooks<T>,
+  seed: number,
+  numRuns: number,
+): Promise<void> {
   const d = await fc.check(prop, { seed, numRuns, endOnFailure: false });
   if (!d.failed) return;
   const cause = d.errorInstance instanceof Error ? d.errorInstance.message : String(d.errorInstance);
@@ -560,9 +874,24 @@ export async function runFuzz(target: FuzzTarget, opts: FuzzOptions): Promise<Fu
   const started = Date.now();
   const rawCount = Math.round(opts.requests * (opts.rawShare ?? 0.1));
   const framedCount = opts.requests - rawCount;
-  const stats: FuzzStats = { requests: 0, framed: 0, raw: 0, statuses: {}, rawClosed: 0, rawSilent: 0, rawByKind: {}, framedClosedLarge: 0, seconds: 0 };
+  const stats: FuzzStats = {
+    requests: 0,
+    framed: 0,
+    raw: 0,
+    statuses: {},
+    rawClosed: 0,
+    rawSilent: 0,
+    rawByKind: {},
+    framedClosedLarge: 0,
+    seconds: 0,
+  };
   const count = (k: string) => (stats.statuses[k] = (stats.statuses[k] ?? 0) + 1);
-  const alive = () => assert.equal(target.server.child.exitCode, null, `the server process exited:\n${target.server.output().slice(-2000)}`);
+  const alive = () =>
+    assert.equal(
+      target.server.child.exitCode,
+      null,
+      `the server process exited:\n${target.server.output().slice(-2000)}`,
+    );
 
   const pool: RawConnection[] = Array.from({ length: BATCH }, () => new RawConnection(target.port));
   const conn = (i: number) => {
@@ -573,7 +902,8 @@ export async function runFuzz(target: FuzzTarget, opts: FuzzOptions): Promise<Fu
   const framedRuns = Math.ceil(framedCount / BATCH);
   let nextReport = Date.now() + 5000;
   try {
-    await check('well-framed phase',
+    await check(
+      'well-framed phase',
       fc.asyncProperty(fc.array(arbFramed, { minLength: BATCH, maxLength: BATCH }), async (batch) => {
         const results = await Promise.allSettled(
           batch.map(async (r, i) => {
@@ -581,7 +911,10 @@ export async function runFuzz(target: FuzzTarget, opts: FuzzOptions): Promise<Fu
             const c = conn(i);
             try {
               const bytes = framedBytes(r);
-              const out: RawOutcome = await c.request(bytes, { head: r.method === 'HEAD', timeoutMs: FRAMED_TIMEOUT_MS });
+              const out: RawOutcome = await c.request(bytes, {
+                head: r.method === 'HEAD',
+                timeoutMs: FRAMED_TIMEOUT_MS,
+              });
               stats.requests++;
               stats.framed++;
               if (out.kind === 'closed' && out.partial.length === 0 && bytes.length > UWS_SPLIT_HEAD_LIMIT) {
@@ -611,7 +944,8 @@ export async function runFuzz(target: FuzzTarget, opts: FuzzOptions): Promise<Fu
           log(`fuzz: ${stats.requests} requests, ${((Date.now() - started) / 1000).toFixed(0)} s`);
         }
       }),
-      opts.seed, framedRuns,
+      opts.seed,
+      framedRuns,
     );
   } finally {
     for (const c of pool) c.destroy();
@@ -619,7 +953,8 @@ export async function runFuzz(target: FuzzTarget, opts: FuzzOptions): Promise<Fu
 
   const rawRuns = Math.ceil(rawCount / RAW_BATCH);
   if (rawRuns > 0) {
-    await check('malformed-framing phase',
+    await check(
+      'malformed-framing phase',
       fc.asyncProperty(fc.array(arbRaw, { minLength: RAW_BATCH, maxLength: RAW_BATCH }), async (batch) => {
         await Promise.all(
           batch.map(async (r) => {
@@ -639,17 +974,29 @@ export async function runFuzz(target: FuzzTarget, opts: FuzzOptions): Promise<Fu
             } else {
               k[2]++;
               stats.rawSilent++;
-              assert.equal(out.partial.length, 0, `partial answer then silence: ${out.partial.toString('latin1').slice(0, 200)}`);
+              assert.equal(
+                out.partial.length,
+                0,
+                `partial answer then silence: ${out.partial.toString('latin1').slice(0, 200)}`,
+              );
             }
           }),
         );
         alive();
       }),
-      opts.seed + 1, rawRuns,
+      opts.seed + 1,
+      rawRuns,
     );
   }
   // Still serving after all of it.
-  const probe = await rawOnce(target.port, framedBytes({ method: 'GET', target: `${SEARCH_PATH}?organization_id=${ORG_A}&q=pedido`, headers: [['Authorization', `Bearer ${FULL.key}`]] }));
+  const probe = await rawOnce(
+    target.port,
+    framedBytes({
+      method: 'GET',
+      target: `${SEARCH_PATH}?organization_id=${ORG_A}&q=pedido`,
+      headers: [['Authorization', `Bearer ${FULL.key}`]],
+    }),
+  );
   assert.equal(probe.kind === 'response' && probe.status, 200, 'the server answers after the fuzzing');
   alive();
   stats.seconds = (Date.now() - started) / 1000;

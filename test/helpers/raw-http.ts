@@ -76,7 +76,12 @@ export function parseResponse(buf: Buffer, headRequest: boolean): RawResponse | 
 export class RawConnection {
   private socket: net.Socket;
   private buf: Buffer = Buffer.alloc(0);
-  private pending: { head: boolean; resolve: (o: RawOutcome) => void; reject: (e: Error) => void; timer: NodeJS.Timeout } | null = null;
+  private pending: {
+    head: boolean;
+    resolve: (o: RawOutcome) => void;
+    reject: (e: Error) => void;
+    timer: NodeJS.Timeout;
+  } | null = null;
   private connected: Promise<void>;
   closed = false;
   /** bytes that arrived when no request was waiting (never expected) */
@@ -162,7 +167,11 @@ export class RawConnection {
 }
 
 /** One request on a fresh connection, closed afterwards. */
-export async function rawOnce(port: number, bytes: Buffer | string, opts: { head?: boolean; timeoutMs?: number } = {}): Promise<RawOutcome> {
+export async function rawOnce(
+  port: number,
+  bytes: Buffer | string,
+  opts: { head?: boolean; timeoutMs?: number } = {},
+): Promise<RawOutcome> {
   const c = new RawConnection(port);
   try {
     return await c.request(bytes, opts);
@@ -188,7 +197,11 @@ export const UWS_SPLIT_HEAD_LIMIT = 4096;
  * answered (up to `attempts`). An answer is returned as soon as one comes, so a wrong answer still
  * fails the caller; only an unanswered close (the kernel split the head) is tried again.
  */
-export async function rawOnceLarge(port: number, bytes: Buffer | string, opts: { head?: boolean; timeoutMs?: number; attempts?: number } = {}): Promise<RawOutcome> {
+export async function rawOnceLarge(
+  port: number,
+  bytes: Buffer | string,
+  opts: { head?: boolean; timeoutMs?: number; attempts?: number } = {},
+): Promise<RawOutcome> {
   let last: RawOutcome | undefined;
   for (let i = 0; i < (opts.attempts ?? 8); i++) {
     last = await rawOnce(port, bytes, opts);

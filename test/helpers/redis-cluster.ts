@@ -36,7 +36,11 @@ async function cli(port: number, ...args: string[]): Promise<string> {
 async function until(what: string, ms: number, fn: () => Promise<boolean>): Promise<void> {
   const deadline = Date.now() + ms;
   for (;;) {
-    try { if (await fn()) return; } catch { /* not yet */ }
+    try {
+      if (await fn()) return;
+    } catch {
+      /* not yet */
+    }
     if (Date.now() > deadline) throw new Error(`test cluster: timed out after ${ms} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -53,15 +57,44 @@ export async function startCluster(): Promise<TestCluster> {
   }
   const procs = new Map<number, ChildProcess>();
   for (const port of ports) {
-    procs.set(port, spawn('redis-server', [
-      '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--cluster-enabled', 'yes',
-      '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', String(NODE_TIMEOUT_MS),
-      '--save', '', '--appendonly', 'no', '--daemonize', 'no',
-      // Replicas sync at once (not after the default 5 s diskless delay) and always may take over.
-      '--repl-diskless-sync-delay', '0', '--cluster-replica-validity-factor', '0',
-    ], { stdio: 'ignore' }));
+    procs.set(
+      port,
+      spawn(
+        'redis-server',
+        [
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--dir',
+          dir,
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          `nodes-${port}.conf`,
+          '--cluster-node-timeout',
+          String(NODE_TIMEOUT_MS),
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          '--daemonize',
+          'no',
+          // Replicas sync at once (not after the default 5 s diskless delay) and always may take over.
+          '--repl-diskless-sync-delay',
+          '0',
+          '--cluster-replica-validity-factor',
+          '0',
+        ],
+        { stdio: 'ignore' },
+      ),
+    );
   }
-  const live = () => ports.filter((p) => { const c = procs.get(p); return c && c.exitCode === null && c.signalCode === null; });
+  const live = () =>
+    ports.filter((p) => {
+      const c = procs.get(p);
+      return c && c.exitCode === null && c.signalCode === null;
+    });
   const cluster: TestCluster = {
     url: `redis://127.0.0.1:${ports[0]}`,
     ports,
@@ -83,7 +116,10 @@ export async function startCluster(): Promise<TestCluster> {
     async kill(port) {
       const p = procs.get(port);
       if (!p || p.exitCode !== null || p.signalCode !== null) return;
-      await new Promise<void>((resolve) => { p.once('exit', () => resolve()); p.kill('SIGKILL'); });
+      await new Promise<void>((resolve) => {
+        p.once('exit', () => resolve());
+        p.kill('SIGKILL');
+      });
     },
     async waitHealthy(ms = 30_000) {
       await until('cluster_state:ok on every live node', ms, async () => {
@@ -101,7 +137,11 @@ export async function startCluster(): Promise<TestCluster> {
       for (const p of ports) if (!(await cli(p, 'PING')).includes('PONG')) return false;
       return true;
     });
-    await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'], { timeout: 30_000 });
+    await run(
+      'redis-cli',
+      ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'],
+      { timeout: 30_000 },
+    );
     await cluster.waitHealthy();
     // A replica only takes over once it has synced with its master.
     await until('every replica to sync', 15_000, async () => {
@@ -111,7 +151,8 @@ export async function startCluster(): Promise<TestCluster> {
     });
     // Every node must know every other one before a client's slot map is trustworthy.
     await until('every node to see 6 nodes', 10_000, async () => {
-      for (const p of ports) if ((await cli(p, 'CLUSTER', 'INFO')).match(/cluster_known_nodes:(\d+)/)?.[1] !== '6') return false;
+      for (const p of ports)
+        if ((await cli(p, 'CLUSTER', 'INFO')).match(/cluster_known_nodes:(\d+)/)?.[1] !== '6') return false;
       return true;
     });
   } catch (err) {

@@ -16,15 +16,23 @@ export interface TestRedis {
   restart(): Promise<void>;
 }
 
-
 function ping(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const sock = createConnection({ port, host: '127.0.0.1' });
     let buf = '';
-    sock.setTimeout(500, () => { sock.destroy(); resolve(false); });
+    sock.setTimeout(500, () => {
+      sock.destroy();
+      resolve(false);
+    });
     sock.on('error', () => resolve(false));
     sock.on('connect', () => sock.write('PING\r\n'));
-    sock.on('data', (d) => { buf += d; if (buf.includes('\r\n')) { sock.destroy(); resolve(buf.startsWith('+PONG')); } });
+    sock.on('data', (d) => {
+      buf += d;
+      if (buf.includes('\r\n')) {
+        sock.destroy();
+        resolve(buf.startsWith('+PONG'));
+      }
+    });
   });
 }
 
@@ -39,7 +47,11 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<TestR
   let proc: ChildProcess | null = null;
   const launch = async (): Promise<void> => {
     const persistence = options.persist ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no'];
-    proc = spawn('redis-server', ['--save', '', ...persistence, '--port', String(port), '--bind', '127.0.0.1', '--dir', dir], { stdio: 'ignore' });
+    proc = spawn(
+      'redis-server',
+      ['--save', '', ...persistence, '--port', String(port), '--bind', '127.0.0.1', '--dir', dir],
+      { stdio: 'ignore' },
+    );
     const deadline = Date.now() + 10_000;
     while (!(await ping(port))) {
       if (Date.now() > deadline) throw new Error(`test: redis-server did not answer PING on port ${port}`);
@@ -50,7 +62,10 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<TestR
     const p = proc;
     proc = null;
     if (!p || p.exitCode !== null) return;
-    await new Promise<void>((resolve) => { p.once('exit', () => resolve()); p.kill('SIGKILL'); });
+    await new Promise<void>((resolve) => {
+      p.once('exit', () => resolve());
+      p.kill('SIGKILL');
+    });
   };
   await launch();
   return {

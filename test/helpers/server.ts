@@ -29,7 +29,24 @@ export function tempDataDir(): { dir: string; cleanup: () => void } {
 /** Environment for children: the parent's, minus anything that could point at a real deployment. */
 export function baseEnv(extra: Record<string, string | undefined>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const k of ['PORT', 'HOST', 'ADMIN_PORT', 'ADMIN_HOST', 'REDIS_URL', 'DATA_DIR', 'LOG_LEVEL', 'SUNSET_AT', 'NODE_OPTIONS', 'RATE_LIMIT_RPS', 'RATE_LIMIT_BURST', 'SHUTDOWN_TIMEOUT_MS', 'INDEX_BUILD_THREAD', 'SERVER_THREADS', 'SERVING_THREAD_FAULT_HOOK']) delete env[k];
+  for (const k of [
+    'PORT',
+    'HOST',
+    'ADMIN_PORT',
+    'ADMIN_HOST',
+    'REDIS_URL',
+    'DATA_DIR',
+    'LOG_LEVEL',
+    'SUNSET_AT',
+    'NODE_OPTIONS',
+    'RATE_LIMIT_RPS',
+    'RATE_LIMIT_BURST',
+    'SHUTDOWN_TIMEOUT_MS',
+    'INDEX_BUILD_THREAD',
+    'SERVER_THREADS',
+    'SERVING_THREAD_FAULT_HOOK',
+  ])
+    delete env[k];
   for (const [k, v] of Object.entries(extra)) if (v !== undefined) env[k] = v;
   return env;
 }
@@ -42,9 +59,18 @@ export interface RunResult {
 }
 
 /** Runs `node --import tsx <script> ...args` from the project root and collects its output. */
-export function runNode(script: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs = 30_000): Promise<RunResult> {
+export function runNode(
+  script: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  timeoutMs = 30_000,
+): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -74,7 +100,12 @@ export interface CreatedKey {
 }
 
 /** Creates a key through the real CLI with --json. */
-export async function createKey(env: NodeJS.ProcessEnv, orgs: string[], scopes: string, more: string[] = []): Promise<CreatedKey> {
+export async function createKey(
+  env: NodeJS.ProcessEnv,
+  orgs: string[],
+  scopes: string,
+  more: string[] = [],
+): Promise<CreatedKey> {
   const args = ['create', ...orgs.flatMap((o) => ['--organization-id', o]), '--scopes', scopes, '--json', ...more];
   const r = await keysCli(args, env);
   if (r.code !== 0) throw new Error(`keys create failed (${r.code}): ${r.stderr}`);
@@ -101,7 +132,13 @@ export async function startServer(
 ): Promise<RunningServer> {
   const port = await freePort();
   const adminPort = await freePort();
-  const env = baseEnv({ LOG_LEVEL: 'info', ...extraEnv, PORT: String(port), ADMIN_PORT: String(adminPort), HOST: '127.0.0.1' });
+  const env = baseEnv({
+    LOG_LEVEL: 'info',
+    ...extraEnv,
+    PORT: String(port),
+    ADMIN_PORT: String(adminPort),
+    HOST: '127.0.0.1',
+  });
   const nodeArgs = opts.nodeArgs ?? [];
   const args = opts.compiled ? [...nodeArgs, 'dist/main.js'] : ['--import', 'tsx', ...nodeArgs, 'src/main.ts'];
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -29,7 +29,10 @@ export function referenceTokens(text: string): string[] {
   let cur = '';
   for (const cp of referenceNormalize(text)) {
     if (LETTER_OR_DIGIT.test(cp)) cur += cp;
-    else if (cur !== '') { out.push(cur); cur = ''; }
+    else if (cur !== '') {
+      out.push(cur);
+      cur = '';
+    }
   }
   if (cur !== '') out.push(cur);
   return out;
@@ -81,7 +84,10 @@ export function referenceMatches(termTokens: string[], messageTokens: string[]):
   for (let start = 0; start + termTokens.length <= messageTokens.length; start++) {
     let ok = true;
     for (let k = 0; k < termTokens.length; k++) {
-      if (messageTokens[start + k] !== termTokens[k]) { ok = false; break; }
+      if (messageTokens[start + k] !== termTokens[k]) {
+        ok = false;
+        break;
+      }
     }
     if (ok) return true;
   }
@@ -94,7 +100,10 @@ function instantOf(m: MessageLine): number {
   return t;
 }
 
-interface Counting { m: MessageLine; at: number }
+interface Counting {
+  m: MessageLine;
+  at: number;
+}
 
 /** CONTRACT 3 by brute force over every message; only records of req.organizationId count. */
 export function referenceSearch(contacts: Contact[], messages: MessageLine[], req: SearchRequest): SearchResponse {
@@ -112,11 +121,17 @@ export function referenceSearch(contacts: Contact[], messages: MessageLine[], re
     if (req.to !== null && at > req.to) continue;
     const tokens = referenceTokens(m.content);
     const hit: number[] = [];
-    termTokens.forEach((tt, i) => { if (referenceMatches(tt, tokens)) hit.push(i); });
+    termTokens.forEach((tt, i) => {
+      if (referenceMatches(tt, tokens)) hit.push(i);
+    });
     if (hit.length === 0) continue;
-    if (!orgContacts.has(m.contact_id)) throw new Error(`reference: message ${m.id} names unknown contact ${m.contact_id}`);
+    if (!orgContacts.has(m.contact_id))
+      throw new Error(`reference: message ${m.id} names unknown contact ${m.contact_id}`);
     let entry = perContact.get(m.contact_id);
-    if (!entry) { entry = { counting: [], termsHit: new Set() }; perContact.set(m.contact_id, entry); }
+    if (!entry) {
+      entry = { counting: [], termsHit: new Set() };
+      perContact.set(m.contact_id, entry);
+    }
     entry.counting.push({ m, at });
     for (const i of hit) entry.termsHit.add(i);
   }
@@ -125,14 +140,17 @@ export function referenceSearch(contacts: Contact[], messages: MessageLine[], re
   for (const [contactId, { counting, termsHit }] of perContact) {
     if (req.match === 'all' && termsHit.size !== req.terms.length) continue;
     const c = orgContacts.get(contactId)!;
-    let first = Infinity, last = -Infinity;
+    let first = Infinity,
+      last = -Infinity;
     const conversations = new Set<string>();
     for (const { m, at } of counting) {
       if (at < first) first = at;
       if (at > last) last = at;
       conversations.add(m.conversation_id);
     }
-    const ordered = [...counting].sort((a, b) => (a.at !== b.at ? b.at - a.at : a.m.id < b.m.id ? -1 : a.m.id > b.m.id ? 1 : 0));
+    const ordered = [...counting].sort((a, b) =>
+      a.at !== b.at ? b.at - a.at : a.m.id < b.m.id ? -1 : a.m.id > b.m.id ? 1 : 0,
+    );
     const sample: ResultMessage[] = ordered.slice(0, req.messagesLimit).map(({ m, at }) => ({
       id: m.id,
       conversation_id: m.conversation_id,

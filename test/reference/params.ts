@@ -27,7 +27,19 @@ export type ReferenceParams =
 const MATCH = ['any', 'all'];
 const DIRECTION = ['inbound', 'outbound', 'all'];
 const CHANNEL = ['whatsapp', 'whatsapp_cloud_api', 'instagram', 'telegram', 'email'];
-const SINGLE = ['organization_id', 'q', 'keywords', 'match', 'direction', 'channel', 'from', 'to', 'limit', 'offset', 'messages_limit'];
+const SINGLE = [
+  'organization_id',
+  'q',
+  'keywords',
+  'match',
+  'direction',
+  'channel',
+  'from',
+  'to',
+  'limit',
+  'offset',
+  'messages_limit',
+];
 const MAX_SAFE = 2n ** 53n - 1n;
 
 const HEX = '0123456789abcdefABCDEF';
@@ -53,7 +65,8 @@ export function referenceFormDecode(s: string): string | null {
   for (let i = 0; i < s.length; i++) {
     const c = s[i];
     if (c === '%') {
-      const h = s[i + 1], l = s[i + 2];
+      const h = s[i + 1],
+        l = s[i + 2];
       if (h === undefined || l === undefined || !HEX.includes(h) || !HEX.includes(l)) return null;
       bytes.push(parseInt(h + l, 16));
       i += 2;
@@ -107,13 +120,18 @@ export function referenceInstant(s: string, isTo: boolean): number | null {
   if (s.length < 10 || s[4] !== '-' || s[7] !== '-') return null;
   const yText = s.slice(0, 4);
   if (!isDigits(yText)) return null;
-  const y = Number(yText), mo = two(s, 5), d = two(s, 8);
+  const y = Number(yText),
+    mo = two(s, 5),
+    d = two(s, 8);
   if (mo === null || d === null || mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo)) return null;
   if (s.length === 10) return isTo ? epoch(y, mo, d, 23, 59, 59, 999) : epoch(y, mo, d, 0, 0, 0, 0);
   if (s[10] !== 'T' || s[13] !== ':') return null;
-  const h = two(s, 11), mi = two(s, 14);
+  const h = two(s, 11),
+    mi = two(s, 14);
   if (h === null || mi === null || h > 23 || mi > 59) return null;
-  let i = 16, sec = 0, ms = 0;
+  let i = 16,
+    sec = 0,
+    ms = 0;
   if (s[i] === ':') {
     const v = two(s, i + 1);
     if (v === null || v > 59) return null;
@@ -131,7 +149,8 @@ export function referenceInstant(s: string, isTo: boolean): number | null {
   const rest = s.slice(i);
   if (rest === 'Z' || rest === '') offsetMin = 0;
   else if ((rest[0] === '+' || rest[0] === '-') && rest.length === 6 && rest[3] === ':') {
-    const oh = two(rest, 1), om = two(rest, 4);
+    const oh = two(rest, 1),
+      om = two(rest, 4);
     if (oh === null || om === null || oh > 23 || om > 59) return null;
     offsetMin = (rest[0] === '-' ? -1 : 1) * (oh * 60 + om);
   } else return null;
@@ -225,7 +244,10 @@ export function referenceParams(raw: string): ReferenceParams {
 }
 
 /** Checks a 400's `details` against the reference reading; returns what is wrong, or null. */
-export function detailsProblem(details: { parameter: string; message: string }[], want: Extract<ReferenceParams, { ok: false }>): string | null {
+export function detailsProblem(
+  details: { parameter: string; message: string }[],
+  want: Extract<ReferenceParams, { ok: false }>,
+): string | null {
   const got = details.map((d) => d.parameter);
   if (new Set(got).size !== got.length) return `a parameter is named twice: ${JSON.stringify(got)}`;
   if (details.some((d) => typeof d.message !== 'string' || d.message.length === 0)) return 'a detail without a message';
@@ -237,8 +259,10 @@ export function detailsProblem(details: { parameter: string; message: string }[]
   const extra = [...rest];
   if (want.termMissing) {
     // One detail for the missing term, naming q, keywords or keyword (unless one of those is named for it already).
-    if (extra.length > 1 || (extra.length === 1 && !TERM.includes(extra[0]))) return `unexpected ${JSON.stringify(extra)}; got ${JSON.stringify(got)}`;
-    if (extra.length === 0 && !TERM.some((t) => want.named.has(t))) return `the missing term is not named; got ${JSON.stringify(got)}`;
+    if (extra.length > 1 || (extra.length === 1 && !TERM.includes(extra[0])))
+      return `unexpected ${JSON.stringify(extra)}; got ${JSON.stringify(got)}`;
+    if (extra.length === 0 && !TERM.some((t) => want.named.has(t)))
+      return `the missing term is not named; got ${JSON.stringify(got)}`;
     return null;
   }
   if (want.termUndecided && extra.length === 1 && TERM.includes(extra[0])) return null;
