@@ -6,6 +6,8 @@
  * copies them (uWS copies what it sends, and the backpressure path takes its own copy).
  */
 
+import { civilFromDays } from '../time/civil-date.js';
+
 const DAY = 86400000;
 const ISO_MIN = -62167219200000; // 0000-01-01T00:00:00.000Z
 const ISO_MAX = 253402300799999; // 9999-12-31T23:59:59.999Z
@@ -153,16 +155,10 @@ const dayBytes = new Uint8Array(DAY_CACHE * 10);
 
 /** Writes "YYYY-MM-DD" of `days` since 1970-01-01 into cache slot `slot`. */
 function fillDay(days: number, slot: number): void {
-  // days to a proleptic Gregorian date (H. Hinnant, "civil_from_days")
-  const z = days + 719468;
-  const era = Math.floor(z / 146097);
-  const doe = z - era * 146097;
-  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36524) - Math.floor(doe / 146096)) / 365);
-  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
-  const mp = Math.floor((5 * doy + 2) / 153);
-  const day = doy - Math.floor((153 * mp + 2) / 5) + 1;
-  const month = mp < 10 ? mp + 3 : mp - 9;
-  const year = yoe + era * 400 + (month <= 2 ? 1 : 0);
+  const ymd = civilFromDays(days);
+  const year = Math.floor(ymd / 10000);
+  const month = Math.floor(ymd / 100) % 100;
+  const day = ymd % 100;
   const yh = Math.floor(year / 100),
     yl = year - yh * 100;
   const b = dayBytes,

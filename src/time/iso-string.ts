@@ -5,6 +5,8 @@
  * common-term query; this costs a tenth of it. test/time.test.ts compares the two.
  */
 
+import { civilFromDays } from './civil-date.js';
+
 const TWO: string[] = Array.from({ length: 100 }, (_, i) => (i < 10 ? '0' : '') + i);
 const THREE: string[] = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));
 
@@ -22,15 +24,9 @@ export function isoString(ms: number): string {
   rest -= minute * 60000;
   const second = Math.floor(rest / 1000);
   const milli = rest - second * 1000;
-  // days since 1970-01-01 to a proleptic Gregorian date (H. Hinnant, "civil_from_days")
-  const z = days + 719468;
-  const era = Math.floor(z / 146097);
-  const doe = z - era * 146097;
-  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36524) - Math.floor(doe / 146096)) / 365);
-  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
-  const mp = Math.floor((5 * doy + 2) / 153);
-  const day = doy - Math.floor((153 * mp + 2) / 5) + 1;
-  const month = mp < 10 ? mp + 3 : mp - 9;
-  const year = yoe + era * 400 + (month <= 2 ? 1 : 0);
+  const ymd = civilFromDays(days);
+  const year = Math.floor(ymd / 10000);
+  const month = Math.floor(ymd / 100) % 100;
+  const day = ymd % 100;
   return `${TWO[Math.floor(year / 100)]}${TWO[year % 100]}-${TWO[month]}-${TWO[day]}T${TWO[hour]}:${TWO[minute]}:${TWO[second]}.${THREE[milli]}Z`;
 }
