@@ -79,8 +79,8 @@ function bytesOf(a: Uint32Array | Uint8Array | Float64Array): Uint8Array {
   return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
 }
 
-function* parts(data: OrgData): Generator<Part> {
-  const contacts = data.contacts;
+/** Contacts in parts of about PART_TARGET bytes: ['c', start, rows] (both formats). */
+function* contactParts(contacts: readonly Contact[]): Generator<['c', number, ContactRow[]]> {
   let rows: ContactRow[] = [],
     start = 0,
     size = 0;
@@ -97,13 +97,16 @@ function* parts(data: OrgData): Generator<Part> {
     }
   }
   if (rows.length > 0 || contacts.length === 0) yield ['c', start, rows];
+}
 
+function* parts(data: OrgData): Generator<Part> {
+  yield* contactParts(data.contacts);
   const m = data.messages;
   // String columns go out in slices so no buffer grows near the 2 GB limit of one allocation.
   for (const col of STRING_COLUMNS) {
     const values = m[col];
     let from = 0;
-    size = 0;
+    let size = 0;
     for (let i = 0; i < m.count; i++) {
       size += Buffer.byteLength(values[i]) + 5;
       if (size >= PART_TARGET) {
@@ -133,23 +136,7 @@ function partsV1(data: OrgData): Generator<Part> {
 type PartV2 = ['c', number, ContactRow[]] | ['a', string, number, Uint8Array];
 
 function* partsV2(flat: FlatIndex): Generator<PartV2> {
-  const contacts = flat.contacts;
-  let rows: ContactRow[] = [],
-    start = 0,
-    size = 0;
-  for (let i = 0; i < contacts.length; i++) {
-    const c = contacts[i];
-    const row: ContactRow = [c.id, c.name, c.phone, c.email, c.avatar_url, c.source];
-    rows.push(row);
-    for (const f of row) size += f === null ? 1 : Buffer.byteLength(f) + 5;
-    if (size >= PART_TARGET) {
-      yield ['c', start, rows];
-      start = i + 1;
-      rows = [];
-      size = 0;
-    }
-  }
-  if (rows.length > 0 || contacts.length === 0) yield ['c', start, rows];
+  yield* contactParts(flat.contacts);
   for (const [name, a] of Object.entries(flat.sections)) {
     const bytes = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
     for (let off = 0; off < bytes.length; off += PART_TARGET)
