@@ -144,6 +144,28 @@ function* partsV2(flat: FlatIndex): Generator<PartV2> {
   }
 }
 
+/**
+ * Chunk `index` checked against the manifest (known, not seen before, length and CRC32), then
+ * unpacked into its parts; marks it seen. Both formats' decoders use it.
+ */
+function verifiedParts<T>(
+  manifest: Manifest,
+  seen: boolean[],
+  index: number,
+  chunk: Uint8Array,
+  corrupt: (detail: string) => Error,
+): T[] {
+  const info = manifest.chunks[index];
+  if (info === undefined || seen[index]) throw corrupt(`unexpected chunk ${index}`);
+  if (chunk.length !== info.length || crc32(chunk) !== info.crc32) throw corrupt(`chunk ${index} checksum mismatch`);
+  seen[index] = true;
+  try {
+    return unpackr.unpackMultiple(chunk) as T[];
+  } catch (err) {
+    throw corrupt(`chunk ${index}: ${(err as Error).message}`);
+  }
+}
+
 /** What a store writes: a format-2 flat index (built once, here) or, on request, format-1 columns. */
 export type PreparedSnapshot = { format: 1; data: OrgData } | { format: 2; flat: FlatIndex };
 
@@ -390,17 +412,7 @@ class SectionsDecoder {
   }
 
   add(index: number, chunk: Uint8Array): void {
-    const info = this.manifest.chunks[index];
-    if (info === undefined || this.seen[index]) throw this.corrupt(`unexpected chunk ${index}`);
-    if (chunk.length !== info.length || crc32(chunk) !== info.crc32)
-      throw this.corrupt(`chunk ${index} checksum mismatch`);
-    this.seen[index] = true;
-    let decoded: PartV2[];
-    try {
-      decoded = unpackr.unpackMultiple(chunk) as PartV2[];
-    } catch (err) {
-      throw this.corrupt(`chunk ${index}: ${(err as Error).message}`);
-    }
+    const decoded = verifiedParts<PartV2>(this.manifest, this.seen, index, chunk, (d) => this.corrupt(d));
     const bad = (): Error => this.corrupt(`chunk ${index}: malformed part`);
     for (const p of decoded) {
       if (!Array.isArray(p)) throw bad();
@@ -509,17 +521,7 @@ class RecordColumnsDecoder {
 
   /** Verifies and decodes chunk `index`. */
   add(index: number, chunk: Uint8Array): void {
-    const info = this.manifest.chunks[index];
-    if (info === undefined || this.seen[index]) throw this.corrupt(`unexpected chunk ${index}`);
-    if (chunk.length !== info.length || crc32(chunk) !== info.crc32)
-      throw this.corrupt(`chunk ${index} checksum mismatch`);
-    this.seen[index] = true;
-    let decoded: Part[];
-    try {
-      decoded = unpackr.unpackMultiple(chunk) as Part[];
-    } catch (err) {
-      throw this.corrupt(`chunk ${index}: ${(err as Error).message}`);
-    }
+    const decoded = verifiedParts<Part>(this.manifest, this.seen, index, chunk, (d) => this.corrupt(d));
     for (const p of decoded) this.addPart(p, index);
   }
 
