@@ -68,27 +68,11 @@ export function sortedCopy(xs: ArrayLike<number>): Float64Array {
 
 // ---------- processes ----------
 
-import { freePort } from '../test/helpers/server.js';
+import { baseEnv, freePort } from '../test/helpers/server.js';
 export { freePort };
 
-/** The parent's environment minus anything that could point at a real deployment. */
-export function cleanEnv(extra: Record<string, string | undefined>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const k of [
-    'PORT',
-    'HOST',
-    'ADMIN_PORT',
-    'ADMIN_HOST',
-    'REDIS_URL',
-    'DATA_DIR',
-    'LOG_LEVEL',
-    'SUNSET_AT',
-    'NODE_OPTIONS',
-  ])
-    delete env[k];
-  for (const [k, v] of Object.entries(extra)) if (v !== undefined) env[k] = v;
-  return env;
-}
+/** The parent's environment minus anything that could point at a real deployment (the tests' own list). */
+export const cleanEnv = baseEnv;
 
 export interface RunResult {
   code: number | null;

@@ -45,6 +45,7 @@ export function baseEnv(extra: Record<string, string | undefined>): NodeJS.Proce
     'INDEX_BUILD_THREAD',
     'SERVER_THREADS',
     'SERVING_THREAD_FAULT_HOOK',
+    'ORGANIZATIONS',
   ])
     delete env[k];
   for (const [k, v] of Object.entries(extra)) if (v !== undefined) env[k] = v;
