@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { buildIndex } from '../src/index/build.js';
+import type { TopListOptions } from '../src/index/top-lists.js';
 import { CHANNELS, type Channel, type Contact, type MessageLine } from '../src/model/records.js';
 import { OrgDataBuilder } from '../src/model/org-data-builder.js';
 import { searchBody } from '../src/query/execute.js';
@@ -300,9 +301,20 @@ function indexOf(org: Pick<Org, 'contacts' | 'messages'>, orgId = ORG) {
   for (const m of org.messages) b.addMessage(m, parseRfc3339(m.sent_at)!);
   // every other index indexes the pairs of all adjacent tokens, so the pair postings that large
   // organizations use for phrases of common words are compared with the reference too
-  return buildIndex(b.build(), { pairMinFrequency: pairVariant++ % 2 === 0 ? undefined : 1 });
+  return buildIndex(b.build(), { pairMinFrequency: pairVariant++ % 2 === 0 ? undefined : 1, topLists: topLists() });
 }
 let pairVariant = 0;
+
+/**
+ * Top lists (precomputed first pages of frequent tokens) cycle through: the default (no token of
+ * these small organizations is frequent enough: the scan answers), every token with lists of 2
+ * entries (short: pages past them fall back to the scan), and every token with whole lists.
+ */
+function topLists(): TopListOptions | undefined {
+  const v = topVariant++ % 3;
+  return v === 0 ? undefined : { minEntries: 1, length: v === 1 ? 2 : 1_000_000 };
+}
+let topVariant = 0;
 
 /**
  * The whole 200 body, byte for byte: the product's bytes against the UTF-8 of JSON.stringify of
@@ -334,6 +346,7 @@ function loadedIndexOf(org: Pick<Org, 'contacts' | 'messages'>, format: 1 | 2, o
     let order: Uint32Array | undefined;
     const built = buildIndex(data, {
       pairMinFrequency: pairVariant++ % 2 === 0 ? undefined : 1,
+      topLists: topLists(),
       onOrder: (o) => {
         order = o;
       },

@@ -2,6 +2,7 @@ import type { Contact, OrgData } from '../model/records.js';
 import { tokensOf } from '../text/fast-tokens.js';
 import type { OrgIndex } from './org-index.js';
 import { jsonEscaped, StringColumnBuilder, wellFormed } from './string-column.js';
+import { buildTopLists, TOP_LIST_DEFAULTS, type TopListOptions } from './top-lists.js';
 
 export type { OrgIndex } from './org-index.js';
 
@@ -73,6 +74,8 @@ export interface BuildOptions {
   pairMinFrequency?: number;
   /** receives the answer order (ordinal -> position in `data`), for a snapshot that gives the import back */
   onOrder?: (order: Uint32Array) => void;
+  /** which tokens get precomputed first pages, and how long (tests shrink both) */
+  topLists?: TopListOptions;
 }
 
 /** Builds the immutable index of one organization from its snapshot columns. */
@@ -271,6 +274,11 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     }
   }
 
+  const top = buildTopLists(
+    { entryStart, entryContact, entryNewestIn, entryNewestOut, contactIdRank, contactByIdRank },
+    options.topLists ?? TOP_LIST_DEFAULTS,
+  );
+
   return {
     organizationId: data.organizationId,
     messageCount: n,
@@ -297,5 +305,6 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     postings,
     seqStart,
     tokenSeq: seq,
+    ...top,
   };
 }

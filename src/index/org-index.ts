@@ -71,6 +71,11 @@ export interface OrgIndex {
   /** token-id sequence of message m: tokenSeq[seqStart[m] .. seqStart[m+1]), for phrase adjacency */
   readonly seqStart: Uint32Array;
   readonly tokenSeq: Uint32Array;
+  /** the first contacts of each frequent token's answer per direction (see top-lists.ts) */
+  readonly topSlot: Int32Array;
+  readonly topStart: Uint32Array;
+  readonly topCount: Uint32Array;
+  readonly topEntries: Uint32Array;
 }
 
 /** Messages of token t in the whole organization (its document frequency). */
@@ -103,4 +108,8 @@ export const TYPED_ARRAY_FIELDS = [
   'postings',
   'seqStart',
   'tokenSeq',
+  'topSlot',
+  'topStart',
+  'topCount',
+  'topEntries',
 ] as const satisfies ReadonlyArray<keyof OrgIndex>;

@@ -4,6 +4,7 @@ import { filterMask } from './filter-mask.js';
 import { scratchFor, type Scratch } from './scratch.js';
 import { bodyWriter, utf8, type BodyWriter } from './body-writer.js';
 import type { SearchRequest, SearchResponse } from './search-request.js';
+import { TOP_MODES } from '../index/top-lists.js';
 import { smallestKeys } from './select.js';
 import { containsPhrase, lowerBound, termView, type TermView } from './term-view.js';
 
@@ -388,6 +389,29 @@ function emptyBody(req: SearchRequest, count: number): Uint8Array {
 }
 
 /**
+ * The body from top list `k` of a one-token query without date or channel filter (see
+ * index/top-lists.ts): the page's contacts and the exact count are read, not chosen among every
+ * entry of the token. Null when the page reaches past the list (a deep page scans as before).
+ */
+function topListBody(plan: Plan, s: Scratch, req: SearchRequest, k: number): Uint8Array | null {
+  const { index } = plan;
+  const count = index.topCount[k];
+  const from = index.topStart[k];
+  const need = Math.min(count, req.offset + req.limit);
+  if (need > index.topStart[k + 1] - from) return null;
+  if (req.offset >= need) return emptyBody(req, count);
+  const out = bodyWriter;
+  out.reset();
+  out.reserve(DATA_OPEN.length);
+  out.raw(DATA_OPEN);
+  for (let i = req.offset; i < need; i++) {
+    const c = index.entryContact[index.topEntries[from + i]];
+    writeItem(out, plan, s, c, req.messagesLimit, i === req.offset);
+  }
+  return writeTail(out, req, count, need - req.offset);
+}
+
+/**
  * Answers one search (CONTRACT 3) as the UTF-8 bytes of the whole 200 body, byte for byte what
  * JSON.stringify of the answer gives. The bytes are a view of this thread's output buffer, valid
  * until the next search on this thread. A null index (organization without a snapshot) gives an
@@ -414,12 +438,16 @@ export function searchBody(index: OrgIndex | null, req: SearchRequest): Uint8Arr
   const precomputed = req.channel === null && lo === 0 && hi === index.messageCount;
   const direction = req.direction === 'inbound' ? 0 : req.direction === 'outbound' ? 1 : 2;
   const plan: Plan = { index, views, all, mask: filterMask(req), lo, hi, direction, precomputed };
+  if (req.messagesLimit > s.picked.length) s.picked = new Uint32Array(req.messagesLimit);
+  if (precomputed && views.length === 1 && views[0].token >= 0 && index.topSlot[views[0].token] >= 0) {
+    const body = topListBody(plan, s, req, index.topSlot[views[0].token] * TOP_MODES + direction);
+    if (body !== null) return body;
+  }
   const count = matchContacts(plan, s);
   const need = Math.min(count, req.offset + req.limit);
   if (req.offset >= need) return emptyBody(req, count);
 
   const top = smallestKeys(s.keys, count, need, s.heap);
-  if (req.messagesLimit > s.picked.length) s.picked = new Uint32Array(req.messagesLimit);
   const out = bodyWriter;
   out.reset();
   out.reserve(DATA_OPEN.length);

@@ -15,6 +15,8 @@ export interface TermView {
   to: number;
   /** token ids of a phrase, null for one token */
   phrase: Uint32Array | null;
+  /** the token or pair id whose entries the view is, as they are; -1 for a pruned phrase view */
+  token: number;
 }
 
 /** First position in list[start, end) whose value is >= value. */
@@ -56,7 +58,14 @@ export function termView(index: OrgIndex, term: string, s: Scratch, slot: number
   }
   const { entryStart, entryContact } = index;
   if (ids.length === 1)
-    return { contact: entryContact, entry: null, from: entryStart[ids[0]], to: entryStart[ids[0] + 1], phrase: null };
+    return {
+      contact: entryContact,
+      entry: null,
+      from: entryStart[ids[0]],
+      to: entryStart[ids[0] + 1],
+      phrase: null,
+      token: ids[0],
+    };
 
   // Every token, and every indexed pair of adjacent frequent tokens, must be in a matching
   // message: the rarest of them drives, the others prune contacts.
@@ -84,6 +93,7 @@ export function termView(index: OrgIndex, term: string, s: Scratch, slot: number
       from: entryStart[keys[keys.length - 1]],
       to: entryStart[keys[keys.length - 1] + 1],
       phrase: null,
+      token: keys[keys.length - 1],
     };
 
   const others = keys.filter((t) => t !== d);
@@ -107,5 +117,5 @@ export function termView(index: OrgIndex, term: string, s: Scratch, slot: number
     entry[n++] = e;
   }
   if (n === 0) return null;
-  return { contact, entry, from: 0, to: n, phrase };
+  return { contact, entry, from: 0, to: n, phrase, token: -1 };
 }
