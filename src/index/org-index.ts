@@ -76,6 +76,7 @@ export interface OrgIndex {
   readonly topStart: Uint32Array;
   readonly topCount: Uint32Array;
   readonly topEntries: Uint32Array;
+  readonly topBits: Uint32Array;
 }
 
 /** Messages of token t in the whole organization (its document frequency). */
@@ -112,4 +113,5 @@ export const TYPED_ARRAY_FIELDS = [
   'topStart',
   'topCount',
   'topEntries',
+  'topBits',
 ] as const satisfies ReadonlyArray<keyof OrgIndex>;

@@ -21,16 +21,30 @@ export interface TopLists {
   topStart: Uint32Array;
   topCount: Uint32Array;
   topEntries: Uint32Array;
+  /**
+   * per slot, two bitmaps over contact ordinals (ceil(contactCount / 32) words each): the contacts
+   * with an inbound message with the token (words (2s) * W ..), then with an outbound one: the
+   * exact `count` of several terms is then a few word-wise ORs or ANDs and a popcount
+   */
+  topBits: Uint32Array;
 }
 
 export interface TopListOptions {
-  /** tokens with at least this many entries (contacts) get lists; scanning fewer is cheap */
+  /**
+   * tokens with at least this many entries (contacts) get lists, and at least contactCount / 16:
+   * scanning fewer is cheap, and then a token's two bitmaps cost at most 4 bytes an entry
+   */
   minEntries: number;
   /** entries kept a list: covers the first page at the largest limit (100) and then some */
   length: number;
 }
 
-export const TOP_LIST_DEFAULTS: TopListOptions = { minEntries: 1024, length: 160 };
+export const TOP_LIST_DEFAULTS: TopListOptions = { minEntries: 1024, length: 256 };
+
+/** Words of one contact bitmap. */
+export function bitmapWords(contactCount: number): number {
+  return (contactCount + 31) >>> 5;
+}
 
 function lowerBound(list: Uint32Array, start: number, end: number, value: number): number {
   let lo = start,
@@ -61,15 +75,18 @@ export function buildTopLists(
   const topSlot = new Int32Array(keyCount).fill(-1);
   let slots = 0;
   let widest = 0;
+  const minEntries = Math.max(options.minEntries, Math.ceil(contactCount / 16), 1);
   for (let t = 0; t < keyCount; t++) {
     const n = entryStart[t + 1] - entryStart[t];
-    if (n >= options.minEntries && n > 0) {
+    if (n >= minEntries) {
       topSlot[t] = slots++;
       if (n > widest) widest = n;
     }
   }
   const topStart = new Uint32Array(slots * TOP_MODES + 1);
   const topCount = new Uint32Array(slots * TOP_MODES);
+  const words = bitmapWords(contactCount);
+  const topBits = new Uint32Array(slots * 2 * words);
   const lists: Uint32Array[] = [];
   const keys = new Float64Array(widest);
   const heap = new Float64Array(widest);
@@ -79,6 +96,13 @@ export function buildTopLists(
     if (s < 0) continue;
     const from = entryStart[t],
       to = entryStart[t + 1];
+    const inBits = 2 * s * words,
+      outBits = inBits + words;
+    for (let e = from; e < to; e++) {
+      const c = entryContact[e];
+      if (entryNewestIn[e] !== NONE) topBits[inBits + (c >>> 5)] |= 1 << (c & 31);
+      if (entryNewestOut[e] !== NONE) topBits[outBits + (c >>> 5)] |= 1 << (c & 31);
+    }
     for (let m = 0; m < TOP_MODES; m++) {
       // the key of matchContacts: time rank of the newest message in the direction, then id rank
       let n = 0;
@@ -107,5 +131,5 @@ export function buildTopLists(
     topEntries.set(list, at);
     at += list.length;
   }
-  return { topSlot, topStart, topCount, topEntries };
+  return { topSlot, topStart, topCount, topEntries, topBits };
 }

@@ -4,8 +4,8 @@ import { filterMask } from './filter-mask.js';
 import { scratchFor, type Scratch } from './scratch.js';
 import { bodyWriter, utf8, type BodyWriter } from './body-writer.js';
 import type { SearchRequest, SearchResponse } from './search-request.js';
-import { TOP_MODES } from '../index/top-lists.js';
 import { smallestKeys } from './select.js';
+import { topPage } from './top-page.js';
 import { containsPhrase, lowerBound, termView, type TermView } from './term-view.js';
 
 /** First ordinal whose sent_at is below `ms` (`strict`) or at most `ms`; sent_at is non-increasing. */
@@ -389,25 +389,20 @@ function emptyBody(req: SearchRequest, count: number): Uint8Array {
 }
 
 /**
- * The body from top list `k` of a one-token query without date or channel filter (see
- * index/top-lists.ts): the page's contacts and the exact count are read, not chosen among every
- * entry of the token. Null when the page reaches past the list (a deep page scans as before).
+ * The body from the top lists (see top-page.ts), or null when they cannot answer this query: the
+ * page's contacts and the exact count are read, not chosen among every entry of every term.
  */
-function topListBody(plan: Plan, s: Scratch, req: SearchRequest, k: number): Uint8Array | null {
+function topListBody(plan: Plan, s: Scratch, req: SearchRequest): Uint8Array | null {
   const { index } = plan;
-  const count = index.topCount[k];
-  const from = index.topStart[k];
+  const count = topPage(index, plan.views, plan.all, plan.direction, req.offset, req.limit, s);
+  if (count < 0) return null;
   const need = Math.min(count, req.offset + req.limit);
-  if (need > index.topStart[k + 1] - from) return null;
   if (req.offset >= need) return emptyBody(req, count);
   const out = bodyWriter;
   out.reset();
   out.reserve(DATA_OPEN.length);
   out.raw(DATA_OPEN);
-  for (let i = req.offset; i < need; i++) {
-    const c = index.entryContact[index.topEntries[from + i]];
-    writeItem(out, plan, s, c, req.messagesLimit, i === req.offset);
-  }
+  for (let i = req.offset; i < need; i++) writeItem(out, plan, s, s.touched[i], req.messagesLimit, i === req.offset);
   return writeTail(out, req, count, need - req.offset);
 }
 
@@ -439,8 +434,8 @@ export function searchBody(index: OrgIndex | null, req: SearchRequest): Uint8Arr
   const direction = req.direction === 'inbound' ? 0 : req.direction === 'outbound' ? 1 : 2;
   const plan: Plan = { index, views, all, mask: filterMask(req), lo, hi, direction, precomputed };
   if (req.messagesLimit > s.picked.length) s.picked = new Uint32Array(req.messagesLimit);
-  if (precomputed && views.length === 1 && views[0].token >= 0 && index.topSlot[views[0].token] >= 0) {
-    const body = topListBody(plan, s, req, index.topSlot[views[0].token] * TOP_MODES + direction);
+  if (precomputed) {
+    const body = topListBody(plan, s, req);
     if (body !== null) return body;
   }
   const count = matchContacts(plan, s);

@@ -21,9 +21,13 @@ export interface Scratch {
   contactHits: Uint8Array;
   /** contact ordinals seen by this query, in first-seen order */
   touched: Uint32Array;
-  /** per term of a several-term walk: position and end in postings */
+  /** per term of a several-term walk: position and end in postings (or in a top list) */
   pos: Uint32Array;
   end: Uint32Array;
+  /** per term of a top-list merge (top-page.ts): the key at its list's cursor */
+  heads: Float64Array;
+  /** one contact bitmap: the contacts that match every term (top-page.ts) */
+  bits: Int32Array;
   /** the walk of one contact: its aggregates, and its first messages in picked */
   walk: { count: number; conversations: number; newest: number; oldest: number; picked: number };
   picked: Uint32Array;
@@ -48,6 +52,8 @@ export function scratchFor(index: OrgIndex): Scratch {
       touched: new Uint32Array(index.contactCount),
       pos: new Uint32Array(MAX_TERMS),
       end: new Uint32Array(MAX_TERMS),
+      heads: new Float64Array(MAX_TERMS),
+      bits: new Int32Array((index.contactCount + 31) >>> 5),
       walk: { count: 0, conversations: 0, newest: -1, oldest: -1, picked: 0 },
       picked: new Uint32Array(MAX_MESSAGES_LIMIT),
       viewContact: new Array<Uint32Array | undefined>(MAX_TERMS).fill(undefined),
@@ -55,10 +61,15 @@ export function scratchFor(index: OrgIndex): Scratch {
     };
     scratches.set(index, s);
   }
+  nextGeneration(s);
+  return s;
+}
+
+/** Starts a new generation: every stamp of the previous one reads as unseen. */
+export function nextGeneration(s: Scratch): void {
   if (++s.generation === 0xffffffff) {
     s.generation = 1;
     s.conversationStamp.fill(0);
     s.contactStamp.fill(0);
   }
-  return s;
 }

@@ -1,0 +1,131 @@
+import type { OrgIndex } from '../index/org-index.js';
+import { bitmapWords, TOP_MODES } from '../index/top-lists.js';
+import { nextGeneration, type Scratch } from './scratch.js';
+import type { TermView } from './term-view.js';
+
+const NONE = 0xffffffff;
+
+/** Set bits of a 32-bit word. */
+function popcount(x: number): number {
+  x -= (x >>> 1) & 0x55555555;
+  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+  x = (x + (x >>> 4)) & 0x0f0f0f0f;
+  return Math.imul(x, 0x01010101) >>> 24;
+}
+
+/**
+ * The page of a query whose every term is a plain token with a top list (see index/top-lists.ts)
+ * and that has no date or channel filter: the exact count from the tokens' contact bitmaps (OR for
+ * `any`, AND for `all`), and the page's contacts from a merge of the tokens' top lists in answer
+ * order, into s.touched[0 .. min(count, offset + limit)). Nothing is read per entry of a token.
+ *
+ * Returns the count, or -1 when the lists cannot answer: a term without a list, or a page that
+ * reaches past a shortened list (a contact beyond it could come first); the scan answers then.
+ * The merge is exact because it takes keys in ascending order and stops before any shortened list
+ * runs out: the first time a contact shows up is at its smallest key over the terms.
+ */
+export function topPage(
+  index: OrgIndex,
+  views: TermView[],
+  all: boolean,
+  direction: number,
+  offset: number,
+  limit: number,
+  s: Scratch,
+): number {
+  const k = views.length;
+  const { topSlot, topStart, topCount, topEntries, topBits, entryContact, entryNewestIn, entryNewestOut } = index;
+  const { pos, end, heads } = s;
+  for (let j = 0; j < k; j++) {
+    const t = views[j].token;
+    const slot = t < 0 ? -1 : topSlot[t];
+    if (slot < 0) return -1;
+    pos[j] = slot; // the slot, for now
+  }
+  let count = 0;
+  if (k === 1) count = topCount[pos[0] * TOP_MODES + direction];
+  else {
+    const words = bitmapWords(index.contactCount);
+    const bits = s.bits;
+    for (let w = 0; w < words; w++) {
+      let acc = all ? -1 : 0;
+      for (let j = 0; j < k; j++) {
+        const at = 2 * pos[j] * words + w;
+        const word =
+          direction === 0 ? topBits[at] : direction === 1 ? topBits[at + words] : topBits[at] | topBits[at + words];
+        acc = all ? acc & word : acc | word;
+      }
+      bits[w] = acc;
+      count += popcount(acc);
+    }
+  }
+  const need = Math.min(count, offset + limit);
+  if (need <= offset) return count;
+
+  // merge: per term its list's cursor, end and head key; a shortened list must not run out
+  const contactCount = index.contactCount;
+  const idRank = index.contactIdRank;
+  let shortened = 0; // bit j: list j is shorter than its token's matching contacts
+  for (let j = 0; j < k; j++) {
+    const list = pos[j] * TOP_MODES + direction;
+    pos[j] = topStart[list];
+    end[j] = topStart[list + 1];
+    if (end[j] - pos[j] < topCount[list]) shortened |= 1 << j;
+    heads[j] =
+      pos[j] < end[j]
+        ? keyOf(entryNewestIn, entryNewestOut, direction, topEntries[pos[j]], entryContact, idRank, contactCount)
+        : Infinity;
+  }
+  const stamp = s.contactStamp;
+  const gen = s.generation;
+  const bits = s.bits;
+  let n = 0;
+  while (n < need) {
+    let best = -1;
+    let bestKey = Infinity;
+    for (let j = 0; j < k; j++) {
+      if (pos[j] === end[j]) {
+        if ((shortened >>> j) & 1) {
+          nextGeneration(s); // the scan that answers instead must not see these stamps
+          return -1;
+        }
+        continue;
+      }
+      if (heads[j] < bestKey) {
+        bestKey = heads[j];
+        best = j;
+      }
+    }
+    if (best < 0) break;
+    const c = entryContact[topEntries[pos[best]]];
+    const p = ++pos[best];
+    heads[best] =
+      p < end[best]
+        ? keyOf(entryNewestIn, entryNewestOut, direction, topEntries[p], entryContact, idRank, contactCount)
+        : Infinity;
+    if (stamp[c] === gen) continue;
+    stamp[c] = gen;
+    if (all && k > 1 && ((bits[c >>> 5] >>> (c & 31)) & 1) === 0) continue;
+    s.touched[n++] = c;
+  }
+  if (n < need) {
+    nextGeneration(s);
+    return -1; // cannot happen with whole lists; the scan is the safe answer anyway
+  }
+  return count;
+}
+
+/** The answer's sort key of entry e (as matchContacts makes it): newest time rank, then id rank. */
+function keyOf(
+  newestIn: Uint32Array,
+  newestOut: Uint32Array,
+  direction: number,
+  e: number,
+  entryContact: Uint32Array,
+  idRank: Uint32Array,
+  contactCount: number,
+): number {
+  const a = direction === 1 ? NONE : newestIn[e];
+  const b = direction === 0 ? NONE : newestOut[e];
+  return (a < b ? a : b) * contactCount + idRank[entryContact[e]];
+}
