@@ -442,7 +442,7 @@ export function searchBody(index: OrgIndex | null, req: SearchRequest): Uint8Arr
   const need = Math.min(count, req.offset + req.limit);
   if (req.offset >= need) return emptyBody(req, count);
 
-  const top = smallestKeys(s.keys, count, need, s.heap);
+  const top = smallestKeys(s.keys, count, need, s.heap, req.offset);
   const out = bodyWriter;
   out.reset();
   out.reserve(DATA_OPEN.length);

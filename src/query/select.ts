@@ -1,13 +1,16 @@
 /**
- * The `need` smallest of keys[0..n), ascending; keys may be reordered. A first page uses a
- * bounded max-heap (about n comparisons); a deep page partitions with quickselect and sorts
- * only the `need` smallest.
+ * The `need` smallest of keys[0..n) in ascending order, at least from position `from` on (a page
+ * reads only [from, need): positions before `from` hold the smaller keys, unordered); keys may be
+ * reordered. A first page uses a bounded max-heap (about n comparisons); a deep page partitions
+ * with quickselect twice and sorts only the page's keys.
  */
-export function smallestKeys(keys: Float64Array, n: number, need: number, heap: Float64Array): Float64Array {
-  if (need >= n) return keys.subarray(0, n).sort();
-  if (need * 16 >= n) {
-    partition(keys, 0, n - 1, need - 1);
-    return keys.subarray(0, need).sort();
+export function smallestKeys(keys: Float64Array, n: number, need: number, heap: Float64Array, from = 0): Float64Array {
+  if (need * 16 >= n || need >= n) {
+    const end = Math.min(need, n);
+    if (end < n) partition(keys, 0, n - 1, end - 1);
+    if (from > 0 && from < end) partition(keys, 0, end - 1, from - 1);
+    keys.subarray(Math.min(from, end), end).sort();
+    return keys;
   }
   let size = 0;
   for (let i = 0; i < n; i++) {
