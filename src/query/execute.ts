@@ -281,6 +281,10 @@ function walkContact(plan: Plan, s: Scratch, c: number, messagesLimit: number, w
     }
     return;
   }
+  if (k >= UNION_BY_SORT) {
+    walkBySort(plan, s, c, messagesLimit, w);
+    return;
+  }
   const { pos, end } = s;
   for (let j = 0; j < k; j++) {
     const v = views[j];
@@ -305,6 +309,52 @@ function walkContact(plan: Plan, s: Scratch, c: number, messagesLimit: number, w
       pos[j]++;
       const phrase = views[j].phrase;
       if (passes && !matched) matched = phrase === null || containsPhrase(index, o, phrase);
+    }
+    if (matched) counted(index, s, w, o, messagesLimit);
+  }
+}
+
+/** From this many terms on, a contact's lists are united by one sort, not a k-way merge. */
+const UNION_BY_SORT = 3;
+
+/**
+ * walkContact for many terms: (ordinal * 16 + term) of every list of the contact gathered and
+ * sorted once (a native numeric sort), then read in groups of one ordinal: a few operations a
+ * posting, where the k-way merge spent 2k a message (measured 60% of the 10-term largest page).
+ */
+function walkBySort(plan: Plan, s: Scratch, c: number, messagesLimit: number, w: Walk): void {
+  const { index, views, mask, hi } = plan;
+  const { postings, entryPostStart, msgCombo } = index;
+  let n = 0;
+  for (let j = 0; j < views.length; j++) {
+    const v = views[j];
+    const e = positionOf(v, c);
+    if (e < 0) continue;
+    const g = v.entry === null ? e : v.entry[e];
+    const end = entryPostStart[g + 1];
+    let p = plan.lo > 0 ? lowerBound(postings, entryPostStart[g], end, plan.lo) : entryPostStart[g];
+    if (n + end - p > s.gather.length) {
+      const grown = new Uint32Array(Math.max(2 * s.gather.length, n + end - p));
+      grown.set(s.gather.subarray(0, n));
+      s.gather = grown;
+    }
+    const gather = s.gather;
+    for (; p < end; p++) {
+      const o = postings[p];
+      if (o >= hi) break;
+      gather[n++] = o * 16 + j; // MAX_TERMS <= 16
+    }
+  }
+  const sorted = s.gather.subarray(0, n).sort();
+  for (let i = 0; i < n; ) {
+    const o = sorted[i] >>> 4;
+    const passes = ((1 << msgCombo[o]) & mask) !== 0;
+    let matched = false;
+    for (; i < n && sorted[i] >>> 4 === o; i++) {
+      if (passes && !matched) {
+        const phrase = views[sorted[i] & 15].phrase;
+        matched = phrase === null || containsPhrase(index, o, phrase);
+      }
     }
     if (matched) counted(index, s, w, o, messagesLimit);
   }

@@ -24,6 +24,8 @@ export interface Scratch {
   /** per term of a several-term walk: position and end in postings (or in a top list) */
   pos: Uint32Array;
   end: Uint32Array;
+  /** a many-term walk's (ordinal * 16 + term) of one contact (walkBySort), grown when needed */
+  gather: Uint32Array;
   /** per term of a top-list merge (top-page.ts): the key at its list's cursor */
   heads: Float64Array;
   /** one contact bitmap: the contacts that match every term (top-page.ts) */
@@ -52,6 +54,7 @@ export function scratchFor(index: OrgIndex): Scratch {
       touched: new Uint32Array(index.contactCount),
       pos: new Uint32Array(MAX_TERMS),
       end: new Uint32Array(MAX_TERMS),
+      gather: new Uint32Array(4096),
       heads: new Float64Array(MAX_TERMS),
       bits: new Int32Array((index.contactCount + 31) >>> 5),
       walk: { count: 0, conversations: 0, newest: -1, oldest: -1, picked: 0 },
