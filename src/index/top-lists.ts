@@ -1,4 +1,5 @@
 import { smallestKeys } from '../query/select.js';
+import { lowerBound } from './lower-bound.js';
 
 const NONE = 0xffffffff;
 
@@ -44,17 +45,6 @@ export const TOP_LIST_DEFAULTS: TopListOptions = { minEntries: 1024, length: 256
 /** Words of one contact bitmap. */
 export function bitmapWords(contactCount: number): number {
   return (contactCount + 31) >>> 5;
-}
-
-function lowerBound(list: Uint32Array, start: number, end: number, value: number): number {
-  let lo = start,
-    hi = end;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (list[mid] < value) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 /** Builds the top lists from the entry columns (see OrgIndex); pure, linear in the entries listed. */

@@ -6,7 +6,8 @@ import { bodyWriter, utf8, type BodyWriter } from './body-writer.js';
 import type { SearchRequest, SearchResponse } from './search-request.js';
 import { smallestKeys } from './select.js';
 import { topPage } from './top-page.js';
-import { containsPhrase, lowerBound, termView, type TermView } from './term-view.js';
+import { lowerBound } from '../index/lower-bound.js';
+import { containsPhrase, termView, type TermView } from './term-view.js';
 
 /** First ordinal whose sent_at is below `ms` (`strict`) or at most `ms`; sent_at is non-increasing. */
 function firstOrdinal(sentAt: Float64Array, ms: number, strict: boolean): number {

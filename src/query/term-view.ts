@@ -19,18 +19,6 @@ export interface TermView {
   token: number;
 }
 
-/** First position in list[start, end) whose value is >= value. */
-export function lowerBound(list: Uint32Array, start: number, end: number, value: number): number {
-  let lo = start,
-    hi = end;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (list[mid] < value) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
 /** Does message o contain the phrase as a contiguous run of its token-id sequence? */
 export function containsPhrase(index: OrgIndex, o: number, phrase: Uint32Array): boolean {
   const { seqStart, tokenSeq } = index;
