@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from './server.js';
+import { freePort, portIsFree } from './server.js';
 
 const run = promisify(execFile);
 
@@ -46,14 +46,32 @@ async function until(what: string, ms: number, fn: () => Promise<boolean>): Prom
   }
 }
 
-/** Starts 6 nodes and joins them as 3 masters with one replica each. */
+/**
+ * Starts 6 nodes and joins them as 3 masters with one replica each. A node whose port or bus port
+ * (port + 10000, which the kernel may have handed to an outgoing socket meanwhile) is taken fails
+ * to start; the whole cluster is then started again on new ports, up to 3 times, and the last
+ * failure names what it waited for.
+ */
 export async function startCluster(): Promise<TestCluster> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startClusterOnce();
+    } catch (err) {
+      if (attempt === 3) throw err;
+      console.error(
+        `# test cluster: attempt ${attempt} failed (${(err as Error).message}); starting again on new ports`,
+      );
+    }
+  }
+}
+
+async function startClusterOnce(): Promise<TestCluster> {
   const dir = mkdtempSync(path.join(tmpdir(), 'redis-cluster-'));
   const ports: number[] = [];
   while (ports.length < 6) {
     const p = await freePort();
     // The cluster bus listens on port + 10000: both must be free and below 65536.
-    if (p + 10000 < 65536 && !ports.includes(p)) ports.push(p);
+    if (p + 10000 < 65536 && !ports.includes(p) && (await portIsFree(p + 10000))) ports.push(p);
   }
   const procs = new Map<number, ChildProcess>();
   for (const port of ports) {

@@ -20,6 +20,15 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** Whether `port` can be bound on 127.0.0.1 right now. */
+export function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
 /** A fresh temporary DATA_DIR; `cleanup` removes it. */
 export function tempDataDir(): { dir: string; cleanup: () => void } {
   const dir = mkdtempSync(path.join(tmpdir(), 'msearch-test-'));
