@@ -1,4 +1,4 @@
-import { KeyCache } from './auth/key-cache.js';
+import { KeyCache, lookupLimiter } from './auth/key-cache.js';
 import { Catalog } from './catalog/catalog.js';
 import { ConfigError, loadConfig, storeEnv, type Config } from './config/config.js';
 import { createAdminApp } from './http/admin-app.js';
@@ -70,6 +70,10 @@ async function main(): Promise<void> {
   // Read at scrape time only, once `catalog` exists.
   const metrics = new Metrics(() => catalogOrgStats(catalog));
   metrics.addReloadStats(() => catalogReloadStats(catalog));
+  // One set of token buckets for the process, in shared memory: every serving thread takes from it.
+  const rateLimiter = config.rateLimit ? new RateLimiter(config.rateLimit) : null;
+  // Store lookups of unknown key prefixes: one rate for the process, whatever SERVER_THREADS.
+  const keyLookups = lookupLimiter();
   // SERVER_THREADS > 1: serving threads answer the public port; this thread keeps the rest.
   const pool: ThreadPool | null =
     config.serverThreads > 1
@@ -79,6 +83,8 @@ async function main(): Promise<void> {
           metrics,
           logger,
           state: () => servingState(catalog),
+          rateLimit: rateLimiter?.exportShared() ?? null,
+          keyLookups: keyLookups.exportShared(),
           faultHook: process.env.SERVING_THREAD_FAULT_HOOK === '1',
         })
       : null;
@@ -93,10 +99,9 @@ async function main(): Promise<void> {
   const loading = catalog.start();
   Promise.resolve(loading).catch((err: unknown) => logger.error({ err }, 'catalog: initial load failed'));
 
-  const keys = new KeyCache(store, { logger });
+  const keys = new KeyCache(store, { logger, lookupLimiter: keyLookups });
   if (!pool) await keys.start();
   const isReady = () => catalogIsReady(catalog) && (pool === null || pool.ready);
-  const rateLimiter = config.rateLimit ? new RateLimiter(config.rateLimit) : null;
   const publicApp = createPublicApp({
     uws,
     keys,

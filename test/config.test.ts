@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 /** Configuration from outside: bad values stop the start with a message naming the variable; SUNSET_AT. */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
@@ -33,10 +34,6 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
     [{ SERVER_THREADS: '0' }, 'config: SERVER_THREADS must be an integer 1-256, got "0"'],
     [{ SERVER_THREADS: '257' }, 'config: SERVER_THREADS must be an integer 1-256, got "257"'],
     [{ SERVER_THREADS: 'two' }, 'config: SERVER_THREADS must be an integer 1-256, got "two"'],
-    [
-      { SERVER_THREADS: '2', RATE_LIMIT_RPS: '10' },
-      'config: SERVER_THREADS=2 with RATE_LIMIT_RPS is not supported yet',
-    ],
   ];
   for (const [vars, message] of cases) {
     it(
@@ -59,6 +56,8 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
   });
   it('SERVER_THREADS: 1-256', () => {
     assert.equal(loadConfig({ SERVER_THREADS: '1' }).serverThreads, 1);
+    assert.equal(loadConfig({}).serverThreads, Math.min(256, availableParallelism()), 'default: one a core');
+    assert.deepEqual(loadConfig({ SERVER_THREADS: '2', RATE_LIMIT_RPS: '10' }).rateLimit, { rps: 10, burst: 10 });
     assert.equal(loadConfig({ SERVER_THREADS: '256' }).serverThreads, 256);
     assert.throws(() => loadConfig({ SERVER_THREADS: '1.5' }), /SERVER_THREADS must be an integer 1-256, got "1.5"/);
   });
@@ -76,7 +75,7 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
       shutdownTimeoutMs: 10000,
       indexBuildThread: 'worker',
       organizations: null,
-      serverThreads: 1,
+      serverThreads: Math.min(256, availableParallelism()),
     });
   });
   it('a port already in use stops the start with exit 1', async () => {

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { KeyRecord, Store } from '../store/store.js';
 import { bearerToken, parseKey, REQUIRED_SCOPES } from './api-key.js';
+import { RateLimiter } from './rate-limit.js';
 
 /** What the endpoint needs to know about an authenticated key. */
 export interface Principal {
@@ -49,8 +50,25 @@ export interface KeyCacheOptions {
   compare?: (a: Buffer, b: Buffer) => boolean;
   /** store lookups of unknown prefixes allowed per second, and as a burst (default 20) */
   lookupsPerSecond?: number;
+  /**
+   * The token bucket of those lookups, when several caches (one a serving thread) must share one
+   * rate: made with `lookupLimiter()` and attached in each thread. Default: a bucket of its own.
+   */
+  lookupLimiter?: RateLimiter;
   /** how long a prefix the store does not know is remembered as unknown (default 1000 ms) */
   missTtlMs?: number;
+}
+
+/** The one bucket of a lookup limiter: every unknown prefix takes from it. */
+const LOOKUP_BUCKET = 'lookups';
+
+/**
+ * The token bucket of store lookups for unknown prefixes (`perSecond` a second, as a burst too),
+ * in shared memory: the main thread makes it, each serving thread attaches to it, so the store
+ * sees at most that rate whatever the number of threads.
+ */
+export function lookupLimiter(perSecond = 20): RateLimiter {
+  return new RateLimiter({ rps: perSecond, burst: perSecond, maxBuckets: 8 });
 }
 
 // Bounds of the lookup path, so random prefixes cannot flood the store or grow memory.
@@ -80,10 +98,8 @@ export class KeyCache {
   private readonly lookups = new Map<string, Promise<void>>();
   /** prefix -> epoch ms until which it is known to be absent from the store */
   private readonly misses = new Map<string, number>();
-  private readonly lookupRate: number;
+  private readonly lookupLimiter: RateLimiter;
   private readonly missTtlMs: number;
-  private lookupTokens: number;
-  private lookupTokensAt = 0;
 
   constructor(store: Store, opts: KeyCacheOptions) {
     this.store = store;
@@ -91,9 +107,8 @@ export class KeyCache {
     this.refreshMs = opts.refreshMs ?? 1000;
     this.flushMs = opts.flushMs ?? 5000;
     this.compare = opts.compare ?? timingSafeEqual;
-    this.lookupRate = opts.lookupsPerSecond ?? 20;
+    this.lookupLimiter = opts.lookupLimiter ?? lookupLimiter(opts.lookupsPerSecond ?? 20);
     this.missTtlMs = opts.missTtlMs ?? 1000;
-    this.lookupTokens = this.lookupRate;
   }
 
   /** True once the first read of the keys succeeded. */
@@ -216,14 +231,7 @@ export class KeyCache {
 
   // Token bucket over all prefixes: `lookupRate` a second, bursts of as many.
   private takeLookupToken(now: number): boolean {
-    this.lookupTokens = Math.min(
-      this.lookupRate,
-      this.lookupTokens + ((now - this.lookupTokensAt) / 1000) * this.lookupRate,
-    );
-    this.lookupTokensAt = now;
-    if (this.lookupTokens < 1) return false;
-    this.lookupTokens -= 1;
-    return true;
+    return this.lookupLimiter.take(LOOKUP_BUCKET, now).ok;
   }
 
   /** Writes the collected last_used_at values in one batch; failures only log (it is best effort). */

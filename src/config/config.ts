@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import * as v from 'valibot';
 import { parseRfc3339 } from '../time/rfc3339.js';
 
@@ -155,7 +156,8 @@ const EnvSchema = v.object({
   RATE_LIMIT_RPS: v.optional(rateRps),
   RATE_LIMIT_BURST: v.optional(rateBurst),
   SHUTDOWN_TIMEOUT_MS: v.optional(shutdownMs, '10000'),
-  SERVER_THREADS: v.optional(serverThreads, '1'),
+  // One serving thread a core by default: they share one copy of every index (README: Threads).
+  SERVER_THREADS: v.optional(serverThreads, String(Math.min(256, availableParallelism()))),
   INDEX_BUILD_THREAD: v.optional(
     v.picklist(
       ['worker', 'main'],
@@ -181,12 +183,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (burst !== undefined && rps === 0) {
     throw new ConfigError([
       `config: RATE_LIMIT_BURST is set (${burst}) but RATE_LIMIT_RPS is not; set RATE_LIMIT_RPS to enable rate limiting`,
-    ]);
-  }
-  if ((o.SERVER_THREADS as number) > 1 && rps > 0) {
-    // Each thread's token buckets are its own: N threads would give a key N times its limit.
-    throw new ConfigError([
-      `config: SERVER_THREADS=${o.SERVER_THREADS} with RATE_LIMIT_RPS is not supported yet (the limit would not hold across threads); use SERVER_THREADS=1`,
     ]);
   }
   return {

@@ -8,6 +8,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { KeyCache } from '../auth/key-cache.js';
+import { RateLimiter } from '../auth/rate-limit.js';
 import type { OrgIndex } from '../index/build.js';
 import { createPublicApp } from '../http/public-app.js';
 import { inFlight } from '../http/respond.js';
@@ -18,7 +19,7 @@ import type { Store } from '../store/store.js';
 import type { FromThread, ServingState, ServingThreadData, ToThread } from './thread-protocol.js';
 
 const port = parentPort!;
-const { config, faultHook } = workerData as ServingThreadData;
+const { config, faultHook, rateLimit, keyLookups } = workerData as ServingThreadData;
 const logger = createLogger(config.logLevel).child({ thread: process.env.SERVING_THREAD_NAME ?? 'serving' });
 const post = (m: FromThread) => port.postMessage(m);
 
@@ -92,7 +93,8 @@ const keyStore = {
   touchKeys: (lastUsed: Map<string, string>) => call('touchKeys', [lastUsed]),
 } as unknown as Store;
 
-const keys = new KeyCache(keyStore, { logger });
+// Unknown prefixes take from the process's one lookup bucket: N threads do not read the store N times as often.
+const keys = new KeyCache(keyStore, { logger, lookupLimiter: RateLimiter.attach(keyLookups) });
 const indexes = new Map<string, OrgIndex>();
 let state: ServingState = { ready: false, unavailable: [] };
 let unavailable = new Map<string, number>();
@@ -111,7 +113,8 @@ const app = createPublicApp({
   keys,
   logger,
   sunsetAt: config.sunsetAt,
-  rateLimiter: null,
+  // The main thread's buckets, in shared memory: a key's limit holds over all threads together.
+  rateLimiter: rateLimit === null ? null : RateLimiter.attach(rateLimit),
   metrics: {
     observe(_listener, status, startedAt) {
       observed.push(status, Number(process.hrtime.bigint() - startedAt) / 1e9);

@@ -5,6 +5,7 @@
  * thread that died, and drains them all on shutdown.
  */
 import type { Worker } from 'node:worker_threads';
+import type { SharedRateLimit } from '../auth/rate-limit.js';
 import type { Logger } from 'pino';
 import type { BuiltIndex } from '../catalog/index-builder.js';
 import type { Config } from '../config/config.js';
@@ -12,7 +13,7 @@ import type { Metrics } from '../metrics/metrics.js';
 import { type FlatIndex, flattenIndex, shareFlat } from '../store/flat-index.js';
 import type { Store } from '../store/store.js';
 import { startModuleWorker } from '../runtime/module-worker.js';
-import type { FromThread, ServingState, ToThread } from './thread-protocol.js';
+import type { FromThread, ServingState, ServingThreadData, ToThread } from './thread-protocol.js';
 
 export interface ThreadPoolDeps {
   config: Config;
@@ -21,6 +22,10 @@ export interface ThreadPoolDeps {
   logger: Logger;
   /** the catalog's state, read when it is posted (every 250 ms and after each load) */
   state: () => ServingState;
+  /** the token buckets of RATE_LIMIT_RPS, shared with every thread; null when off */
+  rateLimit: SharedRateLimit | null;
+  /** the bucket of store lookups for unknown key prefixes, shared with every thread */
+  keyLookups: SharedRateLimit;
   faultHook?: boolean;
 }
 
@@ -139,7 +144,12 @@ export class ThreadPool {
       execArgv: [],
       name,
       env: { ...process.env, SERVING_THREAD_NAME: name },
-      workerData: { config: this.deps.config, faultHook: this.deps.faultHook === true },
+      workerData: {
+        config: this.deps.config,
+        rateLimit: this.deps.rateLimit,
+        keyLookups: this.deps.keyLookups,
+        faultHook: this.deps.faultHook === true,
+      } satisfies ServingThreadData,
     });
     // A new thread starts with the current seq: everything posted before is re-sent below.
     const slot: Slot = {

@@ -3,12 +3,17 @@
  * src/server/serving-thread.ts). Indexes travel as FlatIndex: their sections are
  * SharedArrayBuffer-backed, so posting one shares the memory, it does not copy it.
  */
+import type { SharedRateLimit } from '../auth/rate-limit.js';
 import type { Config } from '../config/config.js';
 import type { FlatIndex } from '../store/flat-index.js';
 
 /** What a serving thread starts with. */
 export interface ServingThreadData {
   config: Config;
+  /** the process's token buckets (RATE_LIMIT_RPS), shared by every thread; null when off */
+  rateLimit: SharedRateLimit | null;
+  /** the bucket of store lookups for unknown key prefixes, shared by every thread */
+  keyLookups: SharedRateLimit;
   /** set by tests only: the thread throws on a `fault` message */
   faultHook: boolean;
 }
