@@ -123,7 +123,8 @@ export class IndexBuilder {
         const flat = await this.store.loadFlatIndex(ref, { build: false });
         const index = await wrapIndexAsync(flat, yieldToRequests);
         this.where = 'snapshot';
-        return { index, messages: flat.messageCount, contacts: flat.contactCount };
+        // `flat` goes along: serving threads get these same shared sections, not a copy of them.
+        return { index, flat, messages: flat.messageCount, contacts: flat.contactCount };
       } catch (err) {
         if (!(err instanceof OlderFormatError)) throw err;
       }

@@ -1,0 +1,53 @@
+/**
+ * A snapshot read as stored hands its shared sections on with the index: the serving threads
+ * are posted these same SharedArrayBuffers, not a copy (a copy cost 1.8x RSS with 2 threads).
+ */
+import assert from 'node:assert/strict';
+import { after, it } from 'node:test';
+import { IndexBuilder } from '../src/catalog/index-builder.js';
+import { OrgDataBuilder } from '../src/model/org-data-builder.js';
+import { openStore } from '../src/store/open-store.js';
+import { tempDataDir } from './helpers/server.js';
+
+const ORG = '0c0c0c0c-0000-4000-8000-000000000001';
+const data = tempDataDir();
+after(() => data.cleanup());
+
+it('a format-2 snapshot loads with its flat sections, all shared, the index reading the same memory', async () => {
+  const store = await openStore({ DATA_DIR: data.dir });
+  try {
+    const b = new OrgDataBuilder(ORG);
+    b.addContact({
+      id: '1e1e1e1e-0000-4000-8000-000000000001',
+      organization_id: ORG,
+      name: 'Ana',
+      phone: null,
+      email: null,
+      avatar_url: null,
+      source: 'whatsapp',
+    });
+    b.addMessage(
+      {
+        id: 'm1',
+        organization_id: ORG,
+        contact_id: '1e1e1e1e-0000-4000-8000-000000000001',
+        conversation_id: 'c1',
+        channel: 'whatsapp',
+        direction: 'inbound',
+        content: 'meu pedido chegou',
+        sent_at: '2025-01-02T03:04:05Z',
+      },
+      Date.parse('2025-01-02T03:04:05Z'),
+    );
+    const ref = await store.publishSnapshot(b.build());
+    const quiet = { info() {}, warn() {} };
+    const built = await new IndexBuilder(store, null, quiet).load(ref);
+    assert.ok(built.flat, 'the flat sections come with the index');
+    for (const [name, section] of Object.entries(built.flat.sections))
+      assert.ok(section.buffer instanceof SharedArrayBuffer, `${name} is in shared memory`);
+    const index = built.index as unknown as Record<string, { buffer: ArrayBufferLike }>;
+    assert.equal(index.postings.buffer, built.flat.sections.postings.buffer, 'the index wraps them, no copy');
+  } finally {
+    await store.close();
+  }
+});
