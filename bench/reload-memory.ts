@@ -3,7 +3,8 @@
  * switching the embedded store's CURRENT pointer between the two versions it keeps, then
  * POST /admin/reload. Prints RSS when ready, after each reload (settled), and the peak sampled
  * every 10 ms during each reload. Needs DATA_DIR (argv[2]) holding one organization published
- * at least twice. Run: node --import tsx bench/reload-memory.ts DATA_DIR [reloads=20]
+ * at least twice. Run: [SERVER_THREADS=N] node --import tsx bench/reload-memory.ts DATA_DIR [reloads=20]
+ * (SERVER_THREADS defaults to 1 here, the figures of issue 10)
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -20,6 +21,8 @@ const server = await startServer(
   {
     DATA_DIR: dataDir,
     ...(process.env.INDEX_BUILD_THREAD ? { INDEX_BUILD_THREAD: process.env.INDEX_BUILD_THREAD } : {}),
+    // Serving threads (issue 12): every thread must release the replaced sections too.
+    SERVER_THREADS: process.env.SERVER_THREADS ?? '1',
   },
   { logLevel: 'warn', logFile: path.join(dataDir, 'server.log') },
 );

@@ -8,8 +8,6 @@
  * The worker starts through startModuleWorker (compiled or through tsx). When it cannot start,
  * the builder logs that once and builds on the main thread instead.
  */
-import v8 from 'node:v8';
-import vm from 'node:vm';
 import type { Worker } from 'node:worker_threads';
 import { setImmediate as yieldToRequests } from 'node:timers/promises';
 import type { OrgIndex } from '../index/org-index.js';
@@ -17,6 +15,7 @@ import type { OrgData } from '../model/records.js';
 import { type FlatIndex, wrapIndex, wrapIndexAsync } from '../store/flat-index.js';
 import { OlderFormatError, type SnapshotRef, type Store } from '../store/store.js';
 import type { WorkerReply, WorkerRequest } from './worker-protocol.js';
+import { collectGarbage } from '../runtime/collect-garbage.js';
 import { startModuleWorker } from '../runtime/module-worker.js';
 
 /** A loaded snapshot's index and the counts the Catalog reports. */
@@ -36,31 +35,6 @@ export interface BuilderLogger {
 interface Pending {
   resolve: (b: BuiltIndex) => void;
   reject: (e: Error) => void;
-}
-
-/**
- * A full collection on request. An index's sections live in SharedArrayBuffers, whose memory V8
- * does not count as pressure on the heap that holds them: a replaced index's hundreds of MB would
- * otherwise stay mapped until some unrelated collection (measured: RSS +60 MB a reload).
- */
-let collector: (() => void) | null = null;
-let scheduled: NodeJS.Timeout | null = null;
-// Later rather than now: the caller's own frame (the Catalog's load loop) still references the
-// replaced index when it calls released(), so a collection at once would find it alive.
-const COLLECT_AFTER_MS = 200;
-function collectGarbage(): void {
-  if (collector === null) {
-    v8.setFlagsFromString('--expose-gc');
-    const gc = vm.runInNewContext('gc') as (o?: object) => void;
-    // gc() without options: gc({ type: 'major' }) measured as not releasing the old sections on
-    // this Node (RSS +240 MB a reload at 1M), a plain gc() does (RSS flat over 20 reloads).
-    collector = () => gc();
-  }
-  if (scheduled !== null) return;
-  scheduled = setTimeout(() => {
-    scheduled = null;
-    collector!();
-  }, COLLECT_AFTER_MS).unref();
 }
 
 /** Builds indexes, in a worker thread when it can. */

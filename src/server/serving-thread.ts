@@ -14,6 +14,7 @@ import { createPublicApp } from '../http/public-app.js';
 import { inFlight } from '../http/respond.js';
 import { loadUws, type us_listen_socket } from '../http/uws.js';
 import { createLogger } from '../log/logger.js';
+import { collectGarbage } from '../runtime/collect-garbage.js';
 import { wrapIndex } from '../store/flat-index.js';
 import type { Store } from '../store/store.js';
 import type { FromThread, ServingState, ServingThreadData, ToThread } from './thread-protocol.js';
@@ -134,11 +135,15 @@ const app = createPublicApp({
 
 port.on('message', (m: ToThread) => {
   switch (m.kind) {
-    case 'index':
+    case 'index': {
       // One Map.set: a request sees the old index or the new one, never a mix.
+      const replaced = indexes.has(m.organizationId);
       indexes.set(m.organizationId, wrapIndex(m.flat));
+      // The old sections are freed only once every thread has dropped them: collect soon.
+      if (replaced) collectGarbage();
       post({ kind: 'ack', seq: m.seq, keysReady: keys.ready });
       break;
+    }
     case 'state':
       state = m.state;
       unavailable = new Map(m.state.unavailable);
