@@ -42,6 +42,12 @@ interface Slot {
 }
 
 const STATE_MS = 250;
+/**
+ * A serving thread's young generation (V8's default is 48 MB an isolate). The request path
+ * allocates little, so a small one costs no throughput, and each thread's RSS is ~20 MB lower
+ * (1M, 2 threads, interleaved runs: RSS 380-386 vs 418-437 MB at 8 vs 48 MB, req/s no lower).
+ */
+const SERVING_YOUNG_GENERATION_MB = 8;
 // A key set read from the store is reused for the threads' refreshes within this window.
 const KEY_LIST_REUSE_MS = 250;
 
@@ -142,6 +148,7 @@ export class ThreadPool {
     const name = `serving-${i}`;
     const worker = startModuleWorker(import.meta.url, 'serving-thread', {
       execArgv: [],
+      resourceLimits: { maxYoungGenerationSizeMb: SERVING_YOUNG_GENERATION_MB },
       name,
       env: { ...process.env, SERVING_THREAD_NAME: name },
       workerData: {
