@@ -12,6 +12,7 @@ import { Bench } from 'tinybench';
 import { generateRecords } from '../scripts/gen-lib.js';
 import { buildIndex } from '../src/index/build.js';
 import { tokenFrequency, type OrgIndex } from '../src/index/org-index.js';
+import { messageTokenIds } from '../src/index/token-seq.js';
 import type { Contact, MessageLine, OrgData } from '../src/model/records.js';
 import { OrgDataBuilder } from '../src/model/org-data-builder.js';
 import * as execute from '../src/query/execute.js';
@@ -83,7 +84,7 @@ async function main(): Promise<void> {
   console.log(
     `index memory: ${(perIndex / MESSAGES).toFixed(1)} bytes/message in all, of which message text ${(textBytes / MESSAGES).toFixed(1)}, ` +
       `overhead beyond the text ${((perIndex - textBytes) / MESSAGES).toFixed(1)} (vocabulary ${index.tokenIds.size}, pairs ${index.pairIds.size}, ` +
-      `postings ${index.postings.length}, contact entries ${index.entryContact.length}, token sequence ${index.tokenSeq.length})` +
+      `postings ${index.postings.length}, contact entries ${index.entryContact.length}, token sequence ${index.tokenSeqBytes.length} bytes)` +
       (gc ? '' : ' [run with --expose-gc for exact figures]'),
   );
   if (second.messageCount !== index.messageCount) throw new Error('bench: builds differ');
@@ -99,7 +100,8 @@ async function main(): Promise<void> {
   // a frequent adjacent pair from the first messages' token sequences
   const inverse = new Array<string>(index.tokenIds.size);
   for (const [t, id] of index.tokenIds) inverse[id] = t;
-  const phrase = `${inverse[index.tokenSeq[0]]} ${inverse[index.tokenSeq[1]]}`;
+  const [p0, p1] = messageTokenIds(index, 0);
+  const phrase = `${inverse[p0]} ${inverse[p1]}`;
   const dateFrom = new Date(index.msgSentAt[Math.floor(MESSAGES * 0.6)]).toISOString().slice(0, 10);
   const dateTo = new Date(index.msgSentAt[Math.floor(MESSAGES * 0.4)]).toISOString().slice(0, 10);
   const enc = encodeURIComponent;

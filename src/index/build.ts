@@ -3,6 +3,7 @@ import { tokensOf } from '../text/fast-tokens.js';
 import type { OrgIndex } from './org-index.js';
 import { jsonEscaped, StringColumnBuilder, wellFormed } from './string-column.js';
 import { buildTopLists, TOP_LIST_DEFAULTS, type TopListOptions } from './top-lists.js';
+import { encodeTokenSeq, frequencyRanks } from './token-seq.js';
 
 export type { OrgIndex } from './org-index.js';
 
@@ -279,6 +280,10 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     options.topLists ?? TOP_LIST_DEFAULTS,
   );
 
+  // Kept for phrase adjacency: varints of frequency ranks, not 32-bit ids (token-seq.ts).
+  const tokenRank = frequencyRanks(seq, vocabulary);
+  const { seqByteStart, tokenSeqBytes } = encodeTokenSeq(seq, seqStart, tokenRank);
+
   return {
     organizationId: data.organizationId,
     messageCount: n,
@@ -303,8 +308,9 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     entryNewestIn,
     entryNewestOut,
     postings,
-    seqStart,
-    tokenSeq: seq,
+    tokenRank,
+    seqByteStart,
+    tokenSeqBytes,
     ...top,
   };
 }

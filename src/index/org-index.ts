@@ -68,9 +68,14 @@ export interface OrgIndex {
   /** the same for outbound */
   readonly entryNewestOut: Uint32Array;
   readonly postings: Uint32Array;
-  /** token-id sequence of message m: tokenSeq[seqStart[m] .. seqStart[m+1]), for phrase adjacency */
-  readonly seqStart: Uint32Array;
-  readonly tokenSeq: Uint32Array;
+  /** frequency rank of each token id (0 = commonest): what tokenSeqBytes writes */
+  readonly tokenRank: Uint32Array;
+  /**
+   * message m's tokens, for phrase adjacency: tokenSeqBytes[seqByteStart[m] .. seqByteStart[m+1]),
+   * one varint of its rank a token (token-seq.ts)
+   */
+  readonly seqByteStart: Uint32Array;
+  readonly tokenSeqBytes: Uint8Array;
   /** the first contacts of each frequent token's answer per direction (see top-lists.ts) */
   readonly topSlot: Int32Array;
   readonly topStart: Uint32Array;
@@ -107,8 +112,9 @@ export const TYPED_ARRAY_FIELDS = [
   'entryNewestIn',
   'entryNewestOut',
   'postings',
-  'seqStart',
-  'tokenSeq',
+  'tokenRank',
+  'seqByteStart',
+  'tokenSeqBytes',
   'topSlot',
   'topStart',
   'topCount',

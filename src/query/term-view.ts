@@ -1,4 +1,5 @@
 import { tokenFrequency, type OrgIndex } from '../index/org-index.js';
+import { containsTokens, encodePhrase } from '../index/token-seq.js';
 import type { Scratch } from './scratch.js';
 import { termTokens } from './terms.js';
 
@@ -13,22 +14,15 @@ export interface TermView {
   entry: Uint32Array | null;
   from: number;
   to: number;
-  /** token ids of a phrase, null for one token */
-  phrase: Uint32Array | null;
+  /** a phrase's tokens in the byte form of the index's token sequences (token-seq.ts), null for one token */
+  phrase: Uint8Array | null;
   /** the token or pair id whose entries the view is, as they are; -1 for a pruned phrase view */
   token: number;
 }
 
-/** Does message o contain the phrase as a contiguous run of its token-id sequence? */
-export function containsPhrase(index: OrgIndex, o: number, phrase: Uint32Array): boolean {
-  const { seqStart, tokenSeq } = index;
-  const len = phrase.length;
-  const last = seqStart[o + 1] - len;
-  outer: for (let s = seqStart[o]; s <= last; s++) {
-    for (let k = 0; k < len; k++) if (tokenSeq[s + k] !== phrase[k]) continue outer;
-    return true;
-  }
-  return false;
+/** Does message o contain the phrase as a contiguous run of its tokens? */
+export function containsPhrase(index: OrgIndex, o: number, phrase: Uint8Array): boolean {
+  return containsTokens(index.tokenSeqBytes, index.seqByteStart[o], index.seqByteStart[o + 1], phrase);
 }
 
 /**
@@ -73,7 +67,7 @@ export function termView(index: OrgIndex, term: string, s: Scratch, slot: number
   let d = keys[0];
   for (const t of keys) if (tokenFrequency(index, t) < tokenFrequency(index, d)) d = t;
   // a two-token phrase whose pair is indexed is exact without any adjacency check
-  const phrase = ids.length === 2 && pairs === 1 ? null : ids;
+  const phrase = ids.length === 2 && pairs === 1 ? null : encodePhrase(index.tokenRank, ids);
   if (phrase === null)
     return {
       contact: entryContact,
