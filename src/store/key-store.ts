@@ -1,0 +1,16 @@
+/** Where API key records live: one interface, implemented over files and over Redis. */
+import type { KeyRecord } from '../auth/key-record.js';
+
+/** The API key records (CONTRACT 7). Every method rejects with an Error whose message starts with "store:". */
+export interface KeyStore {
+  putKey(record: KeyRecord): Promise<void>;
+  getKey(prefix: string): Promise<KeyRecord | null>;
+  listKeys(): Promise<KeyRecord[]>;
+  /** Returns false when there is no such key. */
+  revokeKey(prefix: string, at: string): Promise<boolean>;
+  /** Best-effort, batched: last_used_at of several keys. Never undoes a revocation. */
+  touchKeys(lastUsed: Map<string, string>): Promise<void>;
+}
+
+/** The part of the key store a server uses (KeyCache); serving threads proxy exactly these to the main thread. */
+export type ServingKeyStore = Pick<KeyStore, 'listKeys' | 'getKey' | 'touchKeys'>;
