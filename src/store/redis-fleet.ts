@@ -6,7 +6,7 @@
  *   reload-ack:<request id>   hash server id -> ReloadAck JSON, expires after 5 minutes
  */
 import type { Fleet, ReloadAck, ReloadRequest, ReloadSignals, ServerEntry } from './fleet.js';
-import type { RedisClient, RedisConnection } from './redis-connection.js';
+import type { RedisConnection } from './redis-connection.js';
 
 const RELOAD_CHANNEL = 'reload';
 const ACK_TTL_S = 300;
@@ -15,38 +15,32 @@ const ACK_TTL_S = 300;
 export class RedisFleet implements Fleet {
   readonly signals: ReloadSignals;
   private readonly conn: RedisConnection;
-  private readonly redis: RedisClient;
 
   constructor(conn: RedisConnection) {
     this.conn = conn;
-    this.redis = conn.client;
     this.signals = this.makeSignals();
   }
 
-  private run<T>(what: string, fn: () => Promise<T>): Promise<T> {
-    return this.conn.run(what, fn);
-  }
-
   async registerServer(entry: ServerEntry, ttlMs: number): Promise<void> {
-    await this.run('registering server', async () => {
+    await this.conn.run('registering server', async () => {
       await Promise.all([
-        this.redis.set(`server:${entry.id}`, JSON.stringify(entry), 'PX', ttlMs),
-        this.redis.sadd('servers', entry.id),
+        this.conn.client.set(`server:${entry.id}`, JSON.stringify(entry), 'PX', ttlMs),
+        this.conn.client.sadd('servers', entry.id),
       ]);
     });
   }
 
   async unregisterServer(id: string): Promise<void> {
-    await this.run('unregistering server', async () => {
-      await Promise.all([this.redis.del(`server:${id}`), this.redis.srem('servers', id)]);
+    await this.conn.run('unregistering server', async () => {
+      await Promise.all([this.conn.client.del(`server:${id}`), this.conn.client.srem('servers', id)]);
     });
   }
 
   async listServers(): Promise<ServerEntry[]> {
-    return this.run('listing servers', async () => {
-      const ids = await this.redis.smembers('servers');
+    return this.conn.run('listing servers', async () => {
+      const ids = await this.conn.client.smembers('servers');
       if (ids.length === 0) return [];
-      const values = await Promise.all(ids.map((id) => this.redis.get(`server:${id}`)));
+      const values = await Promise.all(ids.map((id) => this.conn.client.get(`server:${id}`)));
       const out: ServerEntry[] = [];
       const dead: string[] = [];
       for (let i = 0; i < values.length; i++) {
@@ -54,7 +48,7 @@ export class RedisFleet implements Fleet {
         if (v === null) dead.push(ids[i]);
         else out.push(JSON.parse(v) as ServerEntry);
       }
-      if (dead.length > 0) await this.redis.srem('servers', ...dead);
+      if (dead.length > 0) await this.conn.client.srem('servers', ...dead);
       return out;
     });
   }
@@ -90,20 +84,20 @@ export class RedisFleet implements Fleet {
         };
       },
       publish: (req) =>
-        this.run('publishing reload request', async () => {
-          await this.redis.publish(RELOAD_CHANNEL, JSON.stringify(req));
+        this.conn.run('publishing reload request', async () => {
+          await this.conn.client.publish(RELOAD_CHANNEL, JSON.stringify(req));
         }),
       putAck: (requestId, serverId, ack) =>
-        this.run('writing reload ack', async () => {
-          await this.redis
+        this.conn.run('writing reload ack', async () => {
+          await this.conn.client
             .multi()
             .hset(`reload-ack:${requestId}`, serverId, JSON.stringify(ack))
             .expire(`reload-ack:${requestId}`, ACK_TTL_S)
             .exec();
         }),
       acks: (requestId) =>
-        this.run('reading reload acks', async () => {
-          const all = await this.redis.hgetall(`reload-ack:${requestId}`);
+        this.conn.run('reading reload acks', async () => {
+          const all = await this.conn.client.hgetall(`reload-ack:${requestId}`);
           return new Map(Object.entries(all).map(([id, json]) => [id, JSON.parse(json) as ReloadAck]));
         }),
     };

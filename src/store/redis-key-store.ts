@@ -6,34 +6,28 @@
  */
 import type { KeyRecord } from '../auth/key-record.js';
 import type { KeyStore } from './key-store.js';
-import type { RedisClient, RedisConnection } from './redis-connection.js';
+import type { RedisConnection } from './redis-connection.js';
 
 /** Key records over one Redis connection. */
 export class RedisKeyStore implements KeyStore {
   private readonly conn: RedisConnection;
-  private readonly redis: RedisClient;
 
   constructor(conn: RedisConnection) {
     this.conn = conn;
-    this.redis = conn.client;
-  }
-
-  private run<T>(what: string, fn: () => Promise<T>): Promise<T> {
-    return this.conn.run(what, fn);
   }
 
   // last_used_at lives apart, in the hash key-used, so the server's frequent touches never
   // rewrite (and race with) a revocation made by the keys CLI. Three slots on a cluster: the
   // record goes first, and a prefix listed without a record is skipped by listKeys.
   async putKey(record: KeyRecord): Promise<void> {
-    await this.run('writing key', async () => {
+    await this.conn.run('writing key', async () => {
       const { last_used_at, ...rest } = record;
-      await this.redis.set(`key:${record.prefix}`, JSON.stringify(rest));
+      await this.conn.client.set(`key:${record.prefix}`, JSON.stringify(rest));
       await Promise.all([
-        this.redis.sadd('keys', record.prefix),
+        this.conn.client.sadd('keys', record.prefix),
         last_used_at !== null
-          ? this.redis.hset('key-used', record.prefix, last_used_at)
-          : this.redis.hdel('key-used', record.prefix),
+          ? this.conn.client.hset('key-used', record.prefix, last_used_at)
+          : this.conn.client.hdel('key-used', record.prefix),
       ]);
     });
   }
@@ -43,19 +37,22 @@ export class RedisKeyStore implements KeyStore {
   }
 
   async getKey(prefix: string): Promise<KeyRecord | null> {
-    return this.run('reading key', async () => {
-      const [json, used] = await Promise.all([this.redis.get(`key:${prefix}`), this.redis.hget('key-used', prefix)]);
+    return this.conn.run('reading key', async () => {
+      const [json, used] = await Promise.all([
+        this.conn.client.get(`key:${prefix}`),
+        this.conn.client.hget('key-used', prefix),
+      ]);
       return json === null ? null : this.withUsed(json, used);
     });
   }
 
   async listKeys(): Promise<KeyRecord[]> {
-    return this.run('listing keys', async () => {
-      const prefixes = await this.redis.smembers('keys');
+    return this.conn.run('listing keys', async () => {
+      const prefixes = await this.conn.client.smembers('keys');
       if (prefixes.length === 0) return [];
       const [values, used] = await Promise.all([
-        Promise.all(prefixes.map((p) => this.redis.get(`key:${p}`))),
-        this.redis.hgetall('key-used'),
+        Promise.all(prefixes.map((p) => this.conn.client.get(`key:${p}`))),
+        this.conn.client.hgetall('key-used'),
       ]);
       const out: KeyRecord[] = [];
       values.forEach((v, i) => {
@@ -66,20 +63,20 @@ export class RedisKeyStore implements KeyStore {
   }
 
   async revokeKey(prefix: string, at: string): Promise<boolean> {
-    return this.run('revoking key', async () => {
-      const json = await this.redis.get(`key:${prefix}`);
+    return this.conn.run('revoking key', async () => {
+      const json = await this.conn.client.get(`key:${prefix}`);
       if (json === null) return false;
       const rec = JSON.parse(json) as KeyRecord;
       rec.revoked_at ??= at;
-      await this.redis.set(`key:${prefix}`, JSON.stringify(rec));
+      await this.conn.client.set(`key:${prefix}`, JSON.stringify(rec));
       return true;
     });
   }
 
   async touchKeys(lastUsed: Map<string, string>): Promise<void> {
     if (lastUsed.size === 0) return;
-    await this.run('touching keys', async () => {
-      await this.redis.hset('key-used', Object.fromEntries(lastUsed));
+    await this.conn.run('touching keys', async () => {
+      await this.conn.client.hset('key-used', Object.fromEntries(lastUsed));
     });
   }
 }

@@ -14,7 +14,7 @@
  */
 import type { OrgData } from '../model/records.js';
 import type { FlatIndex } from './flat-index.js';
-import type { RedisClient, RedisConnection } from './redis-connection.js';
+import type { RedisConnection } from './redis-connection.js';
 import { encodeSnapshot, parseManifest, prepareSnapshot, SnapshotDecoder } from './snapshot-format.js';
 import type { LatestListing, LoadFlatOptions, PublishOptions, SnapshotRef, SnapshotStore } from './snapshot-store.js';
 import { isCanonicalOrganizationId } from '../model/organization-id.js';
@@ -44,15 +44,9 @@ const versionKey = (ref: SnapshotRef): string => snapKey(ref.organizationId, `v:
 /** Snapshots over one Redis connection. */
 export class RedisSnapshotStore implements SnapshotStore {
   private readonly conn: RedisConnection;
-  private readonly redis: RedisClient;
 
   constructor(conn: RedisConnection) {
     this.conn = conn;
-    this.redis = conn.client;
-  }
-
-  private run<T>(what: string, fn: () => Promise<T>): Promise<T> {
-    return this.conn.run(what, fn);
   }
 
   async publishSnapshot(data: OrgData, options: PublishOptions = {}): Promise<SnapshotRef> {
@@ -61,8 +55,8 @@ export class RedisSnapshotStore implements SnapshotStore {
       throw new Error(`store: organization id must be a lower-case UUID, got ${JSON.stringify(org)}`);
     // Built before any key is written: a build failure leaves Redis untouched.
     const prepared = prepareSnapshot(data, options.format);
-    return this.run(`publishing organization ${org}`, async () => {
-      const r = this.redis;
+    return this.conn.run(`publishing organization ${org}`, async () => {
+      const r = this.conn.client;
       await r.sadd('snap:orgs', org);
       const version = Number(await r.eval(NEXT_VERSION_SCRIPT, 1, snapKey(org, 'seq'), String(Date.now())));
       const ref = { organizationId: org, version };
@@ -93,11 +87,13 @@ export class RedisSnapshotStore implements SnapshotStore {
 
   // Keeps the current and previous versions, and newer ones (a concurrent publisher's, not switched yet).
   private async removeOldVersions(org: string, current: number, previous: number): Promise<void> {
-    const versions = (await this.redis.zrangebyscore(snapKey(org, 'versions'), '-inf', `(${current}`)).map(Number);
+    const versions = (await this.conn.client.zrangebyscore(snapKey(org, 'versions'), '-inf', `(${current}`)).map(
+      Number,
+    );
     for (const v of versions) {
       if (v === previous) continue;
-      await this.redis.unlink(versionKey({ organizationId: org, version: v }));
-      await this.redis.zrem(snapKey(org, 'versions'), String(v));
+      await this.conn.client.unlink(versionKey({ organizationId: org, version: v }));
+      await this.conn.client.zrem(snapKey(org, 'versions'), String(v));
     }
   }
 
@@ -108,15 +104,15 @@ export class RedisSnapshotStore implements SnapshotStore {
   }
 
   async listLatest(): Promise<LatestListing> {
-    return this.run('listing snapshots', async () => {
-      const orgs = await this.redis.smembers('snap:orgs');
+    return this.conn.run('listing snapshots', async () => {
+      const orgs = await this.conn.client.smembers('snap:orgs');
       const out: LatestListing = { refs: [], unreadable: [] };
       if (orgs.length === 0) return out;
       // One command a pointer (each organization is its own slot on a cluster), sent together;
       // a failed one is kept apart so one organization's bad pointer does not fail the listing.
       const res = await Promise.all(
         orgs.map((org) =>
-          this.redis.hget(snapKey(org, 'ptr'), 'version').then(
+          this.conn.client.hget(snapKey(org, 'ptr'), 'version').then(
             (v) => [null, v] as const,
             (e: Error) => [e, null] as const,
           ),
@@ -126,7 +122,7 @@ export class RedisSnapshotStore implements SnapshotStore {
         const [err, v] = res[i];
         // One organization's bad pointer (wrong type, not a version) is reported apart (issue 13);
         // a connection error is every organization's and fails the listing.
-        if (err && (this.redis.status !== 'ready' || !/WRONGTYPE/.test(err.message))) throw err;
+        if (err && (this.conn.client.status !== 'ready' || !/WRONGTYPE/.test(err.message))) throw err;
         const version = err ? NaN : v === null || v === undefined ? null : Number(v);
         if (version === null) return;
         if (!isCanonicalOrganizationId(org)) return; // not ours, as the embedded store skips foreign folders
@@ -145,13 +141,13 @@ export class RedisSnapshotStore implements SnapshotStore {
   }
 
   async loadSnapshot(ref: SnapshotRef): Promise<OrgData> {
-    return this.run(`loading organization ${ref.organizationId} version ${ref.version}`, async () =>
+    return this.conn.run(`loading organization ${ref.organizationId} version ${ref.version}`, async () =>
       (await this.readSnapshot(ref)).finishData(),
     );
   }
 
   async loadFlatIndex(ref: SnapshotRef, options: LoadFlatOptions = {}): Promise<FlatIndex> {
-    return this.run(`loading organization ${ref.organizationId} version ${ref.version}`, async () =>
+    return this.conn.run(`loading organization ${ref.organizationId} version ${ref.version}`, async () =>
       (await this.readSnapshot(ref, options)).finishFlat(),
     );
   }
@@ -159,7 +155,7 @@ export class RedisSnapshotStore implements SnapshotStore {
   private async readSnapshot(ref: SnapshotRef, options: LoadFlatOptions = {}): Promise<SnapshotDecoder> {
     {
       const key = versionKey(ref);
-      const mbytes = await this.redis.hgetBuffer(key, 'manifest');
+      const mbytes = await this.conn.client.hgetBuffer(key, 'manifest');
       if (mbytes === null)
         throw new Error(`store: no snapshot version ${ref.version} of organization ${ref.organizationId}`);
       const manifest = parseManifest(mbytes, ref);
@@ -167,7 +163,7 @@ export class RedisSnapshotStore implements SnapshotStore {
       for (let start = 0; start < manifest.chunks.length; start += WINDOW) {
         const end = Math.min(start + WINDOW, manifest.chunks.length);
         const batch = [];
-        for (let i = start; i < end; i++) batch.push(this.redis.hgetBuffer(key, String(i)));
+        for (let i = start; i < end; i++) batch.push(this.conn.client.hgetBuffer(key, String(i)));
         const chunks = await Promise.all(batch);
         chunks.forEach((c, j) => {
           if (c === null)
