@@ -21,7 +21,7 @@ import { createPublicApp, SEARCH_PATH } from '../src/http/public-app.js';
 import { loadUws } from '../src/http/uws.js';
 import { Metrics } from '../src/metrics/metrics.js';
 import type { KeyRecord } from '../src/auth/key-record.js';
-import type { ServingKeyStore } from '../src/store/key-store.js';
+import type { ServingKeyStore } from '../src/auth/key-store.js';
 import { openStores } from '../src/store/open-store.js';
 import { header, RawConnection, rawGet, type RawResponse } from './helpers/raw-http.js';
 import { startServer, tempDataDir } from './helpers/server.js';

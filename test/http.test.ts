@@ -433,7 +433,7 @@ describe('in-process: failures inside the handler', () => {
     const store = {
       listKeys: async () => [record],
       touchKeys: async () => {},
-    } as unknown as import('../src/store/key-store.js').ServingKeyStore;
+    } as unknown as import('../src/auth/key-store.js').ServingKeyStore;
     const keys = new KeyCache(store, { logger });
     await keys.refresh();
     const uws = loadUws();

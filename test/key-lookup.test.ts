@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { generateKey } from '../src/auth/api-key.js';
 import { KeyCache } from '../src/auth/key-cache.js';
 import type { KeyRecord } from '../src/auth/key-record.js';
-import type { ServingKeyStore } from '../src/store/key-store.js';
+import type { ServingKeyStore } from '../src/auth/key-store.js';
 
 const ORG = '0a0a0a0a-0000-4000-8000-00000000000a';
 

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { ServingKeyStore } from '../store/key-store.js';
+import type { ServingKeyStore } from './key-store.js';
 import type { KeyRecord } from './key-record.js';
 import { bearerToken, parseKey, REQUIRED_SCOPES } from './api-key.js';
 import { RateLimiter } from './rate-limit.js';

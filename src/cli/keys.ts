@@ -7,7 +7,7 @@ import * as v from 'valibot';
 import { generateKey, KNOWN_SCOPES, PREFIX_PATTERN } from '../auth/api-key.js';
 import type { KeyRecord } from '../auth/key-record.js';
 import { type Config, ConfigError, loadConfig } from '../config/config.js';
-import type { KeyStore } from '../store/key-store.js';
+import type { KeyStore } from '../auth/key-store.js';
 import { openStores } from '../store/open-store.js';
 import type { Stores } from '../store/stores.js';
 import { parseRequestInstant } from '../time/rfc3339.js';

@@ -15,7 +15,7 @@ import { inFlight } from '../http/respond.js';
 import { loadUws, type us_listen_socket } from '../http/uws.js';
 import { createLogger } from '../log/logger.js';
 import { wrapIndex } from '../store/flat-index.js';
-import type { ServingKeyStore } from '../store/key-store.js';
+import type { ServingKeyStore } from '../auth/key-store.js';
 import type { FromThread, ServingState, ServingThreadData, ToThread } from './thread-protocol.js';
 
 const port = parentPort!;

@@ -11,7 +11,7 @@ import type { BuiltIndex } from '../catalog/index-builder.js';
 import type { Config } from '../config/config.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { type FlatIndex, flattenIndex, shareFlat } from '../store/flat-index.js';
-import type { ServingKeyStore } from '../store/key-store.js';
+import type { ServingKeyStore } from '../auth/key-store.js';
 import { startModuleWorker } from '../runtime/module-worker.js';
 import type { FromThread, ServingState, ServingThreadData, ToThread } from './thread-protocol.js';
 

@@ -7,7 +7,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { KeyRecord } from '../auth/key-record.js';
 import { storeError as wrap, withLock, writeFileAtomic } from './file-utils.js';
-import type { KeyStore } from './key-store.js';
+import type { KeyStore } from '../auth/key-store.js';
 
 /** Key records in `dataDir`/keys.json. */
 export class EmbeddedKeyStore implements KeyStore {

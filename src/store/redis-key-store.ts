@@ -5,7 +5,7 @@
  *   key-used                  hash prefix -> last_used_at
  */
 import type { KeyRecord } from '../auth/key-record.js';
-import type { KeyStore } from './key-store.js';
+import type { KeyStore } from '../auth/key-store.js';
 import type { RedisConnection } from './redis-connection.js';
 
 /** Key records over one Redis connection. */

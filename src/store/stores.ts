@@ -5,7 +5,7 @@
  * alone; this bundle only shares what opening and closing cost.
  */
 import type { Fleet } from './fleet.js';
-import type { KeyStore } from './key-store.js';
+import type { KeyStore } from '../auth/key-store.js';
 import type { SnapshotStore } from './snapshot-store.js';
 
 export interface Stores {

@@ -2,7 +2,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { KeyRecord } from '../../src/auth/key-record.js';
-import type { KeyStore } from '../../src/store/key-store.js';
+import type { KeyStore } from '../../src/auth/key-store.js';
 import { uuid } from '../fixtures/gen-data.js';
 
 function key(prefix: string, org: string): KeyRecord {

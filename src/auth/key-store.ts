@@ -1,5 +1,8 @@
-/** Where API key records live: one interface, implemented over files and over Redis. */
-import type { KeyRecord } from '../auth/key-record.js';
+/**
+ * Where API key records live: the port the key cache and the keys CLI use, implemented over files
+ * and over Redis in src/store/ (which depends on auth/, never the reverse).
+ */
+import type { KeyRecord } from './key-record.js';
 
 /** The API key records (CONTRACT 7). Every method rejects with an Error whose message starts with "store:". */
 export interface KeyStore {
