@@ -8,8 +8,8 @@ import { EmbeddedStore } from '../src/store/embedded-store.js';
 
 const varint = (v: number): number => (v < 0x80 ? 1 : v < 0x4000 ? 2 : v < 0x200000 ? 3 : v < 0x10000000 ? 4 : 5);
 const store = await new EmbeddedStore(process.argv[2]).open();
-const [ref] = await store.latest();
-const flat = await store.loadFlatIndex(ref);
+const [ref] = await store.snapshots.latest();
+const flat = await store.snapshots.loadFlatIndex(ref);
 await store.close();
 const s = flat.sections as Record<string, Uint32Array>;
 const n = flat.messageCount;

@@ -1,9 +1,9 @@
 /** Bytes a message of every section of the newest snapshot in DATA_DIR (argv[2]); run: node --import tsx bench/index-sections.ts DIR */
 import { EmbeddedStore } from '../src/store/embedded-store.js';
 const store = await new EmbeddedStore(process.argv[2]).open();
-const [ref] = await store.latest();
+const [ref] = await store.snapshots.latest();
 const t0 = performance.now();
-const flat = await store.loadFlatIndex(ref);
+const flat = await store.snapshots.loadFlatIndex(ref);
 const t1 = performance.now();
 const n = flat.messageCount;
 let total = 0,

@@ -1,6 +1,6 @@
 import { KeyCache, lookupLimiter } from './auth/key-cache.js';
 import { Catalog } from './catalog/catalog.js';
-import { ConfigError, loadConfig, storeEnv, type Config } from './config/config.js';
+import { ConfigError, loadConfig, type Config } from './config/config.js';
 import { createAdminApp } from './http/admin-app.js';
 import { createPublicApp } from './http/public-app.js';
 import { RateLimiter } from './auth/rate-limit.js';
@@ -9,7 +9,7 @@ import { loadUws, type TemplatedApp, type us_listen_socket, type UwsModule } fro
 import { createLogger, type Logger } from './log/logger.js';
 import { Metrics } from './metrics/metrics.js';
 import { catalogOrgStats, catalogReloadStats } from './metrics/catalog-stats.js';
-import { openStore } from './store/open-store.js';
+import { openStores } from './store/open-store.js';
 import { ThreadPool } from './server/thread-pool.js';
 import type { ServingState } from './server/thread-protocol.js';
 
@@ -64,7 +64,7 @@ async function main(): Promise<void> {
   process.on('uncaughtException', (err) => logger.error({ err }, 'uncaught exception; the server keeps serving'));
 
   // A store that is down now does not stop the start: the server listens, answers 503 and retries.
-  const store = await openStore(storeEnv(config), (err) =>
+  const store = await openStores(config, (err) =>
     logger.warn({ err: err.message }, 'store: unavailable at start; serving 503 and retrying'),
   );
   // Read at scrape time only, once `catalog` exists.
@@ -79,7 +79,7 @@ async function main(): Promise<void> {
     config.serverThreads > 1
       ? new ThreadPool({
           config,
-          store,
+          keys: store.keys,
           metrics,
           logger,
           state: () => servingState(catalog),
@@ -92,6 +92,7 @@ async function main(): Promise<void> {
     logger,
     adminUrl: adminUrlOf(config),
     buildThread: config.indexBuildThread,
+    storeConfig: { redisUrl: config.redisUrl, dataDir: config.dataDir },
     organizations: config.organizations,
     onLoaded: pool ? (org, version, built) => pool.loaded(org, version, built) : undefined,
   });
@@ -99,7 +100,7 @@ async function main(): Promise<void> {
   const loading = catalog.start();
   Promise.resolve(loading).catch((err: unknown) => logger.error({ err }, 'catalog: initial load failed'));
 
-  const keys = new KeyCache(store, { logger, lookupLimiter: keyLookups });
+  const keys = new KeyCache(store.keys, { logger, lookupLimiter: keyLookups });
   if (!pool) await keys.start();
   const isReady = () => catalogIsReady(catalog) && (pool === null || pool.ready);
   const publicApp = createPublicApp({

@@ -20,8 +20,9 @@ import { loadConfig } from '../src/config/config.js';
 import { createPublicApp, SEARCH_PATH } from '../src/http/public-app.js';
 import { loadUws } from '../src/http/uws.js';
 import { Metrics } from '../src/metrics/metrics.js';
-import type { KeyRecord, Store } from '../src/store/store.js';
-import { openStore } from '../src/store/open-store.js';
+import type { KeyRecord } from '../src/auth/key-record.js';
+import type { ServingKeyStore } from '../src/auth/key-store.js';
+import { openStores } from '../src/store/open-store.js';
 import { header, RawConnection, rawGet, type RawResponse } from './helpers/raw-http.js';
 import { startServer, tempDataDir } from './helpers/server.js';
 
@@ -60,8 +61,8 @@ function makeKey(name: string, orgs: string[], scopes: string[], extra: Partial<
   };
 }
 
-function fakeStore(records: KeyRecord[]): Store {
-  return { listKeys: async () => records, touchKeys: async () => {} } as unknown as Store;
+function fakeStore(records: KeyRecord[]): ServingKeyStore {
+  return { listKeys: async () => records, touchKeys: async () => {} } as unknown as ServingKeyStore;
 }
 
 /** The real public handler on an ephemeral port, with a spy on index reads. */
@@ -273,8 +274,8 @@ describe('rate limiting', () => {
   it('the real server reads RATE_LIMIT_RPS / RATE_LIMIT_BURST', async () => {
     const data = tempDataDir();
     const k = generateKey();
-    const store = await openStore({ DATA_DIR: data.dir });
-    await store.putKey({
+    const store = await openStores({ redisUrl: null, dataDir: data.dir });
+    await store.keys.putKey({
       prefix: k.prefix,
       name: 'rl',
       hash: k.hash,

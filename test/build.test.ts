@@ -10,7 +10,8 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { gen, loadDataset, openHarness, search, type StoreHarness, tempDir } from './helpers/e2e.js';
 import { type CreatedKey, ROOT, type RunResult, startServer } from './helpers/server.js';
-import { openStore } from '../src/store/open-store.js';
+import { loadStoreConfig } from '../src/config/config.js';
+import { openStores } from '../src/store/open-store.js';
 
 /** `node dist/<script> ...args`, as `npm run snapshot|keys` run them. */
 function runCompiled(script: string, args: string[], env: NodeJS.ProcessEnv): Promise<RunResult> {
@@ -57,10 +58,10 @@ before(async () => {
   assert.equal(imp.code, 0, `compiled import failed: ${imp.stderr}`);
   // The same data republished in the older format 1 (record columns): its index is built on load,
   // in the worker, which is what the compiled worker entry must do.
-  const store = await openStore(h.env);
+  const store = await openStores(loadStoreConfig(h.env));
   try {
-    const [ref] = (await store.latest()).filter((r) => r.organizationId === org);
-    await store.publishSnapshot(await store.loadSnapshot(ref), { format: 1 });
+    const [ref] = (await store.snapshots.latest()).filter((r) => r.organizationId === org);
+    await store.snapshots.publishSnapshot(await store.snapshots.loadSnapshot(ref), { format: 1 });
   } finally {
     await store.close();
   }

@@ -11,7 +11,7 @@ import type { OrgIndex } from '../src/index/build.js';
 import type { OrgData } from '../src/model/records.js';
 import { EmbeddedStore, snapshotFile } from '../src/store/embedded-store.js';
 import { RedisStore } from '../src/store/redis-store.js';
-import type { Store } from '../src/store/store.js';
+import type { Stores } from '../src/store/stores.js';
 import { startRedis, type TestRedis } from './helpers/redis-server.js';
 import { generate, orgData, uuid } from './fixtures/gen-data.js';
 
@@ -81,8 +81,8 @@ describe('catalog, embedded store', () => {
   before(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'catalog-test-'));
     store = await new EmbeddedStore(dir).open();
-    await store.publishSnapshot(orgData(generate(1, 5, 100, 1)));
-    await store.publishSnapshot(orgData(generate(2, 5, 50, 1)));
+    await store.snapshots.publishSnapshot(orgData(generate(1, 5, 100, 1)));
+    await store.snapshots.publishSnapshot(orgData(generate(2, 5, 50, 1)));
     admin = await adminServer(() => catalog);
     catalog = new Catalog(store, { logger: log, adminUrl: admin.url, pollMs: 60_000, build: fakeBuild });
   });
@@ -103,7 +103,7 @@ describe('catalog, embedded store', () => {
 
   test('reload swaps in the new index; a held index is untouched', async () => {
     const held = catalog.get(uuid(1, 0));
-    const ref = await store.publishSnapshot(orgData(generate(1, 5, 120, 2)));
+    const ref = await store.snapshots.publishSnapshot(orgData(generate(1, 5, 120, 2)));
     const s = await catalog.reload();
     assert.deepEqual(s, {
       reloaded: [{ organization_id: uuid(1, 0), version: ref.version, messages: 120, contacts: 5 }],
@@ -115,7 +115,7 @@ describe('catalog, embedded store', () => {
   });
 
   test('a corrupt snapshot is refused and logged; the loaded one stays', async () => {
-    const ref = await store.publishSnapshot(orgData(generate(2, 5, 70, 2)));
+    const ref = await store.snapshots.publishSnapshot(orgData(generate(2, 5, 70, 2)));
     const file = snapshotFile(dir, ref);
     const b = readFileSync(file);
     b[30] ^= 1;
@@ -134,7 +134,7 @@ describe('catalog, embedded store', () => {
   });
 
   test('npm run reload reaches the server through its admin URL', async () => {
-    await store.publishSnapshot(orgData(generate(3, 2, 10, 1)));
+    await store.snapshots.publishSnapshot(orgData(generate(3, 2, 10, 1)));
     const r = await reloadCli(['--organization-id', uuid(3, 0).toUpperCase()], { DATA_DIR: dir });
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /1 reloaded/);
@@ -166,13 +166,13 @@ describe('catalog, embedded store', () => {
 });
 
 describe('catalog, redis store', () => {
-  let redis: TestRedis, store: Store, catalog: Catalog, writer: Store;
+  let redis: TestRedis, store: Stores, catalog: Catalog, writer: Stores;
   const log = memoryLogger();
   before(async () => {
     redis = await startRedis();
     store = await RedisStore.connect(redis.url, { commandTimeoutMs: 1000 });
     writer = await RedisStore.connect(redis.url);
-    await writer.publishSnapshot(orgData(generate(1, 5, 100, 1)));
+    await writer.snapshots.publishSnapshot(orgData(generate(1, 5, 100, 1)));
     catalog = new Catalog(store, { logger: log, pollMs: 300, build: fakeBuild });
     await catalog.start();
   });
@@ -184,7 +184,7 @@ describe('catalog, redis store', () => {
   });
 
   test('the periodic check loads a new snapshot without a signal', async () => {
-    await writer.publishSnapshot(orgData(generate(1, 5, 101, 2)));
+    await writer.snapshots.publishSnapshot(orgData(generate(1, 5, 101, 2)));
     const deadline = Date.now() + 3000;
     while (catalog.get(uuid(1, 0))?.messageCount !== 101) {
       assert.ok(Date.now() < deadline, 'not loaded within 3 s');
@@ -193,7 +193,7 @@ describe('catalog, redis store', () => {
   });
 
   test('npm run reload signals through pub/sub and waits for the ack', async () => {
-    await writer.publishSnapshot(orgData(generate(2, 3, 30, 1)));
+    await writer.snapshots.publishSnapshot(orgData(generate(2, 3, 30, 1)));
     const r = await reloadCli(['--json'], { REDIS_URL: redis.url });
     assert.equal(r.code, 0, r.stderr);
     const out = JSON.parse(r.stdout);
@@ -218,7 +218,7 @@ describe('catalog, redis store', () => {
     const deadline = Date.now() + 5000;
     for (;;) {
       try {
-        await writer.publishSnapshot(orgData(generate(1, 5, 102, 3)));
+        await writer.snapshots.publishSnapshot(orgData(generate(1, 5, 102, 3)));
         break;
       } catch (err) {
         assert.ok(Date.now() < deadline, String(err));

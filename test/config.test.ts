@@ -2,7 +2,7 @@ import { availableParallelism } from 'node:os';
 /** Configuration from outside: bad values stop the start with a message naming the variable; SUNSET_AT. */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { loadConfig } from '../src/config/config.js';
+import { loadConfig, loadStoreConfig } from '../src/config/config.js';
 import { baseEnv, freePort, runNode, startServer, tempDataDir } from './helpers/server.js';
 
 const data = tempDataDir();
@@ -112,5 +112,42 @@ describe('SUNSET_AT', () => {
     } finally {
       assert.equal(await server.stop(), 0);
     }
+  });
+});
+
+describe('the command-line tools read the store settings through the same validation', () => {
+  const badUrl = 'config: REDIS_URL must be a redis:// or rediss:// URL, got "http://localhost:6379"';
+  const cases: Array<[string, string[]]> = [
+    ['src/cli/snapshot.ts', ['list']],
+    ['src/cli/reload.ts', []],
+    ['src/cli/keys.ts', ['list']],
+  ];
+  for (const [script, args] of cases) {
+    it(`${script} ${args.join(' ')}: a bad REDIS_URL stops it with exit 1, naming the variable`, async () => {
+      const r = await runNode(script, args, baseEnv({ DATA_DIR: data.dir, REDIS_URL: 'http://localhost:6379' }));
+      assert.equal(r.code, 1);
+      assert.equal(r.stderr, `${badUrl}\n`);
+    });
+  }
+  it('snapshot and reload read only REDIS_URL and DATA_DIR: a server-only variable does not stop them', async () => {
+    const env = baseEnv({ DATA_DIR: data.dir, PORT: 'abc', SERVER_THREADS: 'two' });
+    const list = await runNode('src/cli/snapshot.ts', ['list', '--json'], env);
+    assert.equal(list.code, 0, list.stderr);
+    assert.ok(Array.isArray(JSON.parse(list.stdout)));
+    const reload = await runNode('src/cli/reload.ts', ['--json'], env);
+    assert.equal(reload.code, 0, reload.stderr);
+    assert.deepEqual(JSON.parse(reload.stdout), { ok: true, servers: [] });
+  });
+  it('loadStoreConfig: the store part of loadConfig, with its defaults and messages', () => {
+    assert.deepEqual(loadStoreConfig({}), { redisUrl: null, dataDir: './data' });
+    assert.deepEqual(loadStoreConfig({ REDIS_URL: 'redis://h:1', DATA_DIR: '/d', PORT: 'abc' }), {
+      redisUrl: 'redis://h:1',
+      dataDir: '/d',
+    });
+    const full = loadConfig({ REDIS_URL: 'redis://h:1', DATA_DIR: '/d' });
+    assert.deepEqual({ redisUrl: full.redisUrl, dataDir: full.dataDir }, { redisUrl: 'redis://h:1', dataDir: '/d' });
+    assert.throws(() => loadStoreConfig({ REDIS_URL: 'nope' }), {
+      message: 'config: REDIS_URL must be a redis:// or rediss:// URL, got "nope"',
+    });
   });
 });

@@ -15,7 +15,8 @@ import path from 'node:path';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import type { OrgData } from '../src/model/records.js';
 import { EmbeddedStore } from '../src/store/embedded-store.js';
-import type { KeyRecord, SnapshotRef } from '../src/store/store.js';
+import type { KeyRecord } from '../src/auth/key-record.js';
+import type { SnapshotRef } from '../src/store/snapshot-store.js';
 import { tempDir } from './helpers/e2e.js';
 import { generate, orgData, uuid } from './fixtures/gen-data.js';
 
@@ -131,18 +132,22 @@ describe('disk faults on the embedded store (injected ENOSPC / EIO)', () => {
   before(async () => {
     store = await new EmbeddedStore(work.dir).open();
     const data = nextData();
-    current = { ref: await store.publishSnapshot(data), data };
+    current = { ref: await store.snapshots.publishSnapshot(data), data };
   });
   after(() => work.cleanup());
 
   /** What must hold after any failed publish. */
   async function assertNothingChanged(what: string): Promise<void> {
     assert.deepEqual(
-      (await store.latest()).filter((r) => r.organizationId === ORG),
+      (await store.snapshots.latest()).filter((r) => r.organizationId === ORG),
       [current.ref],
       `${what}: latest() moved`,
     );
-    assert.deepEqual(await store.loadSnapshot(current.ref), current.data, `${what}: the previous snapshot changed`);
+    assert.deepEqual(
+      await store.snapshots.loadSnapshot(current.ref),
+      current.data,
+      `${what}: the previous snapshot changed`,
+    );
     const names = readdirSync(orgDir());
     assert.deepEqual(
       names.filter((n) => n.startsWith('.tmp-')),
@@ -178,7 +183,7 @@ describe('disk faults on the embedded store (injected ENOSPC / EIO)', () => {
     test(`${name}: publish rejects naming the organization; the previous version stays whole`, async (t) => {
       const data = nextData();
       const state = inject(t, fault);
-      await assert.rejects(store.publishSnapshot(data), (err: Error) => {
+      await assert.rejects(store.snapshots.publishSnapshot(data), (err: Error) => {
         assert.match(err.message, new RegExp(`^store: publishing organization ${ORG}: ${fault.code}: `));
         return true;
       });
@@ -187,10 +192,10 @@ describe('disk faults on the embedded store (injected ENOSPC / EIO)', () => {
       await assertNothingChanged(name);
       // The fault cleared: the next publish goes through and is served.
       const next = nextData();
-      const ref = await store.publishSnapshot(next);
+      const ref = await store.snapshots.publishSnapshot(next);
       assert.ok(ref.version > current.ref.version);
-      assert.deepEqual(await store.latest(), [ref]);
-      assert.deepEqual(await store.loadSnapshot(ref), next);
+      assert.deepEqual(await store.snapshots.latest(), [ref]);
+      assert.deepEqual(await store.snapshots.loadSnapshot(ref), next);
       current = { ref, data: next };
     });
   }
@@ -209,11 +214,14 @@ describe('disk faults on the embedded store (injected ENOSPC / EIO)', () => {
       }
       return fh;
     });
-    await assert.rejects(store.publishSnapshot(data), new RegExp(`^Error: store: publishing organization ${ORG}: EIO`));
+    await assert.rejects(
+      store.snapshots.publishSnapshot(data),
+      new RegExp(`^Error: store: publishing organization ${ORG}: EIO`),
+    );
     t.mock.restoreAll();
-    const [ref] = await store.latest();
+    const [ref] = await store.snapshots.latest();
     assert.ok(ref.version > current.ref.version, 'the pointer had switched');
-    assert.deepEqual(await store.loadSnapshot(ref), data, 'and what it names is whole');
+    assert.deepEqual(await store.snapshots.loadSnapshot(ref), data, 'and what it names is whole');
     assert.deepEqual(
       readdirSync(orgDir()).filter((n) => n.startsWith('.tmp-')),
       [],
@@ -234,8 +242,8 @@ describe('disk faults on the embedded store (injected ENOSPC / EIO)', () => {
       last_used_at: null,
     });
     before(async () => {
-      await store.putKey(key('aaaa0001'));
-      await store.putKey(key('aaaa0002'));
+      await store.keys.putKey(key('aaaa0001'));
+      await store.keys.putKey(key('aaaa0002'));
     });
 
     const keyFaults: [string, Fault][] = [
@@ -249,8 +257,11 @@ describe('disk faults on the embedded store (injected ENOSPC / EIO)', () => {
       test(`${name}: the write rejects, the previous keys file is intact, no temp file is left`, async (t) => {
         const before = readFileSync(path.join(store.dataDir, 'keys.json'), 'utf8');
         const state = inject(t, fault);
-        await assert.rejects(store.putKey(key(fresh)), new RegExp(`^Error: store: writing keys: ${fault.code}: `));
-        await assert.rejects(store.revokeKey('aaaa0001', '2024-05-05T00:00:00.000Z'), /^Error: store: writing keys: /);
+        await assert.rejects(store.keys.putKey(key(fresh)), new RegExp(`^Error: store: writing keys: ${fault.code}: `));
+        await assert.rejects(
+          store.keys.revokeKey('aaaa0001', '2024-05-05T00:00:00.000Z'),
+          /^Error: store: writing keys: /,
+        );
         assert.ok(state.raised >= 2);
         t.mock.restoreAll();
         assert.equal(readFileSync(path.join(store.dataDir, 'keys.json'), 'utf8'), before);
@@ -258,11 +269,11 @@ describe('disk faults on the embedded store (injected ENOSPC / EIO)', () => {
           readdirSync(store.dataDir).filter((n) => n.startsWith('.tmp-') || n === '.keys.lock'),
           [],
         );
-        assert.equal((await store.getKey('aaaa0001'))?.revoked_at, null);
-        assert.equal(await store.getKey(fresh), null);
+        assert.equal((await store.keys.getKey('aaaa0001'))?.revoked_at, null);
+        assert.equal(await store.keys.getKey(fresh), null);
         // Cleared: the write goes through.
-        await store.putKey(key(fresh));
-        assert.equal((await store.getKey(fresh))?.prefix, fresh);
+        await store.keys.putKey(key(fresh));
+        assert.equal((await store.keys.getKey(fresh))?.prefix, fresh);
       });
     }
   });
@@ -295,8 +306,8 @@ describe('a real full tmpfs (root only)', () => {
   }, async () => {
     const store = await new EmbeddedStore(mnt).open();
     const small = orgData(generate(32, 5, 200, 1));
-    const ref = await store.publishSnapshot(small);
-    await store.putKey({
+    const ref = await store.snapshots.publishSnapshot(small);
+    await store.keys.putKey({
       prefix: 'cccc0001',
       name: 'k',
       hash: 'ef'.repeat(32),
@@ -316,23 +327,23 @@ describe('a real full tmpfs (root only)', () => {
     });
     const big = orgData(g);
     await assert.rejects(
-      store.publishSnapshot(big),
+      store.snapshots.publishSnapshot(big),
       new RegExp(`^Error: store: publishing organization ${uuid(32, 0)}: ENOSPC`),
     );
-    assert.deepEqual(await store.latest(), [ref]);
-    assert.deepEqual(await store.loadSnapshot(ref), small);
+    assert.deepEqual(await store.snapshots.latest(), [ref]);
+    assert.deepEqual(await store.snapshots.loadSnapshot(ref), small);
     assert.deepEqual(
       readdirSync(path.join(mnt, 'snapshots', uuid(32, 0))).sort(),
       dfBefore,
       'no temp or orphan file left',
     );
     // A keys write on the full disk fails or succeeds, but never damages the file.
-    await store.putKey({ ...JSON.parse(keysBefore).cccc0001, prefix: 'cccc0002' }).catch(() => {});
+    await store.keys.putKey({ ...JSON.parse(keysBefore).cccc0001, prefix: 'cccc0002' }).catch(() => {});
     assert.ok(JSON.parse(readFileSync(path.join(mnt, 'keys.json'), 'utf8')).cccc0001);
     // The space of the failed write was given back: a second small version fits.
     const small2 = orgData(generate(32, 5, 200, 3));
-    const ref2 = await store.publishSnapshot(small2);
-    assert.deepEqual(await store.loadSnapshot(ref2), small2);
+    const ref2 = await store.snapshots.publishSnapshot(small2);
+    assert.deepEqual(await store.snapshots.loadSnapshot(ref2), small2);
     assert.ok(keysBefore.length > 0);
     await store.close();
   });

@@ -14,10 +14,12 @@ import { mulberry32 } from '../scripts/gen-lib.js';
 import { OrgDataBuilder } from '../src/model/org-data-builder.js';
 import type { Contact, MessageLine, OrgData } from '../src/model/records.js';
 import { snapshotFile } from '../src/store/embedded-store.js';
-import { openStore } from '../src/store/open-store.js';
+import { loadStoreConfig } from '../src/config/config.js';
+import { openStores } from '../src/store/open-store.js';
 import { RedisStore } from '../src/store/redis-store.js';
 import { encodeManifest, type Manifest } from '../src/store/snapshot-format.js';
-import type { SnapshotRef, Store } from '../src/store/store.js';
+import type { SnapshotRef } from '../src/store/snapshot-store.js';
+import type { Stores } from '../src/store/stores.js';
 import { parseRfc3339 } from '../src/time/rfc3339.js';
 import {
   assertBody,
@@ -123,8 +125,8 @@ function killImport(
   });
 }
 
-async function latestVersion(store: Store): Promise<number | undefined> {
-  return (await store.latest()).find((r) => r.organizationId === org)?.version;
+async function latestVersion(store: Stores): Promise<number | undefined> {
+  return (await store.snapshots.latest()).find((r) => r.organizationId === org)?.version;
 }
 
 function smallOrgData(records: { contacts: Contact[]; messages: MessageLine[] }, keep: number): OrgData {
@@ -136,12 +138,12 @@ function smallOrgData(records: { contacts: Contact[]; messages: MessageLine[] },
 
 for (const storeName of ['embedded', 'redis'] as const) {
   describe(`import killed with SIGKILL, ${storeName} store`, () => {
-    let h: StoreHarness, store: Store, key: CreatedKey, v1: number | undefined;
+    let h: StoreHarness, store: Stores, key: CreatedKey, v1: number | undefined;
     before(async () => {
       h = await openHarness(storeName);
       const imp = await importCli(h.env, small);
       assert.equal(imp.code, 0, imp.stderr);
-      store = await openStore(h.env);
+      store = await openStores(loadStoreConfig(h.env));
       v1 = await latestVersion(store);
       key = await createKey(h.env, [org], 'contacts:read,messages:read');
     });
@@ -243,11 +245,11 @@ function rewriteFormat(file: string, format: number): void {
 
 for (const storeName of ['embedded', 'redis'] as const) {
   describe(`damaged snapshots are refused, ${storeName} store`, () => {
-    let h: StoreHarness, store: Store, key: CreatedKey, server: RunningServer;
+    let h: StoreHarness, store: Stores, key: CreatedKey, server: RunningServer;
     before(async () => {
       h = await openHarness(storeName);
       assert.equal((await importCli(h.env, small)).code, 0);
-      store = await openStore(h.env);
+      store = await openStores(loadStoreConfig(h.env));
       key = await createKey(h.env, [org], 'contacts:read,messages:read');
       server = await startServer(h.serverEnv);
     });
@@ -291,9 +293,9 @@ for (const storeName of ['embedded', 'redis'] as const) {
               'a corrupted chunk',
               async (ref) => {
                 const r = store as RedisStore;
-                const chunk = (await r.client.hgetBuffer(r.versionKeyOf(ref), '0'))!;
+                const chunk = (await r.client.hgetBuffer(r.snapshots.versionKeyOf(ref), '0'))!;
                 chunk[100] ^= 0x20;
-                await r.client.hset(r.versionKeyOf(ref), '0', chunk);
+                await r.client.hset(r.snapshots.versionKeyOf(ref), '0', chunk);
               },
               /checksum mismatch/,
             ],
@@ -301,7 +303,7 @@ for (const storeName of ['embedded', 'redis'] as const) {
               'a missing chunk',
               async (ref) => {
                 const r = store as RedisStore;
-                await r.client.hdel(r.versionKeyOf(ref), '0');
+                await r.client.hdel(r.snapshots.versionKeyOf(ref), '0');
               },
               /chunk 0 missing/,
             ],
@@ -310,7 +312,7 @@ for (const storeName of ['embedded', 'redis'] as const) {
     for (const [name, damage, error] of damages) {
       test(`${name}: refused at load with a log line naming organization and version; the previous index stays`, async () => {
         const failedBefore = await failedLoads(server);
-        const ref = await store.publishSnapshot(smallOrgData(small, 700));
+        const ref = await store.snapshots.publishSnapshot(smallOrgData(small, 700));
         await damage(ref);
         const rel = await reloadCli(h.env);
         assert.equal(rel.code, 1, `reload must fail: ${rel.stdout}`);
@@ -340,8 +342,8 @@ describe('Redis stopped while serving, then restarted empty', () => {
     h = await openHarness('redis');
     assert.equal((await importCli(h.env, small)).code, 0);
     key = await createKey(h.env, [org], 'contacts:read,messages:read');
-    const store = await openStore(h.env);
-    await store.listKeys();
+    const store = await openStores(loadStoreConfig(h.env));
+    await store.keys.listKeys();
     await store.close();
     server = await startServer(h.serverEnv);
   });
@@ -366,9 +368,9 @@ describe('Redis stopped while serving, then restarted empty', () => {
     await h.redis!.restart();
     // The restarted Redis is empty, keys included: the server keeps its last known keys (keys
     // are revoked, never deleted, so a vanished key means lost store data) and says so.
-    const store = await openStore(h.env);
+    const store = await openStores(loadStoreConfig(h.env));
     try {
-      await waitFor('the server to register again', 5000, async () => (await store.listServers()).length === 1);
+      await waitFor('the server to register again', 5000, async () => (await store.fleet.listServers()).length === 1);
       await waitFor('the lost keys to be noticed', 5000, async () =>
         /keys missing from the store/.test(server.output()),
       );
@@ -393,9 +395,9 @@ describe('Redis stopped while serving, then restarted empty', () => {
     // A fresh import (other content) into the empty Redis is then picked up, although the
     // restarted store numbers versions anew.
     const fresh = smallOrgData(small, 500);
-    const s2 = await openStore(h.env);
+    const s2 = await openStores(loadStoreConfig(h.env));
     try {
-      await s2.publishSnapshot(fresh);
+      await s2.snapshots.publishSnapshot(fresh);
     } finally {
       await s2.close();
     }
@@ -493,7 +495,7 @@ describe('Redis killed while an import publishes (persistent Redis, restarted on
     );
     assert.equal(await store.client.hexists(`snap:{${org}}:v:${v1 + 1}`, 'manifest'), 0);
     assert.deepEqual(
-      await store.loadSnapshot({ organizationId: org, version: v1 }),
+      await store.snapshots.loadSnapshot({ organizationId: org, version: v1 }),
       smallOrgData(small, small.messages.length),
     );
     await assertServesSmall(server, key.key, 'after Redis came back');

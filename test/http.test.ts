@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { hashSecret } from '../src/auth/api-key.js';
 import { OrgDataBuilder } from '../src/model/org-data-builder.js';
-import { openStore } from '../src/store/open-store.js';
+import { openStores } from '../src/store/open-store.js';
 import {
   baseEnv,
   createKey,
@@ -74,7 +74,7 @@ function assertError(
 }
 
 before(async () => {
-  const store = await openStore({ DATA_DIR: data.dir });
+  const store = await openStores({ redisUrl: null, dataDir: data.dir });
   const b = new OrgDataBuilder(ORG_A);
   b.addContact({
     id: CONTACT,
@@ -98,9 +98,9 @@ before(async () => {
     },
     Date.parse('2025-01-02T03:04:05Z'),
   );
-  await store.publishSnapshot(b.build());
+  await store.snapshots.publishSnapshot(b.build());
   // An expired key cannot be made with the CLI (it refuses past dates), so it goes in directly.
-  await store.putKey({
+  await store.keys.putKey({
     prefix: 'expired1',
     name: 'expired',
     hash: hashSecret('E'.repeat(32)),
@@ -433,7 +433,7 @@ describe('in-process: failures inside the handler', () => {
     const store = {
       listKeys: async () => [record],
       touchKeys: async () => {},
-    } as unknown as import('../src/store/store.js').Store;
+    } as unknown as import('../src/auth/key-store.js').ServingKeyStore;
     const keys = new KeyCache(store, { logger });
     await keys.refresh();
     const uws = loadUws();

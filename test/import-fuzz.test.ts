@@ -19,7 +19,7 @@ import { ImportError } from '../src/import/import-error.js';
 import { publishImport, readImport } from '../src/import/importer.js';
 import type { OrgData } from '../src/model/records.js';
 import { EmbeddedStore } from '../src/store/embedded-store.js';
-import type { SnapshotRef } from '../src/store/store.js';
+import type { SnapshotRef } from '../src/store/snapshot-store.js';
 import { importCli, tempDir } from './helpers/e2e.js';
 import { baseEnv } from './helpers/server.js';
 import { generate, uuid } from './fixtures/gen-data.js';
@@ -329,9 +329,9 @@ function expectedDetail(c: Case): RegExp {
 }
 
 async function assertStoreUnchanged(what: string): Promise<void> {
-  assert.deepEqual(await store.latest(), refsBefore, `${what}: latest() changed`);
+  assert.deepEqual(await store.snapshots.latest(), refsBefore, `${what}: latest() changed`);
   for (let j = 0; j < refsBefore.length; j++)
-    assert.deepEqual(await store.loadSnapshot(refsBefore[j]), dataBefore[j], `${what}: snapshot changed`);
+    assert.deepEqual(await store.snapshots.loadSnapshot(refsBefore[j]), dataBefore[j], `${what}: snapshot changed`);
 }
 
 before(async () => {
@@ -340,10 +340,10 @@ before(async () => {
     m = path.join(work.dir, 'messages.ndjson');
   writeFileSync(c, CONTACTS.map((x) => JSON.stringify(x)).join('\n') + '\n');
   writeFileSync(m, MESSAGES.map((x) => JSON.stringify(x)).join('\n') + '\n');
-  await publishImport(store, await readImport(c, m));
-  refsBefore = (await store.latest()).sort((a, b) => (a.organizationId < b.organizationId ? -1 : 1));
+  await publishImport(store.snapshots, await readImport(c, m));
+  refsBefore = (await store.snapshots.latest()).sort((a, b) => (a.organizationId < b.organizationId ? -1 : 1));
   assert.equal(refsBefore.length, 2);
-  dataBefore = await Promise.all(refsBefore.map((r) => store.loadSnapshot(r)));
+  dataBefore = await Promise.all(refsBefore.map((r) => store.snapshots.loadSnapshot(r)));
 });
 after(async () => {
   await store?.close();
@@ -363,7 +363,7 @@ describe(`import fuzzing (seed ${SEED})`, () => {
         assert.equal(clean.messages, MESSAGES.length);
         let error: unknown = null;
         try {
-          await publishImport(store, await readImport(c.contactsFile, c.messagesFile));
+          await publishImport(store.snapshots, await readImport(c.contactsFile, c.messagesFile));
         } catch (err) {
           error = err;
         }

@@ -9,7 +9,7 @@ import { readImport } from '../src/import/importer.js';
 import { ImportError } from '../src/import/import-error.js';
 import { EmbeddedStore } from '../src/store/embedded-store.js';
 import { RedisStore } from '../src/store/redis-store.js';
-import type { Store } from '../src/store/store.js';
+import type { Stores } from '../src/store/stores.js';
 import { startRedis, type TestRedis } from './helpers/redis-server.js';
 import { generate, ndjson, orgData, uuid } from './fixtures/gen-data.js';
 
@@ -162,7 +162,7 @@ for (const kind of ['embedded', 'redis'] as const) {
   describe(`snapshot CLI, ${kind} store`, () => {
     let redis: TestRedis | undefined;
     let env: Record<string, string>;
-    let store: Store;
+    let store: Stores;
     before(async () => {
       if (kind === 'redis') {
         redis = await startRedis();
@@ -194,12 +194,15 @@ for (const kind of ['embedded', 'redis'] as const) {
         uuid(1, 0),
         uuid(2, 0),
       ]);
-      const refs = await store.latest();
-      assert.deepEqual(await store.loadSnapshot(refs.find((x) => x.organizationId === uuid(2, 0))!), orgData(b));
+      const refs = await store.snapshots.latest();
+      assert.deepEqual(
+        await store.snapshots.loadSnapshot(refs.find((x) => x.organizationId === uuid(2, 0))!),
+        orgData(b),
+      );
     });
 
     test('a bad line at the end of a big file changes nothing', async () => {
-      const before = await store.latest();
+      const before = await store.snapshots.latest();
       const a2 = generate(1, 200, 20000, 2);
       const text =
         ndjson([...a2.messages, ...b.messages]) +
@@ -213,11 +216,11 @@ for (const kind of ['embedded', 'redis'] as const) {
         /^snapshot: \d+-messages\.ndjson line 20101: field "sent_at": expected an RFC 3339 date-time with offset, got "2024-13-01"\n/m,
       );
       assert.doesNotMatch(r.stderr, /at .*\.ts:\d+/); // no stack trace
-      assert.deepEqual(await store.latest(), before);
+      assert.deepEqual(await store.snapshots.latest(), before);
     });
 
     test('a re-import replaces one organization and leaves the others', async () => {
-      const before = new Map((await store.latest()).map((r) => [r.organizationId, r.version]));
+      const before = new Map((await store.snapshots.latest()).map((r) => [r.organizationId, r.version]));
       const b2 = generate(2, 12, 130, 3);
       const r = await snapshotCli(
         [
@@ -230,11 +233,11 @@ for (const kind of ['embedded', 'redis'] as const) {
         env,
       );
       assert.equal(r.code, 0, r.stderr);
-      const after = new Map((await store.latest()).map((x) => [x.organizationId, x.version]));
+      const after = new Map((await store.snapshots.latest()).map((x) => [x.organizationId, x.version]));
       assert.equal(after.get(uuid(1, 0)), before.get(uuid(1, 0)));
       assert.ok(after.get(uuid(2, 0))! > before.get(uuid(2, 0))!);
       assert.deepEqual(
-        await store.loadSnapshot({ organizationId: uuid(2, 0), version: after.get(uuid(2, 0))! }),
+        await store.snapshots.loadSnapshot({ organizationId: uuid(2, 0), version: after.get(uuid(2, 0))! }),
         orgData(b2),
       );
     });

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, it } from 'node:test';
 import { IndexBuilder } from '../src/catalog/index-builder.js';
 import { OrgDataBuilder } from '../src/model/org-data-builder.js';
-import { openStore } from '../src/store/open-store.js';
+import { openStores } from '../src/store/open-store.js';
 import { tempDataDir } from './helpers/server.js';
 
 const ORG = '0c0c0c0c-0000-4000-8000-000000000001';
@@ -14,7 +14,7 @@ const data = tempDataDir();
 after(() => data.cleanup());
 
 it('a format-2 snapshot loads with its flat sections, all shared, the index reading the same memory', async () => {
-  const store = await openStore({ DATA_DIR: data.dir });
+  const store = await openStores({ redisUrl: null, dataDir: data.dir });
   try {
     const b = new OrgDataBuilder(ORG);
     b.addContact({
@@ -39,9 +39,9 @@ it('a format-2 snapshot loads with its flat sections, all shared, the index read
       },
       Date.parse('2025-01-02T03:04:05Z'),
     );
-    const ref = await store.publishSnapshot(b.build());
+    const ref = await store.snapshots.publishSnapshot(b.build());
     const quiet = { info() {}, warn() {} };
-    const built = await new IndexBuilder(store, null, quiet).load(ref);
+    const built = await new IndexBuilder(store.snapshots, null, quiet).load(ref);
     assert.ok(built.flat, 'the flat sections come with the index');
     for (const [name, section] of Object.entries(built.flat.sections))
       assert.ok(section.buffer instanceof SharedArrayBuffer, `${name} is in shared memory`);

@@ -8,7 +8,8 @@ import { describe, it } from 'node:test';
 import { pino } from 'pino';
 import { generateKey } from '../src/auth/api-key.js';
 import { KeyCache } from '../src/auth/key-cache.js';
-import type { KeyRecord, Store } from '../src/store/store.js';
+import type { KeyRecord } from '../src/auth/key-record.js';
+import type { ServingKeyStore } from '../src/auth/key-store.js';
 
 const ORG = '0a0a0a0a-0000-4000-8000-00000000000a';
 
@@ -46,7 +47,7 @@ function countingStore() {
       return keys.get(prefix) ?? null;
     },
     touchKeys: async () => {},
-  } as unknown as Store;
+  } as unknown as ServingKeyStore;
   return {
     store,
     keys,

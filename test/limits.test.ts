@@ -17,7 +17,7 @@ import { after, before, describe, it } from 'node:test';
 import { hashSecret } from '../src/auth/api-key.js';
 import { MAX_HEADER_CHARS, MAX_TARGET_CHARS, SEARCH_PATH } from '../src/http/public-app.js';
 import { OrgDataBuilder } from '../src/model/org-data-builder.js';
-import { openStore } from '../src/store/open-store.js';
+import { openStores } from '../src/store/open-store.js';
 import {
   header,
   parseResponse,
@@ -92,7 +92,7 @@ function assertJsonError(r: RawResponse, status: number, code: string): void {
 }
 
 before(async () => {
-  const store = await openStore({ DATA_DIR: data.dir });
+  const store = await openStores({ redisUrl: null, dataDir: data.dir });
   const b = new OrgDataBuilder(ORG);
   for (let c = 0; c < 150; c++) {
     const id = `1c1c1c1c-0000-4000-8000-${String(c).padStart(12, '0')}`;
@@ -122,8 +122,8 @@ before(async () => {
       );
     }
   }
-  await store.publishSnapshot(b.build());
-  await store.putKey({
+  await store.snapshots.publishSnapshot(b.build());
+  await store.keys.putKey({
     prefix: 'limitkey',
     name: 'limits',
     hash: hashSecret('L'.repeat(32)),

@@ -15,9 +15,11 @@ import { generateDataset, mulberry32 } from '../scripts/gen-lib.js';
 import { OrgDataBuilder } from '../src/model/org-data-builder.js';
 import type { Contact, MessageLine, OrgData } from '../src/model/records.js';
 import { snapshotFile } from '../src/store/embedded-store.js';
-import { openStore } from '../src/store/open-store.js';
+import { loadStoreConfig } from '../src/config/config.js';
+import { openStores } from '../src/store/open-store.js';
 import type { RedisStore } from '../src/store/redis-store.js';
-import type { SnapshotRef, Store } from '../src/store/store.js';
+import type { SnapshotRef } from '../src/store/snapshot-store.js';
+import type { Stores } from '../src/store/stores.js';
 import { parseRfc3339 } from '../src/time/rfc3339.js';
 import {
   assertBody,
@@ -127,7 +129,7 @@ async function adminReload(
 }
 
 /** Digest of everything stored under snapshots (files, or Redis `snap:*` keys): the server must never change it. */
-async function storedState(h: StoreHarness, store: Store): Promise<Map<string, string>> {
+async function storedState(h: StoreHarness, store: Stores): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
   if (h.name === 'embedded') {
@@ -175,7 +177,7 @@ interface Damage {
   error: RegExp;
 }
 
-function damages(h: StoreHarness, store: Store): Damage[] {
+function damages(h: StoreHarness, store: Stores): Damage[] {
   if (h.name === 'embedded') {
     const dir = h.serverEnv.DATA_DIR;
     return [
@@ -237,7 +239,7 @@ function damages(h: StoreHarness, store: Store): Damage[] {
       reportsVersion: true,
       error: /checksum mismatch/,
       async apply(ref) {
-        const key = (store as RedisStore).versionKeyOf(ref);
+        const key = (store as RedisStore).snapshots.versionKeyOf(ref);
         const before = (await r.hgetBuffer(key, '0'))!;
         const b = Buffer.from(before);
         b[100] ^= 0x20;
@@ -252,7 +254,7 @@ function damages(h: StoreHarness, store: Store): Damage[] {
       reportsVersion: true,
       error: /^store: no snapshot version \d+ of organization /,
       async apply(ref) {
-        const key = (store as RedisStore).versionKeyOf(ref);
+        const key = (store as RedisStore).snapshots.versionKeyOf(ref);
         await r.rename(key, `away:${ref.version}`);
         return async () => {
           await r.rename(`away:${ref.version}`, key);
@@ -262,20 +264,20 @@ function damages(h: StoreHarness, store: Store): Damage[] {
   ];
 }
 
-async function currentRef(store: Store, org: string): Promise<SnapshotRef> {
-  const ref = (await store.listLatest()).refs.find((x) => x.organizationId === org);
+async function currentRef(store: Stores, org: string): Promise<SnapshotRef> {
+  const ref = (await store.snapshots.listLatest()).refs.find((x) => x.organizationId === org);
   assert.ok(ref, `organization ${org} has a readable pointer`);
   return ref;
 }
 
 for (const storeName of ['embedded', 'redis'] as const) {
   describe(`organizations fail alone, ${storeName} store`, () => {
-    let h: StoreHarness, store: Store, all: CreatedKey, onlyA: CreatedKey;
+    let h: StoreHarness, store: Stores, all: CreatedKey, onlyA: CreatedKey;
     before(async () => {
       h = await openHarness(storeName);
       const imp = await importCli(h.env, files);
       assert.equal(imp.code, 0, imp.stderr);
-      store = await openStore(h.env);
+      store = await openStores(loadStoreConfig(h.env));
       all = await createKey(h.env, ORGS, 'contacts:read,messages:read');
       onlyA = await createKey(h.env, [A], 'contacts:read,messages:read');
     });
@@ -315,7 +317,7 @@ for (const storeName of ['embedded', 'redis'] as const) {
           [[C, null, servedC.version]],
         );
         // The once-a-second check goes on for the others: a new snapshot of B is picked up alone.
-        const newB = await store.publishSnapshot(orgData(B));
+        const newB = await store.snapshots.publishSnapshot(orgData(B));
         await waitFor('the poll to load B despite C', 5000, async () =>
           (await fetch(`${server.adminUrl}/metrics`).then((r) => r.text())).includes(
             `index_snapshot_version{organization_id="${B}"} ${newB.version}`,
@@ -382,7 +384,7 @@ for (const storeName of ['embedded', 'redis'] as const) {
         try {
           const old = await currentRef(store, C);
           // A new version of C (same records, so same answers), then damaged.
-          const ref = damage.reportsVersion ? await store.publishSnapshot(orgData(C)) : old;
+          const ref = damage.reportsVersion ? await store.snapshots.publishSnapshot(orgData(C)) : old;
           const repair = await damage.apply(ref);
           const stored = await storedState(h, store);
           const rel = await adminReload(server);
@@ -492,7 +494,7 @@ for (const storeName of ['embedded', 'redis'] as const) {
 describe('random prefixes cannot flood the store (redis, counted by Redis itself)', () => {
   test('300 unknown prefixes cost at most the lookup rate of store reads', async () => {
     const h = await openHarness('redis');
-    const store = await openStore(h.env);
+    const store = await openStores(loadStoreConfig(h.env));
     const server = await startServer(h.serverEnv);
     try {
       const r = (store as RedisStore).client;
@@ -530,7 +532,7 @@ describe('the store down at start, then back', () => {
     try {
       assert.equal((await importCli(env, files)).code, 0);
       const key = await createKey(env, ORGS, 'contacts:read,messages:read');
-      const check = await openStore(env);
+      const check = await openStores(loadStoreConfig(env));
       const stored = await storedState({ name: 'redis' } as StoreHarness, check);
       await check.close();
       await redis.kill();
@@ -554,7 +556,7 @@ describe('the store down at start, then back', () => {
         const cli = await reloadCli(env, ['--json']);
         return cli.code === 0 && (JSON.parse(cli.stdout) as { servers: unknown[] }).servers.length === 1;
       });
-      const check2 = await openStore(env);
+      const check2 = await openStores(loadStoreConfig(env));
       assert.deepEqual(await storedState({ name: 'redis' } as StoreHarness, check2), stored);
       await check2.close();
       assert.match(server.output(), /store: unavailable at start; serving 503 and retrying/);
@@ -574,7 +576,7 @@ describe('the store down at start, then back', () => {
       assert.equal((await importCli(env, files)).code, 0);
       const key = await createKey(env, ORGS, 'contacts:read,messages:read');
       const harness = { name: 'embedded', serverEnv: { DATA_DIR: dataDir } } as unknown as StoreHarness;
-      const stored = await storedState(harness, null as unknown as Store);
+      const stored = await storedState(harness, null as unknown as Stores);
       renameSync(dataDir, `${dataDir}.away`);
       writeFileSync(dataDir, 'not a folder');
       server = await startServer({ DATA_DIR: dataDir }, { waitReady: false });
@@ -595,7 +597,7 @@ describe('the store down at start, then back', () => {
       assert.deepEqual(await readyz(server), { status: 200, body: { status: 'ready', failed_organizations: [] } });
       for (const org of ORGS) await assertServed(server, key.key, org, 'after DATA_DIR came back');
       assert.deepEqual(
-        await storedState(harness, null as unknown as Store),
+        await storedState(harness, null as unknown as Stores),
         stored,
         'the server changed nothing stored',
       );

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { RateLimiter } from '../src/auth/rate-limit.js';
 import { startModuleWorker } from '../src/runtime/module-worker.js';
 import { OrgDataBuilder } from '../src/model/org-data-builder.js';
-import { openStore } from '../src/store/open-store.js';
+import { openStores } from '../src/store/open-store.js';
 import { baseEnv, createKey, startServer, tempDataDir, type CreatedKey, type RunningServer } from './helpers/server.js';
 
 function runWorker(data: unknown): Promise<Record<string, number>> {
@@ -84,7 +84,7 @@ function get(url: string, auth: string): Promise<number> {
 
 describe('RATE_LIMIT_RPS with SERVER_THREADS=2, from outside', () => {
   before(async () => {
-    const store = await openStore({ DATA_DIR: data.dir });
+    const store = await openStores({ redisUrl: null, dataDir: data.dir });
     const b = new OrgDataBuilder(ORG);
     b.addContact({
       id: '1d1d1d1d-0000-4000-8000-000000000001',
@@ -95,7 +95,7 @@ describe('RATE_LIMIT_RPS with SERVER_THREADS=2, from outside', () => {
       avatar_url: null,
       source: 'whatsapp',
     });
-    await store.publishSnapshot(b.build());
+    await store.snapshots.publishSnapshot(b.build());
     await store.close();
     key = await createKey(baseEnv({ DATA_DIR: data.dir }), [ORG], 'contacts:read,messages:read');
     server = await startServer({

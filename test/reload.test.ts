@@ -10,8 +10,9 @@ import { after, before, describe, test } from 'node:test';
 import { generateDataset } from '../scripts/gen-lib.js';
 import { OrgDataBuilder } from '../src/model/org-data-builder.js';
 import type { Contact, MessageLine, OrgData } from '../src/model/records.js';
-import { openStore } from '../src/store/open-store.js';
-import type { Store } from '../src/store/store.js';
+import { loadStoreConfig } from '../src/config/config.js';
+import { openStores } from '../src/store/open-store.js';
+import type { Stores } from '../src/store/stores.js';
 import { parseRfc3339 } from '../src/time/rfc3339.js';
 import {
   expected,
@@ -61,11 +62,11 @@ for (let i = 0; queries.length < 6 && i < 200; i++) {
 
 for (const storeName of ['embedded', 'redis'] as const) {
   describe(`live reload under load, ${storeName} store`, () => {
-    let h: StoreHarness, store: Store, server: RunningServer, key: CreatedKey;
+    let h: StoreHarness, store: Stores, server: RunningServer, key: CreatedKey;
     before(async () => {
       h = await openHarness(storeName);
-      store = await openStore(h.env);
-      await store.publishSnapshot(snapshots[0]);
+      store = await openStores(loadStoreConfig(h.env));
+      await store.snapshots.publishSnapshot(snapshots[0]);
       key = await createKey(h.env, [ORG], 'contacts:read,messages:read');
       server = await startServer(h.serverEnv);
     });
@@ -100,7 +101,7 @@ for (const storeName of ['embedded', 'redis'] as const) {
         for (let r = 1; r <= RELOADS && failures.length === 0; r++) {
           const next = r % 2;
           // every third version in the older format 1, which the server builds in its worker
-          await store.publishSnapshot(snapshots[next], { format: r % 3 === 0 ? 1 : 2 });
+          await store.snapshots.publishSnapshot(snapshots[next], { format: r % 3 === 0 ? 1 : 2 });
           if (r % 5 === 0) {
             const cli = await reloadCli(h.env);
             assert.equal(cli.code, 0, cli.stderr);

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { OrgDataBuilder } from '../src/model/org-data-builder.js';
-import { openStore } from '../src/store/open-store.js';
+import { openStores } from '../src/store/open-store.js';
 import { baseEnv, createKey, startServer, tempDataDir, type CreatedKey, type RunningServer } from './helpers/server.js';
 
 const ORG = '0a0a0a0a-0000-4000-8000-000000000001';
@@ -29,7 +29,7 @@ function get(url: string, auth: string): Promise<number> {
 }
 
 before(async () => {
-  const store = await openStore({ DATA_DIR: data.dir });
+  const store = await openStores({ redisUrl: null, dataDir: data.dir });
   const b = new OrgDataBuilder(ORG);
   b.addContact({
     id: CONTACT,
@@ -55,7 +55,7 @@ before(async () => {
       Date.parse('2025-01-02T03:04:05Z') + i,
     );
   }
-  await store.publishSnapshot(b.build());
+  await store.snapshots.publishSnapshot(b.build());
   await store.close();
   key = await createKey(baseEnv({ DATA_DIR: data.dir }), [ORG], 'contacts:read,messages:read');
   server = await startServer({ DATA_DIR: data.dir, SERVER_THREADS: '2', SERVING_THREAD_FAULT_HOOK: '1' });

@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { KeyRecord, Store } from '../store/store.js';
+import type { ServingKeyStore } from './key-store.js';
+import type { KeyRecord } from './key-record.js';
 import { bearerToken, parseKey, REQUIRED_SCOPES } from './api-key.js';
 import { RateLimiter } from './rate-limit.js';
 
@@ -90,7 +91,7 @@ export class KeyCache {
   private refreshing: Promise<void> | null = null;
   private warnedLost = false;
   private timers: NodeJS.Timeout[] = [];
-  private readonly store: Store;
+  private readonly store: ServingKeyStore;
   private readonly logger: Logger;
   private readonly refreshMs: number;
   private readonly flushMs: number;
@@ -101,7 +102,7 @@ export class KeyCache {
   private readonly lookupLimiter: RateLimiter;
   private readonly missTtlMs: number;
 
-  constructor(store: Store, opts: KeyCacheOptions) {
+  constructor(store: ServingKeyStore, opts: KeyCacheOptions) {
     this.store = store;
     this.logger = opts.logger;
     this.refreshMs = opts.refreshMs ?? 1000;

@@ -2,24 +2,25 @@
  * The worker thread that loads and verifies one snapshot off the request path: a format-2
  * snapshot's sections are copied once into shared memory; a format-1 (older) snapshot's index is
  * built here from its record columns. Started by IndexBuilder (index-builder.ts) with
- * `workerData.env` naming the store (REDIS_URL / DATA_DIR), which it opens once and keeps. See
- * worker-protocol.ts for the messages.
+ * `workerData.store`, the validated store part of the configuration, which it opens once and
+ * keeps. See worker-protocol.ts for the messages.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { openStore } from '../store/open-store.js';
-import type { SnapshotRef, Store } from '../store/store.js';
+import { openStores } from '../store/open-store.js';
+import type { SnapshotRef } from '../store/snapshot-store.js';
+import type { StoreConfig, Stores } from '../store/stores.js';
 import type { WorkerReply, WorkerRequest } from './worker-protocol.js';
 
 const port = parentPort!;
-const env = (workerData as { env: NodeJS.ProcessEnv }).env;
-let store: Promise<Store> | null = null;
+const config = (workerData as { store: StoreConfig }).store;
+let stores: Promise<Stores> | null = null;
 
 async function handle(id: number, ref: SnapshotRef): Promise<void> {
-  store ??= openStore(env).catch((err: unknown) => {
-    store = null;
+  stores ??= openStores(config).catch((err: unknown) => {
+    stores = null;
     throw err;
   });
-  const flat = await (await store).loadFlatIndex(ref);
+  const flat = await (await stores).snapshots.loadFlatIndex(ref);
   port.postMessage({ id, kind: 'done', flat } satisfies WorkerReply);
 }
 

@@ -21,7 +21,8 @@ import { randomBytes } from 'node:crypto';
 import { setImmediate as yieldToRequests } from 'node:timers/promises';
 import type { OrgIndex } from '../index/build.js';
 import type { OrgData } from '../model/records.js';
-import type { ReloadAck, ReloadRequest, ServerEntry, Store } from '../store/store.js';
+import type { ReloadAck, ReloadRequest, ServerEntry } from '../store/fleet.js';
+import type { StoreConfig, Stores } from '../store/stores.js';
 import { type BuiltIndex, IndexBuilder } from './index-builder.js';
 import { parseOrganizationId } from '../model/organization-id.js';
 
@@ -45,6 +46,8 @@ export interface CatalogOptions {
   build?: (data: OrgData) => OrgIndex;
   /** 'main' builds on the request thread (a diagnostic, for comparisons); default 'worker' */
   buildThread?: 'worker' | 'main';
+  /** the store the build worker opens (the same as `stores`); absent: indexes are built on the main thread */
+  storeConfig?: StoreConfig | null;
   /** the organizations of this replica's shard (ORGANIZATIONS), or null for all; others are never loaded */
   organizations?: ReadonlySet<string> | null;
   /** Called (and awaited) after a new version is swapped in, before the reload counts it: serving threads swap it too. */
@@ -113,10 +116,10 @@ const ANSWERED_MAX = 100;
 export class Catalog {
   ready = false;
   readonly serverId: string;
-  private readonly store: Store;
+  private readonly store: Pick<Stores, 'snapshots' | 'fleet'>;
   private readonly log: CatalogLogger;
   private readonly opts: Required<
-    Omit<CatalogOptions, 'logger' | 'adminUrl' | 'build' | 'organizations' | 'onLoaded'>
+    Omit<CatalogOptions, 'logger' | 'adminUrl' | 'build' | 'organizations' | 'onLoaded' | 'storeConfig'>
   > & { adminUrl: string | null };
   private readonly shard: ReadonlySet<string> | null;
   private readonly builder: IndexBuilder;
@@ -140,7 +143,7 @@ export class Catalog {
 
   private readonly onLoaded: CatalogOptions['onLoaded'];
 
-  constructor(store: Store, options: CatalogOptions) {
+  constructor(store: Pick<Stores, 'snapshots' | 'fleet'>, options: CatalogOptions) {
     this.store = store;
     this.onLoaded = options.onLoaded;
     this.log = options.logger;
@@ -151,8 +154,8 @@ export class Catalog {
       buildThread: options.buildThread ?? 'worker',
     };
     this.shard = options.organizations ?? null;
-    const env = options.buildThread === 'main' ? null : (store.reopenEnv?.() ?? null);
-    this.builder = new IndexBuilder(store, env, this.log, options.build);
+    const storeConfig = options.buildThread === 'main' ? null : (options.storeConfig ?? null);
+    this.builder = new IndexBuilder(store.snapshots, storeConfig, this.log, options.build);
     this.serverId = `${hostname()
       .replace(/[^A-Za-z0-9_-]/g, '_')
       .slice(0, 32)}-${process.pid}-${randomBytes(4).toString('hex')}`;
@@ -187,9 +190,9 @@ export class Catalog {
   /** Subscribes to reload broadcasts (retrying while the store is down), then starts the heartbeat. */
   private async join(): Promise<void> {
     let delay = this.opts.pollMs;
-    while (!this.stopped && this.store.signals && !this.unsubscribe) {
+    while (!this.stopped && this.store.fleet.signals && !this.unsubscribe) {
       try {
-        this.unsubscribe = await this.store.signals.subscribe(
+        this.unsubscribe = await this.store.fleet.signals.subscribe(
           (req) => this.onRequest(req),
           () => this.poll(),
         );
@@ -273,7 +276,7 @@ export class Catalog {
     this.timers = [];
     await this.unsubscribe?.().catch(() => {});
     this.unsubscribe = null;
-    await this.store.unregisterServer(this.serverId).catch(() => {});
+    await this.store.fleet.unregisterServer(this.serverId).catch(() => {});
     await this.queue.catch(() => {});
     await this.builder.close();
   }
@@ -290,7 +293,7 @@ export class Catalog {
    */
   private async load(orgId: string | null, explicit: boolean): Promise<ReloadSummary> {
     const t0 = performance.now();
-    let { refs, unreadable } = await this.store.listLatest();
+    let { refs, unreadable } = await this.store.snapshots.listLatest();
     // A sharded replica never loads another shard's organizations (nor warns about them).
     if (this.shard !== null) {
       const shard = this.shard;
@@ -475,14 +478,14 @@ export class Catalog {
       heartbeatAt: Date.now(),
     };
     try {
-      await this.store.registerServer(entry, this.opts.heartbeatMs * 5);
+      await this.store.fleet.registerServer(entry, this.opts.heartbeatMs * 5);
     } catch (err) {
       this.log.debug({ err: (err as Error).message }, 'catalog: heartbeat failed');
     }
   }
 
   private onRequest(req: ReloadRequest): void {
-    const signals = this.store.signals;
+    const signals = this.store.fleet.signals;
     if (!signals || this.stopped) return;
     let answer = this.answered.get(req.requestId);
     if (answer === undefined) {

@@ -13,7 +13,8 @@ import { setImmediate as yieldToRequests } from 'node:timers/promises';
 import type { OrgIndex } from '../index/org-index.js';
 import type { OrgData } from '../model/records.js';
 import { type FlatIndex, wrapIndex, wrapIndexAsync } from '../store/flat-index.js';
-import { OlderFormatError, type SnapshotRef, type Store } from '../store/store.js';
+import { OlderFormatError, type SnapshotRef, type SnapshotStore } from '../store/snapshot-store.js';
+import type { StoreConfig } from '../store/stores.js';
 import type { WorkerReply, WorkerRequest } from './worker-protocol.js';
 import { collectGarbage } from '../runtime/collect-garbage.js';
 import { startModuleWorker } from '../runtime/module-worker.js';
@@ -39,8 +40,8 @@ interface Pending {
 
 /** Builds indexes, in a worker thread when it can. */
 export class IndexBuilder {
-  private readonly store: Store;
-  private readonly env: NodeJS.ProcessEnv | null;
+  private readonly store: SnapshotStore;
+  private readonly storeConfig: StoreConfig | null;
   private readonly log: BuilderLogger;
   private readonly build: ((data: OrgData) => OrgIndex) | null;
   private worker: Worker | null = null;
@@ -49,15 +50,20 @@ export class IndexBuilder {
   private readonly pending = new Map<number, Pending>();
 
   /**
-   * `env` names the store for the worker (null: no worker). `build`, when given (tests), replaces
-   * buildIndex and forces the main thread.
+   * `storeConfig` names the store the worker opens (null: no worker). `build`, when given (tests),
+   * replaces buildIndex and forces the main thread.
    */
-  constructor(store: Store, env: NodeJS.ProcessEnv | null, log: BuilderLogger, build?: (data: OrgData) => OrgIndex) {
+  constructor(
+    store: SnapshotStore,
+    storeConfig: StoreConfig | null,
+    log: BuilderLogger,
+    build?: (data: OrgData) => OrgIndex,
+  ) {
     this.store = store;
-    this.env = env;
+    this.storeConfig = storeConfig;
     this.log = log;
     this.build = build ?? null;
-    if (env === null && build === undefined)
+    if (storeConfig === null && build === undefined)
       this.log.info({}, 'catalog: the store cannot be reopened by a worker; building indexes on the main thread');
   }
 
@@ -79,7 +85,7 @@ export class IndexBuilder {
   }
 
   private buildsIn(): 'worker' | 'main' {
-    return this.build === null && this.env !== null && !this.workerFailed ? 'worker' : 'main';
+    return this.build === null && this.storeConfig !== null && !this.workerFailed ? 'worker' : 'main';
   }
 
   /** Call once a loaded index replaced another: the old one's memory is given back now. */
@@ -154,7 +160,7 @@ export class IndexBuilder {
     try {
       worker = startModuleWorker(import.meta.url, 'build-worker', {
         execArgv: [],
-        workerData: { env: this.env },
+        workerData: { store: this.storeConfig },
         name: 'index-build',
       });
     } catch (err) {

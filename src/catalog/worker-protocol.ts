@@ -6,7 +6,7 @@
  * scalars are structured-cloned. The request thread then wraps it (rebuilds the dictionaries).
  */
 import type { FlatIndex } from '../store/flat-index.js';
-import type { SnapshotRef } from '../store/store.js';
+import type { SnapshotRef } from '../store/snapshot-store.js';
 
 export interface WorkerRequest {
   id: number;

@@ -5,9 +5,11 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import * as v from 'valibot';
 import { generateKey, KNOWN_SCOPES, PREFIX_PATTERN } from '../auth/api-key.js';
-import { type Config, ConfigError, loadConfig, storeEnv } from '../config/config.js';
-import { openStore } from '../store/open-store.js';
-import type { KeyRecord, Store } from '../store/store.js';
+import type { KeyRecord } from '../auth/key-record.js';
+import { type Config, ConfigError, loadConfig } from '../config/config.js';
+import type { KeyStore } from '../auth/key-store.js';
+import { openStores } from '../store/open-store.js';
+import type { Stores } from '../store/stores.js';
 import { parseRequestInstant } from '../time/rfc3339.js';
 import { UUID } from '../model/organization-id.js';
 
@@ -89,7 +91,7 @@ function publicRecord(r: KeyRecord) {
   };
 }
 
-async function create(args: string[], store: () => Promise<Store>): Promise<void> {
+async function create(args: string[], store: () => Promise<KeyStore>): Promise<void> {
   const { values, positionals } = parse(args, {
     'organization-id': { type: 'string', multiple: true },
     scopes: { type: 'string' },
@@ -139,7 +141,7 @@ async function create(args: string[], store: () => Promise<Store>): Promise<void
   }
 }
 
-async function revoke(args: string[], store: () => Promise<Store>): Promise<void> {
+async function revoke(args: string[], store: () => Promise<KeyStore>): Promise<void> {
   const { positionals } = parse(args, {});
   if (positionals.length !== 1) throw new UsageError('revoke: give exactly one key prefix');
   const prefix = positionals[0];
@@ -157,7 +159,7 @@ async function revoke(args: string[], store: () => Promise<Store>): Promise<void
   process.stdout.write(`Revoked key ${prefix} at ${at}; running servers refuse it within 2 seconds\n`);
 }
 
-async function list(args: string[], store: () => Promise<Store>): Promise<void> {
+async function list(args: string[], store: () => Promise<KeyStore>): Promise<void> {
   const { values, positionals } = parse(args, { json: { type: 'boolean' } });
   if (positionals.length > 0) throw new UsageError(`list: unexpected argument ${JSON.stringify(positionals[0])}`);
   const records = (await (await store()).listKeys()).sort((a, b) =>
@@ -186,7 +188,7 @@ async function list(args: string[], store: () => Promise<Store>): Promise<void> 
   }
 }
 
-const COMMANDS: Record<string, (args: string[], store: () => Promise<Store>) => Promise<void>> = {
+const COMMANDS: Record<string, (args: string[], store: () => Promise<KeyStore>) => Promise<void>> = {
   create,
   revoke,
   list,
@@ -199,24 +201,21 @@ async function main(argv: string[]): Promise<number> {
     return command === undefined ? 2 : 0;
   }
   const run = COMMANDS[command];
-  const holder: { store: Store | null } = { store: null };
+  const holder: { stores: Stores | null } = { stores: null };
   try {
     if (!run) throw new UsageError(`unknown command ${JSON.stringify(command)}`);
     // The store opens only after the arguments are valid, so usage errors never touch it.
-    const store = async (): Promise<Store> => {
-      if (holder.store) return holder.store;
-      {
-        let config: Config;
-        try {
-          config = loadConfig();
-        } catch (err) {
-          if (err instanceof ConfigError) throw new Failure(err.problems.join('\n'));
-          throw err;
-        }
-        const opened: Store = await openStore(storeEnv(config));
-        holder.store = opened;
-        return opened;
+    const store = async (): Promise<KeyStore> => {
+      if (holder.stores) return holder.stores.keys;
+      let config: Config;
+      try {
+        config = loadConfig();
+      } catch (err) {
+        if (err instanceof ConfigError) throw new Failure(err.problems.join('\n'));
+        throw err;
       }
+      holder.stores = await openStores(config);
+      return holder.stores.keys;
     };
     await run(rest, store);
     return 0;
@@ -231,7 +230,7 @@ async function main(argv: string[]): Promise<number> {
     );
     return 1;
   } finally {
-    if (holder.store) await holder.store.close().catch(() => undefined);
+    if (holder.stores) await holder.stores.close().catch(() => undefined);
   }
 }
 

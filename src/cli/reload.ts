@@ -11,8 +11,10 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
-import { openStore } from '../store/open-store.js';
-import type { ReloadAck, ServerEntry, Store } from '../store/store.js';
+import { ConfigError, loadStoreConfig } from '../config/config.js';
+import type { Fleet, ReloadAck, ServerEntry } from '../store/fleet.js';
+import { openStores } from '../store/open-store.js';
+import type { Stores } from '../store/stores.js';
 import { parseOrganizationId } from '../model/organization-id.js';
 
 const USAGE = `Usage: npm run reload [-- --organization-id UUID] [--timeout SECONDS] [--json]
@@ -73,12 +75,12 @@ function fromAck(server: ServerEntry, ack: ReloadAck): Outcome {
 }
 
 async function viaSignals(
-  store: Store,
+  fleet: Fleet,
   servers: ServerEntry[],
   org: string | null,
   timeoutMs: number,
 ): Promise<Outcome[]> {
-  const signals = store.signals!;
+  const signals = fleet.signals!;
   const requestId = randomUUID();
   const deadline = Date.now() + timeoutMs;
   const pending = new Map(servers.map((s) => [s.id, s]));
@@ -89,7 +91,7 @@ async function viaSignals(
       await signals.publish({ requestId, organizationId: org });
       lastSent = Date.now();
       // A server that left the registry will never answer.
-      const live = new Set((await store.listServers()).map((s) => s.id));
+      const live = new Set((await fleet.listServers()).map((s) => s.id));
       for (const [id, s] of pending)
         if (!live.has(id)) {
           pending.delete(id);
@@ -117,7 +119,7 @@ async function viaSignals(
 }
 
 async function viaAdmin(
-  store: Store,
+  fleet: Fleet,
   servers: ServerEntry[],
   org: string | null,
   timeoutMs: number,
@@ -133,7 +135,7 @@ async function viaAdmin(
         if (res.status !== 200) return { server, status: 'failed', error: `HTTP ${res.status}: ${text.slice(0, 200)}` };
         return fromAck(server, { ok: true, summary: JSON.parse(text) });
       } catch (err) {
-        const gone = !(await store.listServers()).some((s) => s.id === server.id);
+        const gone = !(await fleet.listServers()).some((s) => s.id === server.id);
         const cause = (err as { cause?: Error }).cause?.message ?? (err as Error).message;
         return gone ? { server, status: 'stopped' } : { server, status: 'failed', error: `${url}: ${cause}` };
       }
@@ -168,18 +170,19 @@ async function main(argv: string[]): Promise<number> {
   }
   const org = values['organization-id']?.toLowerCase() ?? null;
   const timeoutMs = Number(values.timeout) * 1000;
-  let store: Store | null = null;
+  let stores: Stores | null = null;
   try {
-    store = await openStore();
-    const servers = await store.listServers();
+    stores = await openStores(loadStoreConfig());
+    const fleet = stores.fleet;
+    const servers = await fleet.listServers();
     if (servers.length === 0) {
       if (values.json) process.stdout.write(JSON.stringify({ ok: true, servers: [] }) + '\n');
       else process.stdout.write('reload: no server is running; servers load the newest snapshots when they start\n');
       return 0;
     }
-    const outcomes = store.signals
-      ? await viaSignals(store, servers, org, timeoutMs)
-      : await viaAdmin(store, servers, org, timeoutMs);
+    const outcomes = fleet.signals
+      ? await viaSignals(fleet, servers, org, timeoutMs)
+      : await viaAdmin(fleet, servers, org, timeoutMs);
     const ok = outcomes.every((o) => o.status !== 'failed');
     if (values.json) {
       process.stdout.write(
@@ -205,10 +208,12 @@ async function main(argv: string[]): Promise<number> {
     }
     return ok ? 0 : 1;
   } catch (err) {
-    process.stderr.write(`reload: ${(err as Error).message}\n`);
+    // Configuration problems as the server prints them: one line a problem, naming the variable.
+    if (err instanceof ConfigError) process.stderr.write(err.problems.join('\n') + '\n');
+    else process.stderr.write(`reload: ${(err as Error).message}\n`);
     return 1;
   } finally {
-    await store?.close();
+    await stores?.close();
   }
 }
 

@@ -7,8 +7,8 @@ import { parseArgs } from 'node:util';
 import { ImportError } from '../import/import-error.js';
 import { publishImport, readImport } from '../import/importer.js';
 import { createProgress } from '../import/progress.js';
-import { openStore } from '../store/open-store.js';
-import type { Store } from '../store/store.js';
+import { ConfigError, loadStoreConfig } from '../config/config.js';
+import { openStores } from '../store/open-store.js';
 
 const USAGE = `Usage: npm run snapshot -- <command> [options]
 
@@ -62,10 +62,10 @@ async function runImport(values: ReturnType<typeof args>['values']): Promise<voi
   const messages = await readable('messages', values.messages);
   const t0 = process.hrtime.bigint();
   // Open the store first: a dead Redis fails in a second, not after reading a 5 GiB file.
-  const store = await openStore();
+  const stores = await openStores(loadStoreConfig());
   try {
     const data = await readImport(contacts, messages, createProgress());
-    const organizations = await publishImport(store, data);
+    const organizations = await publishImport(stores.snapshots, data);
     const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
     if (values.json) {
       const summary = {
@@ -86,14 +86,14 @@ async function runImport(values: ReturnType<typeof args>['values']): Promise<voi
       );
     }
   } finally {
-    await store.close();
+    await stores.close();
   }
 }
 
 async function runList(json: boolean): Promise<void> {
-  const store: Store = await openStore();
+  const stores = await openStores(loadStoreConfig());
   try {
-    const refs = (await store.latest()).sort((a, b) => (a.organizationId < b.organizationId ? -1 : 1));
+    const refs = (await stores.snapshots.latest()).sort((a, b) => (a.organizationId < b.organizationId ? -1 : 1));
     if (json) {
       process.stdout.write(
         JSON.stringify(refs.map((r) => ({ organization_id: r.organizationId, version: r.version }))) + '\n',
@@ -103,7 +103,7 @@ async function runList(json: boolean): Promise<void> {
       for (const r of refs) process.stdout.write(`${r.organizationId} version ${r.version}\n`);
     }
   } finally {
-    await store.close();
+    await stores.close();
   }
 }
 
@@ -129,6 +129,11 @@ async function main(argv: string[]): Promise<number> {
     if (err instanceof UsageError) {
       process.stderr.write(`snapshot: ${err.message}\n\n${USAGE}`);
       return 2;
+    }
+    if (err instanceof ConfigError) {
+      // As the server and the keys tool print them: one line a problem, naming the variable.
+      process.stderr.write(err.problems.join('\n') + '\n');
+      return 1;
     }
     if (err instanceof ImportError) {
       process.stderr.write(`snapshot: ${err.detail}\nsnapshot: nothing was published\n`);

@@ -1,15 +1,14 @@
 import { availableParallelism } from 'node:os';
 import * as v from 'valibot';
+import type { StoreConfig } from '../store/stores.js';
 import { parseRfc3339 } from '../time/rfc3339.js';
 
-/** The validated configuration of the server and the command-line tools (CONTRACT 8, 10). */
-export interface Config {
+/** The validated configuration of the server and the command-line tools (CONTRACT 8, 10); `redisUrl` and `dataDir` name the store. */
+export interface Config extends StoreConfig {
   port: number;
   host: string;
   adminPort: number;
   adminHost: string;
-  redisUrl: string | null;
-  dataDir: string;
   logLevel: LogLevel;
   /** epoch ms of SUNSET_AT, or null when no sunset is configured */
   sunsetAt: number | null;
@@ -144,13 +143,19 @@ const shutdownMs = v.pipe(
   v.transform(Number),
 );
 
+// The variables that name the store: the whole configuration of the tools that only open it.
+const STORE_ENTRIES = {
+  REDIS_URL: v.optional(redisUrl),
+  DATA_DIR: v.optional(dataDir, './data'),
+};
+const StoreEnvSchema = v.object(STORE_ENTRIES);
+
 const EnvSchema = v.object({
   PORT: v.optional(port('PORT'), '3000'),
   HOST: v.optional(host('HOST'), '0.0.0.0'),
   ADMIN_PORT: v.optional(port('ADMIN_PORT'), '9464'),
   ADMIN_HOST: v.optional(host('ADMIN_HOST'), '127.0.0.1'),
-  REDIS_URL: v.optional(redisUrl),
-  DATA_DIR: v.optional(dataDir, './data'),
+  ...STORE_ENTRIES,
   LOG_LEVEL: v.optional(logLevel, 'info'),
   SUNSET_AT: v.optional(sunsetAt),
   RATE_LIMIT_RPS: v.optional(rateRps),
@@ -168,16 +173,24 @@ const EnvSchema = v.object({
   ORGANIZATIONS: v.optional(organizations),
 });
 
-/** Validates the environment; an empty variable counts as unset. Throws ConfigError listing every problem. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+// The variables `schema` reads, an empty one counting as unset; throws ConfigError listing every problem.
+function parseEnv<S extends typeof EnvSchema | typeof StoreEnvSchema>(
+  schema: S,
+  env: NodeJS.ProcessEnv,
+): v.InferOutput<S> {
   const input: Record<string, string> = {};
-  for (const key of Object.keys(EnvSchema.entries)) {
+  for (const key of Object.keys(schema.entries)) {
     const value = env[key];
     if (value !== undefined && value !== '') input[key] = value;
   }
-  const result = v.safeParse(EnvSchema, input, { abortPipeEarly: true });
+  const result = v.safeParse(schema, input, { abortPipeEarly: true });
   if (!result.success) throw new ConfigError(result.issues.map((i) => i.message));
-  const o = result.output;
+  return result.output;
+}
+
+/** Validates the environment; an empty variable counts as unset. Throws ConfigError listing every problem. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const o = parseEnv(EnvSchema, env);
   const rps = (o.RATE_LIMIT_RPS as number | undefined) ?? 0;
   const burst = o.RATE_LIMIT_BURST as number | undefined;
   if (burst !== undefined && rps === 0) {
@@ -202,9 +215,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   };
 }
 
-/** The validated store settings in the shape `openStore` reads. */
-export function storeEnv(config: Config): NodeJS.ProcessEnv {
-  return config.redisUrl === null
-    ? { DATA_DIR: config.dataDir }
-    : { REDIS_URL: config.redisUrl, DATA_DIR: config.dataDir };
+/**
+ * Validates only the variables that name the store (REDIS_URL, DATA_DIR), with the same rules and
+ * messages as loadConfig: for the tools that open the store and nothing else (`snapshot`,
+ * `reload`), which never read the server's variables. Throws ConfigError.
+ */
+export function loadStoreConfig(env: NodeJS.ProcessEnv = process.env): StoreConfig {
+  const o = parseEnv(StoreEnvSchema, env);
+  return { redisUrl: o.REDIS_URL ?? null, dataDir: o.DATA_DIR };
 }

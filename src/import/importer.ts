@@ -8,7 +8,7 @@ import path from 'node:path';
 import * as v from 'valibot';
 import type { Contact, MessageLine } from '../model/records.js';
 import { OrgDataBuilder } from '../model/org-data-builder.js';
-import type { SnapshotRef, Store } from '../store/store.js';
+import type { SnapshotRef, SnapshotStore } from '../store/snapshot-store.js';
 import { parseRfc3339 } from '../time/rfc3339.js';
 import { IdSet } from './id-set.js';
 import { ImportError, show } from './import-error.js';
@@ -183,7 +183,7 @@ export interface PublishedOrg {
  * published, so memory falls as it goes). A store failure midway leaves the earlier
  * organizations published and the rest untouched: each organization stays whole.
  */
-export async function publishImport(store: Store, data: ImportData): Promise<PublishedOrg[]> {
+export async function publishImport(store: SnapshotStore, data: ImportData): Promise<PublishedOrg[]> {
   const out: PublishedOrg[] = [];
   for (const [orgId, builder] of data.organizations) {
     const org = builder.build();

@@ -16,7 +16,7 @@ import { loadUws, type us_listen_socket } from '../http/uws.js';
 import { createLogger } from '../log/logger.js';
 import { collectGarbage } from '../runtime/collect-garbage.js';
 import { wrapIndex } from '../store/flat-index.js';
-import type { Store } from '../store/store.js';
+import type { ServingKeyStore } from '../auth/key-store.js';
 import type { FromThread, ServingState, ServingThreadData, ToThread } from './thread-protocol.js';
 
 const port = parentPort!;
@@ -88,11 +88,11 @@ function call<T>(method: 'listKeys' | 'getKey' | 'touchKeys', args: unknown[]): 
     post({ kind: 'store', id, method, args });
   });
 }
-const keyStore = {
+const keyStore: ServingKeyStore = {
   listKeys: () => call('listKeys', []),
   getKey: (prefix: string) => call('getKey', [prefix]),
   touchKeys: (lastUsed: Map<string, string>) => call('touchKeys', [lastUsed]),
-} as unknown as Store;
+};
 
 // Unknown prefixes take from the process's one lookup bucket: N threads do not read the store N times as often.
 const keys = new KeyCache(keyStore, { logger, lookupLimiter: RateLimiter.attach(keyLookups) });

@@ -11,13 +11,14 @@ import type { BuiltIndex } from '../catalog/index-builder.js';
 import type { Config } from '../config/config.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { type FlatIndex, flattenIndex, shareFlat } from '../store/flat-index.js';
-import type { Store } from '../store/store.js';
+import type { ServingKeyStore } from '../auth/key-store.js';
 import { startModuleWorker } from '../runtime/module-worker.js';
 import type { FromThread, ServingState, ServingThreadData, ToThread } from './thread-protocol.js';
 
 export interface ThreadPoolDeps {
   config: Config;
-  store: Store;
+  /** the key store; the threads' key calls are made on it, on this thread */
+  keys: ServingKeyStore;
   metrics: Metrics;
   logger: Logger;
   /** the catalog's state, read when it is posted (every 250 ms and after each load) */
@@ -239,7 +240,7 @@ export class ThreadPool {
   private listKeysShared(): Promise<unknown> {
     const now = Date.now();
     if (this.keyList !== null && now - this.keyList.at < KEY_LIST_REUSE_MS) return this.keyList.value;
-    const value = this.deps.store.listKeys();
+    const value = this.deps.keys.listKeys();
     const entry = { at: now, value };
     this.keyList = entry;
     value.catch(() => {
@@ -249,7 +250,7 @@ export class ThreadPool {
   }
 
   private storeCall(worker: Worker, id: number, method: 'listKeys' | 'getKey' | 'touchKeys', args: unknown[]): void {
-    const store = this.deps.store;
+    const store = this.deps.keys;
     const run =
       method === 'listKeys'
         ? this.listKeysShared()

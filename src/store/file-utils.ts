@@ -95,3 +95,14 @@ async function lockIsStale(lockFile: string): Promise<boolean> {
     return false; // vanished or being written: try again
   }
 }
+
+/** A "store: <what>: <cause>" error, unless the cause already names its module. */
+export function storeError(what: string, err: unknown): Error {
+  const msg = (err as Error).message ?? String(err);
+  return new Error(msg.startsWith('store:') || msg.startsWith('snapshot:') ? msg : `store: ${what}: ${msg}`);
+}
+
+/** Whether `p` is an existing folder. */
+export async function isDir(p: string): Promise<boolean> {
+  return (await fs.stat(p).catch(() => null))?.isDirectory() ?? false;
+}

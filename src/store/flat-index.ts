@@ -148,7 +148,7 @@ export function shareFlat(flat: FlatIndex): FlatIndex {
 }
 
 /**
- * The import a flat index was built from (what `Store.loadSnapshot` returns): messages back in
+ * The import a flat index was built from (what `SnapshotStore.loadSnapshot` returns): messages back in
  * their import order when the snapshot carries sourceOrder, else in answer order. Reads the
  * message columns of today's index layout; tests and tools use it, never the request path.
  */

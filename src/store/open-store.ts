@@ -1,23 +1,24 @@
-/** Picks the store from the environment (CONTRACT 8): REDIS_URL set means Redis, else files under DATA_DIR. */
+/** Opens the store the validated configuration names (CONTRACT 8): REDIS_URL set means Redis, else files under DATA_DIR. */
 import { EmbeddedStore } from './embedded-store.js';
-import { RedisStore, redactUrl } from './redis-store.js';
-import type { Store } from './store.js';
+import { redactUrl } from './redis-connection.js';
+import { RedisStore } from './redis-store.js';
+import type { StoreConfig, Stores } from './stores.js';
 
 /**
- * Opens the store named by `env`; rejects with a "store: ..." message when it cannot be used.
+ * Opens the stores `config` names; rejects with a "store: ..." message when they cannot be used.
  * With `onDown` (the server), a store that cannot be reached yet is returned anyway, `onDown` is
  * told why, and every call fails with "store: ..." until it comes back: the caller retries.
  */
-export async function openStore(env: NodeJS.ProcessEnv = process.env, onDown?: (err: Error) => void): Promise<Store> {
-  const url = env.REDIS_URL;
-  if (url !== undefined && url !== '') {
+export async function openStores(config: StoreConfig, onDown?: (err: Error) => void): Promise<Stores> {
+  const url = config.redisUrl;
+  if (url !== null && url !== '') {
     if (!onDown) return RedisStore.connect(url);
     const store = await RedisStore.connect(url, { background: true });
     if (!store.connected)
       onDown(new Error(`store: redis unavailable at ${redactUrl(url)}; retrying in the background`));
     return store;
   }
-  const store = new EmbeddedStore(env.DATA_DIR || './data');
+  const store = new EmbeddedStore(config.dataDir);
   if (!onDown) return store.open();
   return store.open().catch((err: Error) => {
     onDown(err);

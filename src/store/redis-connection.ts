@@ -141,3 +141,119 @@ export async function connectRedis(
   // A subscriber may queue while reconnecting: autoResubscribe restores the subscription.
   return { client, duplicate: () => newCluster(seeds, o, { enableOfflineQueue: true }) };
 }
+
+/** The URL without its password, for messages. */
+export function redactUrl(url: string): string {
+  if (url.includes(',')) return seedUrls(url).map(redactUrl).join(',');
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '<unparsable REDIS_URL>';
+  }
+}
+
+/** Options of RedisConnection.open (RedisStore.connect). */
+export interface RedisConnectOptions {
+  /** per-command timeout in ms (default 10000: a 4 MiB chunk on a slow link) */
+  commandTimeoutMs?: number;
+  connectTimeoutMs?: number;
+  /**
+   * The server's mode: when the first connection fails, resolve anyway and keep reconnecting in
+   * the background (every command fails with "store: redis unavailable" meanwhile), so the server
+   * listens, answers 503 and becomes ready when Redis comes back. The CLIs keep the default: fail.
+   */
+  background?: boolean;
+}
+
+/**
+ * One connection to Redis (a node or a cluster), shared by the snapshot store, the key store and
+ * the fleet of one RedisStore. Turns every failure into a "store: ..." error: "store: redis
+ * unavailable at <url>" when Redis cannot be reached, "store: redis <what>: <cause>" otherwise.
+ */
+export class RedisConnection {
+  readonly client: RedisClient;
+  /** A new client alike (for pub/sub), not connected yet. */
+  readonly duplicate: () => RedisClient;
+  /** the URL without its password */
+  readonly url: string;
+  private lastError: Error | null = null;
+
+  private constructor(client: RedisClient, duplicate: () => RedisClient, url: string) {
+    this.client = client;
+    this.duplicate = duplicate;
+    this.url = redactUrl(url);
+    client.on('error', (err: Error) => this.noteError(err));
+  }
+
+  /** Connects; rejects with "store: redis unavailable at <url>: ..." when Redis cannot be reached. */
+  static async open(url: string, options: RedisConnectOptions = {}): Promise<RedisConnection> {
+    for (const seed of seedUrls(url)) {
+      try {
+        new URL(seed);
+      } catch (err) {
+        throw new Error(`store: bad REDIS_URL ${redactUrl(url)}: ${(err as Error).message}`);
+      }
+    }
+    try {
+      // Keeps reconnecting in the background (a server outlives a Redis restart), at most every 2 s.
+      const c = await connectRedis(url, {
+        commandTimeoutMs: options.commandTimeoutMs ?? 10_000,
+        connectTimeoutMs: options.connectTimeoutMs ?? 3_000,
+        background: options.background === true,
+      });
+      return new RedisConnection(c.client, c.duplicate, url);
+    } catch (err) {
+      throw new Error(`store: redis unavailable at ${redactUrl(url)}: ${(err as Error).message}`);
+    }
+  }
+
+  /** Remembers the last connection error, named in "not connected" messages. */
+  noteError(err: Error): void {
+    this.lastError = err;
+  }
+
+  /** Whether the connection is up now. */
+  get connected(): boolean {
+    return this.client.status === 'ready';
+  }
+
+  /** `err` as a "store: ..." error: "redis unavailable" when the connection is down, else naming `what`. */
+  fail(what: string, err: unknown): Error {
+    const msg = (err as Error)?.message ?? String(err);
+    if (msg.startsWith('store:') || msg.startsWith('snapshot:')) return err as Error;
+    if (
+      this.client.status !== 'ready' ||
+      /timed out|ECONNREFUSED|Connection is closed|isn't writeable|isn't ready|CLUSTERDOWN|TRYAGAIN|Too many Cluster redirections|Failed to refresh slots/i.test(
+        msg,
+      )
+    ) {
+      const status = this.client.status;
+      const cause =
+        status === 'ready'
+          ? msg
+          : `not connected (${status}${this.lastError ? `, last error: ${this.lastError.message}` : ''})`;
+      return new Error(`store: redis unavailable at ${this.url}: ${cause}`);
+    }
+    return new Error(`store: redis ${what}: ${msg}`);
+  }
+
+  /** Runs `fn`, its failure turned into a "store: ..." error by `fail`. */
+  async run<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      throw this.fail(what, err);
+    }
+  }
+
+  /** Quits politely, or drops the connection when Redis does not answer. */
+  async close(): Promise<void> {
+    try {
+      await this.client.quit();
+    } catch {
+      this.client.disconnect();
+    }
+  }
+}

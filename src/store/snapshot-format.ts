@@ -17,7 +17,7 @@ import { crc32 } from 'node:zlib';
 import { endianness } from 'node:os';
 import { Packr, Unpackr } from 'msgpackr';
 import { buildIndex } from '../index/build.js';
-import { OlderFormatError, type LoadFlatOptions } from './store.js';
+import { OlderFormatError, type LoadFlatOptions } from './snapshot-store.js';
 import { CHANNELS, DIRECTIONS, type Contact, type OrgData } from '../model/records.js';
 import {
   allocateShared,

@@ -24,7 +24,7 @@ import fc from 'fast-check';
 import { hashSecret } from '../../src/auth/api-key.js';
 import { MAX_HEADER_CHARS, MAX_TARGET_CHARS, SEARCH_PATH } from '../../src/http/public-app.js';
 import type { Contact, MessageLine } from '../../src/model/records.js';
-import { openStore } from '../../src/store/open-store.js';
+import { openStores } from '../../src/store/open-store.js';
 import { generate, orgData } from '../fixtures/gen-data.js';
 import { referenceSearch } from '../reference/brute-force.js';
 import { detailsProblem, referenceParams, type ReferenceParams } from '../reference/params.js';
@@ -71,7 +71,7 @@ export interface FuzzTarget {
 
 export async function startFuzzTarget(): Promise<FuzzTarget> {
   const data = tempDataDir();
-  const store = await openStore({ DATA_DIR: data.dir });
+  const store = await openStores({ redisUrl: null, dataDir: data.dir });
   const records: OracleData = { contacts: [], messages: [] };
   for (const [org, n] of [
     [ORG_A, 1],
@@ -80,14 +80,14 @@ export async function startFuzzTarget(): Promise<FuzzTarget> {
     const g = generate(n, 120, 2400, n);
     for (const c of g.contacts) c.organization_id = org;
     for (const m of g.messages) m.organization_id = org;
-    await store.publishSnapshot(orgData(g));
+    await store.snapshots.publishSnapshot(orgData(g));
     records.contacts.push(...g.contacts);
     records.messages.push(...g.messages);
   }
   const now = new Date().toISOString();
   for (const k of ALL_KEYS) {
     const [, prefix, secret] = /^crm_live_([a-z0-9]{8})_(.{32})$/.exec(k.key)!;
-    await store.putKey({
+    await store.keys.putKey({
       prefix,
       name: 'fuzz',
       hash: hashSecret(secret),

@@ -1,0 +1,74 @@
+/**
+ * API key records in one file under DATA_DIR, shared safely by several processes:
+ *
+ *   keys.json (+ .keys.lock)           {"<prefix>": KeyRecord, ...}
+ */
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import type { KeyRecord } from '../auth/key-record.js';
+import { storeError as wrap, withLock, writeFileAtomic } from './file-utils.js';
+import type { KeyStore } from '../auth/key-store.js';
+
+/** Key records in `dataDir`/keys.json. */
+export class EmbeddedKeyStore implements KeyStore {
+  private readonly dataDir: string;
+  private readonly keysFile: string;
+
+  constructor(dataDir: string) {
+    this.dataDir = path.resolve(dataDir);
+    this.keysFile = path.join(this.dataDir, 'keys.json');
+  }
+
+  private async readKeys(): Promise<Record<string, KeyRecord>> {
+    try {
+      return JSON.parse(await fs.readFile(this.keysFile, 'utf8')) as Record<string, KeyRecord>;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {};
+      throw wrap(`reading ${this.keysFile}`, err);
+    }
+  }
+
+  // Read-modify-write under a lock: the server (touchKeys) and the keys CLI write concurrently.
+  private async updateKeys<T>(fn: (keys: Record<string, KeyRecord>) => T): Promise<T> {
+    try {
+      return await withLock(path.join(this.dataDir, '.keys.lock'), async () => {
+        const keys = await this.readKeys();
+        const result = fn(keys);
+        await writeFileAtomic(this.keysFile, JSON.stringify(keys, null, 1) + '\n');
+        return result;
+      });
+    } catch (err) {
+      throw wrap('writing keys', err);
+    }
+  }
+
+  async putKey(record: KeyRecord): Promise<void> {
+    await this.updateKeys((keys) => {
+      keys[record.prefix] = record;
+    });
+  }
+
+  async getKey(prefix: string): Promise<KeyRecord | null> {
+    const keys = await this.readKeys();
+    return Object.hasOwn(keys, prefix) ? keys[prefix] : null;
+  }
+
+  async listKeys(): Promise<KeyRecord[]> {
+    return Object.values(await this.readKeys());
+  }
+
+  async revokeKey(prefix: string, at: string): Promise<boolean> {
+    return this.updateKeys((keys) => {
+      if (!Object.hasOwn(keys, prefix)) return false;
+      keys[prefix].revoked_at ??= at;
+      return true;
+    });
+  }
+
+  async touchKeys(lastUsed: Map<string, string>): Promise<void> {
+    if (lastUsed.size === 0) return;
+    await this.updateKeys((keys) => {
+      for (const [prefix, at] of lastUsed) if (Object.hasOwn(keys, prefix)) keys[prefix].last_used_at = at;
+    });
+  }
+}

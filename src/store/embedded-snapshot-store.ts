@@ -1,0 +1,289 @@
+/**
+ * Snapshots in files under DATA_DIR, shared safely by several processes.
+ *
+ *   snapshots/<org>/v0000000007.snap   chunks, then the manifest, then a 12-byte footer
+ *   snapshots/<org>/CURRENT            {"version":7,"previous":6}: the pointer readers follow
+ *   snapshots/<org>/.lock              held while switching the pointer
+ *
+ * Publish: write the snapshot to a temp file, fsync, link() it to its version name (never
+ * overwrites, so concurrent publishers get distinct versions), fsync the directory, then switch
+ * CURRENT the same way under the lock. The previous version is kept; older ones are removed.
+ */
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import type { OrgData } from '../model/records.js';
+import type { FlatIndex } from './flat-index.js';
+import {
+  encodeSnapshot,
+  parseManifest,
+  prepareSnapshot,
+  SnapshotDecoder,
+  type PreparedSnapshot,
+} from './snapshot-format.js';
+import { isDir, pidAlive, storeError, syncDir, tempName, withLock, writeFileAtomic } from './file-utils.js';
+import {
+  OlderFormatError,
+  type LatestListing,
+  type LoadFlatOptions,
+  type PublishOptions,
+  type SnapshotRef,
+  type SnapshotStore,
+} from './snapshot-store.js';
+import { isCanonicalOrganizationId } from '../model/organization-id.js';
+
+const VERSION_FILE = /^v(\d{10})\.snap$/;
+const FOOTER_MAGIC = Buffer.from('CMSSNAP\n', 'ascii');
+const FOOTER_SIZE = 12; // u32 BE manifest length + magic
+const TEMP_MAX_AGE_MS = 24 * 3600_000;
+
+interface Pointer {
+  version: number;
+  previous: number | null;
+}
+
+/** Path of one version's file; exported for tests that tamper with snapshots. */
+export function snapshotFile(dataDir: string, ref: SnapshotRef): string {
+  return path.join(dataDir, 'snapshots', ref.organizationId, `v${String(ref.version).padStart(10, '0')}.snap`);
+}
+
+function wrap(what: string, err: unknown): Error {
+  return err instanceof OlderFormatError ? err : storeError(what, err);
+}
+
+/** Snapshots under `dataDir`/snapshots (the folder is made by EmbeddedStore.open, or by the first publish). */
+export class EmbeddedSnapshotStore implements SnapshotStore {
+  readonly dataDir: string;
+  private readonly snapDir: string;
+
+  constructor(dataDir: string) {
+    this.dataDir = path.resolve(dataDir);
+    this.snapDir = path.join(this.dataDir, 'snapshots');
+  }
+
+  async publishSnapshot(data: OrgData, options: PublishOptions = {}): Promise<SnapshotRef> {
+    const org = data.organizationId;
+    if (!isCanonicalOrganizationId(org))
+      throw new Error(`store: organization id must be a lower-case UUID, got ${JSON.stringify(org)}`);
+    // Built once, before any file exists: a retry under a new version number only re-encodes.
+    const prepared = prepareSnapshot(data, options.format);
+    const dir = path.join(this.snapDir, org);
+    try {
+      await fs.mkdir(dir, { recursive: true });
+      await this.removeDeadTemps(dir);
+      let version = Math.max((await this.readPointer(org))?.version ?? 0, ...(await this.versionsOn(dir))) + 1;
+      const tmp = tempName(dir);
+      let linked = false;
+      try {
+        // Written inside the try: a failed write (disk full, I/O error) leaves no temp file behind.
+        await this.writeSnapshotFile(tmp, prepared, version);
+        // link() fails when the name exists, unlike rename(): a concurrent publisher keeps its version.
+        for (;;) {
+          try {
+            await fs.link(tmp, snapshotFile(this.dataDir, { organizationId: org, version }));
+            break;
+          } catch (err) {
+            if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+            version++;
+            // The version number lives in the manifest too: rewrite for the new number.
+            await this.writeSnapshotFile(tmp, prepared, version);
+          }
+        }
+        linked = true;
+        await syncDir(dir);
+        await withLock(path.join(dir, '.lock'), async () => {
+          const cur = await this.readPointer(org);
+          if (cur !== null && cur.version >= version) {
+            throw new Error(
+              `store: a newer snapshot (version ${cur.version}) of organization ${org} was published concurrently`,
+            );
+          }
+          await writeFileAtomic(path.join(dir, 'CURRENT'), JSON.stringify({ version, previous: cur?.version ?? null }));
+          // Best effort: the new version is published now, a failed clean-up must not say otherwise
+          // (the next publish removes what is left).
+          await this.removeOldVersions(dir, version, cur?.version ?? null).catch(() => {});
+        });
+      } catch (err) {
+        // Our version file, when the pointer never came to name it, is garbage: remove it now
+        // rather than at the next publish. (When the pointer did switch, e.g. only the directory
+        // fsync failed afterwards, the file is live and stays.)
+        if (linked) {
+          const cur = await this.readPointer(org).catch(() => null);
+          if (cur?.version !== version)
+            await fs.rm(snapshotFile(this.dataDir, { organizationId: org, version }), { force: true }).catch(() => {});
+        }
+        throw err;
+      } finally {
+        await fs.rm(tmp, { force: true }).catch(() => {});
+      }
+      return { organizationId: org, version };
+    } catch (err) {
+      throw wrap(`publishing organization ${org}`, err);
+    }
+  }
+
+  private async writeSnapshotFile(file: string, prepared: PreparedSnapshot, version: number): Promise<void> {
+    const fh = await fs.open(file, 'w');
+    try {
+      const enc = encodeSnapshot(prepared, version);
+      for (const chunk of enc.chunks) await fh.write(chunk);
+      const manifest = enc.manifest();
+      const footer = Buffer.alloc(FOOTER_SIZE);
+      footer.writeUInt32BE(manifest.length, 0);
+      FOOTER_MAGIC.copy(footer, 4);
+      await fh.write(manifest);
+      await fh.write(footer);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  }
+
+  private async versionsOn(dir: string): Promise<number[]> {
+    const out: number[] = [];
+    for (const name of await fs.readdir(dir)) {
+      const m = VERSION_FILE.exec(name);
+      if (m) out.push(Number(m[1]));
+    }
+    return out;
+  }
+
+  private async readPointer(org: string): Promise<Pointer | null> {
+    try {
+      const p = JSON.parse(await fs.readFile(path.join(this.snapDir, org, 'CURRENT'), 'utf8')) as Pointer;
+      if (!Number.isSafeInteger(p.version) || p.version < 1)
+        throw new Error(`bad version ${JSON.stringify(p.version)}`);
+      return p;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw new Error(`store: unreadable pointer of organization ${org}: ${(err as Error).message}`);
+    }
+  }
+
+  // Keeps the current and the previous version, and newer ones (a concurrent publisher's, not switched yet).
+  private async removeOldVersions(dir: string, current: number, previous: number | null): Promise<void> {
+    for (const v of await this.versionsOn(dir)) {
+      if (v < current && v !== previous) {
+        await fs.rm(snapshotFile(this.dataDir, { organizationId: path.basename(dir), version: v }), { force: true });
+      }
+    }
+  }
+
+  // Leftovers of an import killed midway: its pid is gone, or the file is a day old.
+  private async removeDeadTemps(dir: string): Promise<void> {
+    for (const name of await fs.readdir(dir)) {
+      const m = /^\.tmp-(\d+)-/.exec(name);
+      if (!m) continue;
+      const file = path.join(dir, name);
+      const st = await fs.stat(file).catch(() => null);
+      if (st && (!pidAlive(Number(m[1])) || Date.now() - st.mtimeMs > TEMP_MAX_AGE_MS))
+        await fs.rm(file, { force: true });
+    }
+  }
+
+  async latest(): Promise<SnapshotRef[]> {
+    const { refs, unreadable } = await this.listLatest();
+    if (unreadable.length > 0) throw new Error(unreadable[0].error);
+    return refs;
+  }
+
+  async listLatest(): Promise<LatestListing> {
+    let orgs: string[];
+    try {
+      orgs = await fs.readdir(this.snapDir);
+    } catch (err) {
+      // A data dir that exists but has no snapshots folder yet (created after a failed start) is empty.
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && (await isDir(this.dataDir)))
+        return { refs: [], unreadable: [] };
+      throw wrap('listing snapshots', err);
+    }
+    const out: LatestListing = { refs: [], unreadable: [] };
+    for (const org of orgs) {
+      if (!isCanonicalOrganizationId(org)) continue;
+      try {
+        const p = await this.readPointer(org);
+        if (p) out.refs.push({ organizationId: org, version: p.version });
+      } catch (err) {
+        // One organization's bad pointer must not hide the others (issue 13).
+        out.unreadable.push({ organizationId: org, error: wrap(`organization ${org}`, err).message });
+      }
+    }
+    return out;
+  }
+
+  async loadSnapshot(ref: SnapshotRef): Promise<OrgData> {
+    const decoder = await this.readSnapshot(ref);
+    try {
+      return decoder.finishData();
+    } catch (err) {
+      throw wrap(`organization ${ref.organizationId} version ${ref.version}`, err);
+    }
+  }
+
+  async loadFlatIndex(ref: SnapshotRef, options: LoadFlatOptions = {}): Promise<FlatIndex> {
+    const decoder = await this.readSnapshot(ref, options);
+    try {
+      return decoder.finishFlat();
+    } catch (err) {
+      throw wrap(`organization ${ref.organizationId} version ${ref.version}`, err);
+    }
+  }
+
+  private async readSnapshot(ref: SnapshotRef, options: LoadFlatOptions = {}): Promise<SnapshotDecoder> {
+    const file = snapshotFile(this.dataDir, ref);
+    let fh: fs.FileHandle;
+    try {
+      fh = await fs.open(file, 'r');
+    } catch (err) {
+      throw wrap(`organization ${ref.organizationId} version ${ref.version}`, err);
+    }
+    try {
+      const size = (await fh.stat()).size;
+      const footer = await readAt(fh, size - FOOTER_SIZE, FOOTER_SIZE);
+      if (size < FOOTER_SIZE || !footer.subarray(4).equals(FOOTER_MAGIC)) {
+        throw new Error(
+          `snapshot: truncated or foreign file for organization ${ref.organizationId} version ${ref.version}`,
+        );
+      }
+      const manifestLength = footer.readUInt32BE(0);
+      const manifestAt = size - FOOTER_SIZE - manifestLength;
+      if (manifestAt < 0)
+        throw new Error(`snapshot: bad footer for organization ${ref.organizationId} version ${ref.version}`);
+      const manifest = parseManifest(await readAt(fh, manifestAt, manifestLength), ref);
+      const decoder = new SnapshotDecoder(manifest, options);
+      let at = 0;
+      // One buffer reused for every chunk (the decoder copies what it keeps): a fresh 4 MiB
+      // buffer a chunk was a whole snapshot of garbage that the C heap seldom gave back.
+      let buf = Buffer.allocUnsafe(0);
+      for (let i = 0; i < manifest.chunks.length; i++) {
+        const len = manifest.chunks[i].length;
+        if (at + len > manifestAt)
+          throw new Error(
+            `snapshot: chunk ${i} runs past the data of organization ${ref.organizationId} version ${ref.version}`,
+          );
+        if (len > buf.length) buf = Buffer.allocUnsafe(len);
+        decoder.add(i, await readInto(fh, buf.subarray(0, len), at));
+        at += len;
+      }
+      return decoder;
+    } catch (err) {
+      throw wrap(`organization ${ref.organizationId} version ${ref.version}`, err);
+    } finally {
+      await fh.close();
+    }
+  }
+}
+
+async function readInto(fh: fs.FileHandle, buf: Buffer, position: number): Promise<Buffer> {
+  const { bytesRead } = await fh.read(buf, 0, buf.length, position);
+  if (bytesRead !== buf.length)
+    throw new Error(`snapshot: short read (${bytesRead} of ${buf.length} bytes at ${position})`);
+  return buf;
+}
+
+async function readAt(fh: fs.FileHandle, position: number, length: number): Promise<Buffer> {
+  const buf = Buffer.alloc(Math.max(0, length));
+  if (length <= 0 || position < 0) return buf;
+  const { bytesRead } = await fh.read(buf, 0, length, position);
+  if (bytesRead !== length) throw new Error(`snapshot: short read (${bytesRead} of ${length} bytes at ${position})`);
+  return buf;
+}

@@ -1,0 +1,105 @@
+/**
+ * The registry of running servers and the reload broadcast, in Redis:
+ *
+ *   server:<id>               ServerEntry as JSON, with a TTL;  servers: set of ids
+ *   reload (channel)          ReloadRequest as JSON
+ *   reload-ack:<request id>   hash server id -> ReloadAck JSON, expires after 5 minutes
+ */
+import type { Fleet, ReloadAck, ReloadRequest, ReloadSignals, ServerEntry } from './fleet.js';
+import type { RedisConnection } from './redis-connection.js';
+
+const RELOAD_CHANNEL = 'reload';
+const ACK_TTL_S = 300;
+
+/** Server entries and reload signals over one Redis connection. */
+export class RedisFleet implements Fleet {
+  readonly signals: ReloadSignals;
+  private readonly conn: RedisConnection;
+
+  constructor(conn: RedisConnection) {
+    this.conn = conn;
+    this.signals = this.makeSignals();
+  }
+
+  async registerServer(entry: ServerEntry, ttlMs: number): Promise<void> {
+    await this.conn.run('registering server', async () => {
+      await Promise.all([
+        this.conn.client.set(`server:${entry.id}`, JSON.stringify(entry), 'PX', ttlMs),
+        this.conn.client.sadd('servers', entry.id),
+      ]);
+    });
+  }
+
+  async unregisterServer(id: string): Promise<void> {
+    await this.conn.run('unregistering server', async () => {
+      await Promise.all([this.conn.client.del(`server:${id}`), this.conn.client.srem('servers', id)]);
+    });
+  }
+
+  async listServers(): Promise<ServerEntry[]> {
+    return this.conn.run('listing servers', async () => {
+      const ids = await this.conn.client.smembers('servers');
+      if (ids.length === 0) return [];
+      const values = await Promise.all(ids.map((id) => this.conn.client.get(`server:${id}`)));
+      const out: ServerEntry[] = [];
+      const dead: string[] = [];
+      for (let i = 0; i < values.length; i++) {
+        const v = values[i];
+        if (v === null) dead.push(ids[i]);
+        else out.push(JSON.parse(v) as ServerEntry);
+      }
+      if (dead.length > 0) await this.conn.client.srem('servers', ...dead);
+      return out;
+    });
+  }
+
+  private makeSignals(): ReloadSignals {
+    return {
+      subscribe: async (onRequest, onReady) => {
+        // A subscribed connection can only (un)subscribe: a second one, which may queue while
+        // reconnecting (autoResubscribe restores the subscription).
+        const sub = this.conn.duplicate();
+        sub.on('error', (err: Error) => {
+          this.conn.noteError(err);
+        });
+        sub.on('message', (_channel: string, message: string) => {
+          try {
+            const req = JSON.parse(message) as ReloadRequest;
+            if (typeof req.requestId === 'string') onRequest(req);
+          } catch {
+            /* not ours */
+          }
+        });
+        try {
+          await sub.connect();
+          await sub.subscribe(RELOAD_CHANNEL);
+        } catch (err) {
+          sub.disconnect();
+          throw this.conn.fail('subscribing', err);
+        }
+        // Registered after the first subscription: every later 'ready' is a reconnection.
+        sub.on('ready', onReady);
+        return async () => {
+          sub.disconnect();
+        };
+      },
+      publish: (req) =>
+        this.conn.run('publishing reload request', async () => {
+          await this.conn.client.publish(RELOAD_CHANNEL, JSON.stringify(req));
+        }),
+      putAck: (requestId, serverId, ack) =>
+        this.conn.run('writing reload ack', async () => {
+          await this.conn.client
+            .multi()
+            .hset(`reload-ack:${requestId}`, serverId, JSON.stringify(ack))
+            .expire(`reload-ack:${requestId}`, ACK_TTL_S)
+            .exec();
+        }),
+      acks: (requestId) =>
+        this.conn.run('reading reload acks', async () => {
+          const all = await this.conn.client.hgetall(`reload-ack:${requestId}`);
+          return new Map(Object.entries(all).map(([id, json]) => [id, JSON.parse(json) as ReloadAck]));
+        }),
+    };
+  }
+}

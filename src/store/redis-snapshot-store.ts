@@ -1,0 +1,184 @@
+/**
+ * Snapshots in Redis. One organization's keys share the hash tag `{<org>}` so its multi-key
+ * operations stay legal on Redis Cluster:
+ *
+ *   snap:{<org>}:ptr          hash {version, previous}: the pointer readers follow
+ *   snap:{<org>}:seq          INCR counter allocating versions
+ *   snap:{<org>}:versions     sorted set of versions written (complete or not), for clean-up
+ *   snap:{<org>}:v:<n>        hash {manifest, 0, 1, ...}: one version's manifest and chunks
+ *   snap:orgs                 set of organization ids that ever published
+ *
+ * Publish: chunks and manifest under a fresh version, then the pointer moves forward in one
+ * script call, so a reader never sees half a snapshot; versions older than the previous one are
+ * unlinked afterwards.
+ */
+import type { OrgData } from '../model/records.js';
+import type { FlatIndex } from './flat-index.js';
+import type { RedisConnection } from './redis-connection.js';
+import { encodeSnapshot, parseManifest, prepareSnapshot, SnapshotDecoder } from './snapshot-format.js';
+import type { LatestListing, LoadFlatOptions, PublishOptions, SnapshotRef, SnapshotStore } from './snapshot-store.js';
+import { isCanonicalOrganizationId } from '../model/organization-id.js';
+
+// Chunks in flight at once on read and write: enough to hide latency, bounded memory.
+const WINDOW = 8;
+
+// Moves the pointer forward only: returns the old version, or -current when it is not older.
+const SWITCH_SCRIPT = `
+local cur = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
+local v = tonumber(ARGV[1])
+if cur >= v then return -cur end
+redis.call('HSET', KEYS[1], 'version', v, 'previous', cur)
+return cur`;
+
+// Allocates a version. A fresh counter (new organization, or a Redis that lost its data) starts
+// at the current time in ms, so versions never repeat after a data loss: a server still holding
+// an old version 1 must not mistake a new version 1 for it.
+const NEXT_VERSION_SCRIPT = `
+local v = redis.call('INCR', KEYS[1])
+if v == 1 then v = tonumber(ARGV[1]); redis.call('SET', KEYS[1], v) end
+return v`;
+
+const snapKey = (org: string, rest: string): string => `snap:{${org}}:${rest}`;
+const versionKey = (ref: SnapshotRef): string => snapKey(ref.organizationId, `v:${ref.version}`);
+
+/** Snapshots over one Redis connection. */
+export class RedisSnapshotStore implements SnapshotStore {
+  private readonly conn: RedisConnection;
+
+  constructor(conn: RedisConnection) {
+    this.conn = conn;
+  }
+
+  async publishSnapshot(data: OrgData, options: PublishOptions = {}): Promise<SnapshotRef> {
+    const org = data.organizationId;
+    if (!isCanonicalOrganizationId(org))
+      throw new Error(`store: organization id must be a lower-case UUID, got ${JSON.stringify(org)}`);
+    // Built before any key is written: a build failure leaves Redis untouched.
+    const prepared = prepareSnapshot(data, options.format);
+    return this.conn.run(`publishing organization ${org}`, async () => {
+      const r = this.conn.client;
+      await r.sadd('snap:orgs', org);
+      const version = Number(await r.eval(NEXT_VERSION_SCRIPT, 1, snapKey(org, 'seq'), String(Date.now())));
+      const ref = { organizationId: org, version };
+      const key = versionKey(ref);
+      // Recorded first, so a publisher killed midway leaves something the next clean-up finds.
+      await r.zadd(snapKey(org, 'versions'), version, String(version));
+      const enc = encodeSnapshot(prepared, version);
+      let i = 0,
+        inFlight: Promise<unknown>[] = [];
+      for (const chunk of enc.chunks) {
+        inFlight.push(r.hset(key, String(i++), Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)));
+        if (inFlight.length >= WINDOW) {
+          await Promise.all(inFlight);
+          inFlight = [];
+        }
+      }
+      await Promise.all(inFlight);
+      await r.hset(key, 'manifest', Buffer.from(enc.manifest()));
+      const old = Number(await r.eval(SWITCH_SCRIPT, 1, snapKey(org, 'ptr'), String(version)));
+      if (old < 0) {
+        await r.unlink(key);
+        throw new Error(`store: a newer snapshot (version ${-old}) of organization ${org} was published concurrently`);
+      }
+      await this.removeOldVersions(org, version, old);
+      return ref;
+    });
+  }
+
+  // Keeps the current and previous versions, and newer ones (a concurrent publisher's, not switched yet).
+  private async removeOldVersions(org: string, current: number, previous: number): Promise<void> {
+    const versions = (await this.conn.client.zrangebyscore(snapKey(org, 'versions'), '-inf', `(${current}`)).map(
+      Number,
+    );
+    for (const v of versions) {
+      if (v === previous) continue;
+      await this.conn.client.unlink(versionKey({ organizationId: org, version: v }));
+      await this.conn.client.zrem(snapKey(org, 'versions'), String(v));
+    }
+  }
+
+  async latest(): Promise<SnapshotRef[]> {
+    const { refs, unreadable } = await this.listLatest();
+    if (unreadable.length > 0) throw new Error(unreadable[0].error);
+    return refs;
+  }
+
+  async listLatest(): Promise<LatestListing> {
+    return this.conn.run('listing snapshots', async () => {
+      const orgs = await this.conn.client.smembers('snap:orgs');
+      const out: LatestListing = { refs: [], unreadable: [] };
+      if (orgs.length === 0) return out;
+      // One command a pointer (each organization is its own slot on a cluster), sent together;
+      // a failed one is kept apart so one organization's bad pointer does not fail the listing.
+      const res = await Promise.all(
+        orgs.map((org) =>
+          this.conn.client.hget(snapKey(org, 'ptr'), 'version').then(
+            (v) => [null, v] as const,
+            (e: Error) => [e, null] as const,
+          ),
+        ),
+      );
+      orgs.forEach((org, i) => {
+        const [err, v] = res[i];
+        // One organization's bad pointer (wrong type, not a version) is reported apart (issue 13);
+        // a connection error is every organization's and fails the listing.
+        if (err && (this.conn.client.status !== 'ready' || !/WRONGTYPE/.test(err.message))) throw err;
+        const version = err ? NaN : v === null || v === undefined ? null : Number(v);
+        if (version === null) return;
+        if (!isCanonicalOrganizationId(org)) return; // not ours, as the embedded store skips foreign folders
+        if (!Number.isSafeInteger(version) || version < 1) {
+          const cause = err ? err.message : `bad version ${JSON.stringify(v)}`;
+          out.unreadable.push({
+            organizationId: org,
+            error: `store: unreadable pointer of organization ${org}: ${cause}`,
+          });
+          return;
+        }
+        out.refs.push({ organizationId: org, version });
+      });
+      return out;
+    });
+  }
+
+  async loadSnapshot(ref: SnapshotRef): Promise<OrgData> {
+    return this.conn.run(`loading organization ${ref.organizationId} version ${ref.version}`, async () =>
+      (await this.readSnapshot(ref)).finishData(),
+    );
+  }
+
+  async loadFlatIndex(ref: SnapshotRef, options: LoadFlatOptions = {}): Promise<FlatIndex> {
+    return this.conn.run(`loading organization ${ref.organizationId} version ${ref.version}`, async () =>
+      (await this.readSnapshot(ref, options)).finishFlat(),
+    );
+  }
+
+  private async readSnapshot(ref: SnapshotRef, options: LoadFlatOptions = {}): Promise<SnapshotDecoder> {
+    {
+      const key = versionKey(ref);
+      const mbytes = await this.conn.client.hgetBuffer(key, 'manifest');
+      if (mbytes === null)
+        throw new Error(`store: no snapshot version ${ref.version} of organization ${ref.organizationId}`);
+      const manifest = parseManifest(mbytes, ref);
+      const decoder = new SnapshotDecoder(manifest, options);
+      for (let start = 0; start < manifest.chunks.length; start += WINDOW) {
+        const end = Math.min(start + WINDOW, manifest.chunks.length);
+        const batch = [];
+        for (let i = start; i < end; i++) batch.push(this.conn.client.hgetBuffer(key, String(i)));
+        const chunks = await Promise.all(batch);
+        chunks.forEach((c, j) => {
+          if (c === null)
+            throw new Error(
+              `snapshot: chunk ${start + j} missing for organization ${ref.organizationId} version ${ref.version}`,
+            );
+          decoder.add(start + j, c);
+        });
+      }
+      return decoder;
+    }
+  }
+
+  /** Raw access for tests that tamper with a stored snapshot: the hash key of one version. */
+  versionKeyOf(ref: SnapshotRef): string {
+    return versionKey(ref);
+  }
+}

@@ -1,0 +1,65 @@
+/** Where published snapshots live: one interface, implemented over files and over Redis. */
+import type { OrgData } from '../model/records.js';
+import type { FlatIndex } from './flat-index.js';
+
+/** Options of loadFlatIndex. */
+export interface LoadFlatOptions {
+  /**
+   * false: an older snapshot that needs its index built (format 1) is refused with an
+   * OlderFormatError before its chunks are read, so the caller can build it elsewhere (a worker)
+   */
+  build?: boolean;
+}
+
+/** Thrown by loadFlatIndex(ref, { build: false }) for a snapshot whose index must be built. */
+export class OlderFormatError extends Error {}
+
+/** Options of publishSnapshot. */
+export interface PublishOptions {
+  /** snapshot format to write: 2 (default, the built index) or 1 (the older record columns, for tests and downgrades) */
+  format?: 1 | 2;
+}
+
+/** Pointer to one published snapshot of one organization. */
+export interface SnapshotRef {
+  organizationId: string;
+  /** monotonically increasing per organization */
+  version: number;
+}
+
+/** An organization whose pointer could not be read (corrupt, unreadable): listed apart, never fatal to the others. */
+export interface UnreadablePointer {
+  organizationId: string;
+  /** "store: ..." sentence naming the organization and the cause */
+  error: string;
+}
+
+/** What `listLatest()` found: the organizations whose pointer reads, and those whose pointer does not. */
+export interface LatestListing {
+  refs: SnapshotRef[];
+  unreadable: UnreadablePointer[];
+}
+
+/**
+ * Published snapshots, one version chain per organization. Every method rejects with an Error
+ * whose message starts with "store:" (or "snapshot:" for a corrupt snapshot).
+ */
+export interface SnapshotStore {
+  /** Publishes atomically: after it resolves, latest() names the new version; a failure changes nothing visible. */
+  publishSnapshot(data: OrgData, options?: PublishOptions): Promise<SnapshotRef>;
+  /** Newest published version of every organization; rejects when any pointer is unreadable (the CLIs' strict view). */
+  latest(): Promise<SnapshotRef[]>;
+  /**
+   * Newest published version of every organization, one organization's bad pointer reported
+   * apart instead of failing the listing. Rejects only when the store itself cannot be read.
+   * Cheap enough to poll every second.
+   */
+  listLatest(): Promise<LatestListing>;
+  /** Reads and verifies (format version, checksum) one snapshot; rejects clearly when corrupt. */
+  loadSnapshot(ref: SnapshotRef): Promise<OrgData>;
+  /**
+   * Reads and verifies one snapshot as the index to serve: a format-2 snapshot's sections as
+   * stored (in SharedArrayBuffers), a format-1 snapshot's index built from its records.
+   */
+  loadFlatIndex(ref: SnapshotRef, options?: LoadFlatOptions): Promise<FlatIndex>;
+}
