@@ -100,8 +100,13 @@ async function main(): Promise<void> {
   const loading = catalog.start();
   Promise.resolve(loading).catch((err: unknown) => logger.error({ err }, 'catalog: initial load failed'));
 
-  const keys = new KeyCache(store.keys, { logger, lookupLimiter: keyLookups });
-  if (!pool) await keys.start();
+  // This thread's cache reads the key set; with serving threads it only passes each listing on.
+  const keys = new KeyCache(store.keys, {
+    logger,
+    lookupLimiter: keyLookups,
+    onListing: pool ? (listing) => pool.listing(listing) : undefined,
+  });
+  await keys.start();
   const isReady = () => catalogIsReady(catalog) && (pool === null || pool.ready);
   const publicApp = createPublicApp({
     uws,
@@ -122,6 +127,7 @@ async function main(): Promise<void> {
     metrics,
     logger,
     catalog: { isReady, reload: (org) => catalog.reload(org), failed: () => catalog.failed() },
+    beforeScrape: pool ? () => pool.flushObserved() : undefined,
   });
 
   let sockets: us_listen_socket[];

@@ -56,8 +56,24 @@ export interface KeyCacheOptions {
    * rate: made with `lookupLimiter()` and attached in each thread. Default: a bucket of its own.
    */
   lookupLimiter?: RateLimiter;
+  /**
+   * Called with every key listing this cache installs from the store (the main thread passes it
+   * on to the serving threads, whose caches take it with `install` and never list keys themselves).
+   */
+  onListing?: (listing: KeyListing) => void;
+  /**
+   * Called first thing in `authenticate` (a serving thread installs any key listing the main
+   * thread has already sent, so a revocation seen by one thread is seen by all).
+   */
+  beforeAuthenticate?: () => void;
   /** how long a prefix the store does not know is remembered as unknown (default 1000 ms) */
   missTtlMs?: number;
+}
+
+/** The whole key set as read from the store, and when that read started (epoch ms). */
+export interface KeyListing {
+  records: KeyRecord[];
+  startedAt: number;
 }
 
 /** The one bucket of a lookup limiter: every unknown prefix takes from it. */
@@ -100,6 +116,8 @@ export class KeyCache {
   /** prefix -> epoch ms until which it is known to be absent from the store */
   private readonly misses = new Map<string, number>();
   private readonly lookupLimiter: RateLimiter;
+  private readonly onListing: ((listing: KeyListing) => void) | undefined;
+  private readonly beforeAuthenticate: (() => void) | undefined;
   private readonly missTtlMs: number;
 
   constructor(store: ServingKeyStore, opts: KeyCacheOptions) {
@@ -109,6 +127,8 @@ export class KeyCache {
     this.flushMs = opts.flushMs ?? 5000;
     this.compare = opts.compare ?? timingSafeEqual;
     this.lookupLimiter = opts.lookupLimiter ?? lookupLimiter(opts.lookupsPerSecond ?? 20);
+    this.onListing = opts.onListing;
+    this.beforeAuthenticate = opts.beforeAuthenticate;
     this.missTtlMs = opts.missTtlMs ?? 1000;
   }
 
@@ -118,10 +138,16 @@ export class KeyCache {
   }
 
   /**
-   * Loads the keys once and starts the refresh and flush timers. A store that is down now is
-   * logged, not thrown: `ready` stays false (searches answer 503) until a refresh succeeds.
+   * Starts the flush timer of last_used_at and, unless the key listings come from another thread
+   * (`listings: 'installed'`), loads the keys once and re-reads them every `refreshMs`. A store
+   * that is down now is logged, not thrown: `ready` stays false (searches answer 503) until a
+   * listing is in.
    */
-  async start(): Promise<void> {
+  async start(listings: 'refreshed' | 'installed' = 'refreshed'): Promise<void> {
+    const f = setInterval(() => void this.flush(), this.flushMs);
+    f.unref();
+    this.timers.push(f);
+    if (listings === 'installed') return;
     await this.refresh().catch((err) =>
       this.logger.warn({ err: (err as Error).message }, 'keys: cannot read the keys yet; retrying every refresh'),
     );
@@ -130,10 +156,8 @@ export class KeyCache {
         this.logger.warn({ err: (err as Error).message }, 'keys: refresh failed, serving the previous key set'),
       );
     }, this.refreshMs);
-    const f = setInterval(() => void this.flush(), this.flushMs);
     r.unref();
-    f.unref();
-    this.timers.push(r, f);
+    this.timers.push(r);
   }
 
   /** Re-reads every key from the store; concurrent calls share one read. */
@@ -143,26 +167,8 @@ export class KeyCache {
       this.refreshing = this.store
         .listKeys()
         .then((records) => {
-          const next = new Map(records.map((r) => [r.prefix, toCached(r)]));
-          // Keys are revoked, never deleted: a key that vanished means the store lost data (a
-          // Redis restarted empty). Keep serving it as last known rather than lock everyone out.
-          const lost: string[] = [];
-          for (const [prefix, key] of this.keys) {
-            if (!next.has(prefix)) {
-              next.set(prefix, key);
-              // A key looked up while this listing was read is new, not lost.
-              if (key.lookedUpAt < startedAt) lost.push(prefix);
-            }
-          }
-          if (lost.length > 0 && !this.warnedLost) {
-            this.logger.warn(
-              { key_prefixes: lost },
-              'keys: keys missing from the store, keeping their last known records',
-            );
-          }
-          this.warnedLost = lost.length > 0;
-          this.keys = next;
-          this.loaded = true;
+          this.install({ records, startedAt });
+          this.onListing?.({ records, startedAt });
         })
         .finally(() => {
           this.refreshing = null;
@@ -172,10 +178,35 @@ export class KeyCache {
   }
 
   /**
+   * Replaces the key set with a listing read by `refresh` here or in another thread. Keys missing
+   * from it are kept (see below), so a key looked up meanwhile is never dropped.
+   */
+  install({ records, startedAt }: KeyListing): void {
+    const next = new Map(records.map((r) => [r.prefix, toCached(r)]));
+    // Keys are revoked, never deleted: a key that vanished means the store lost data (a
+    // Redis restarted empty). Keep serving it as last known rather than lock everyone out.
+    const lost: string[] = [];
+    for (const [prefix, key] of this.keys) {
+      if (!next.has(prefix)) {
+        next.set(prefix, key);
+        // A key looked up while this listing was read is new, not lost.
+        if (key.lookedUpAt < startedAt) lost.push(prefix);
+      }
+    }
+    if (lost.length > 0 && !this.warnedLost) {
+      this.logger.warn({ key_prefixes: lost }, 'keys: keys missing from the store, keeping their last known records');
+    }
+    this.warnedLost = lost.length > 0;
+    this.keys = next;
+    this.loaded = true;
+  }
+
+  /**
    * Checks an Authorization header value: well-formed, known, secret matching in constant time,
    * not revoked, not expired. Records last use on success.
    */
   authenticate(authorization: string, now = Date.now(), allowLookup = true): AuthResult {
+    this.beforeAuthenticate?.();
     const token = bearerToken(authorization);
     const parts = token === null ? null : parseKey(token);
     if (parts === null) return { ok: false, prefix: null };

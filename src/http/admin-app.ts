@@ -26,6 +26,8 @@ export interface AdminAppDeps {
   catalog: AdminCatalog;
   metrics: Metrics;
   logger: Logger;
+  /** run before /metrics renders: serving threads send their response counts first */
+  beforeScrape?: () => Promise<void>;
 }
 
 type Route = { method: 'GET' | 'POST'; run: (ex: AdminExchange, query: string) => Answer | Promise<Answer> };
@@ -72,6 +74,7 @@ export function createAdminApp(deps: AdminAppDeps): TemplatedApp {
 /** Builds `answerAdminRequest` (no uWS: tests call it directly). */
 export function createAdminPipeline(deps: Omit<AdminAppDeps, 'uws'>): AdminPipeline {
   const { catalog, metrics, logger } = deps;
+  const beforeScrape = deps.beforeScrape ?? (() => Promise.resolve());
   const common = commonHeaders(null);
   const healthBody = JSON.stringify({ status: 'ok', version: VERSION });
   const ok = (ex: AdminExchange, body: string, contentType?: string) =>
@@ -90,7 +93,10 @@ export function createAdminPipeline(deps: Omit<AdminAppDeps, 'uws'>): AdminPipel
     },
     '/metrics': {
       method: 'GET',
-      run: (ex) => metrics.registry.metrics().then((text) => ok(ex, text, metrics.registry.contentType)),
+      run: (ex) =>
+        beforeScrape()
+          .then(() => metrics.registry.metrics())
+          .then((text) => ok(ex, text, metrics.registry.contentType)),
     },
     '/admin/reload': {
       method: 'POST',

@@ -6,7 +6,7 @@
  * process (FIELD-NOTES): it is logged, the listen socket closed, and the thread exits; the main
  * thread replaces it.
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { KeyCache } from '../auth/key-cache.js';
 import { RateLimiter } from '../auth/rate-limit.js';
 import type { OrgIndex } from '../index/build.js';
@@ -17,10 +17,10 @@ import { createLogger } from '../log/logger.js';
 import { collectGarbage } from '../runtime/collect-garbage.js';
 import { wrapIndex } from '../store/flat-index.js';
 import type { ServingKeyStore } from '../auth/key-store.js';
-import type { FromThread, ServingState, ServingThreadData, ToThread } from './thread-protocol.js';
+import type { FromThread, KeyListingMessage, ServingState, ServingThreadData, ToThread } from './thread-protocol.js';
 
 const port = parentPort!;
-const { config, faultHook, rateLimit, keyLookups } = workerData as ServingThreadData;
+const { config, faultHook, rateLimit, keyLookups, keysPort, keyGeneration } = workerData as ServingThreadData;
 const logger = createLogger(config.logLevel).child({ thread: process.env.SERVING_THREAD_NAME ?? 'serving' });
 const post = (m: FromThread) => port.postMessage(m);
 
@@ -81,7 +81,7 @@ function closeListener(): void {
 // Key-store calls are answered by the main thread.
 let nextId = 1;
 const calls = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
-function call<T>(method: 'listKeys' | 'getKey' | 'touchKeys', args: unknown[]): Promise<T> {
+function call<T>(method: 'getKey' | 'touchKeys', args: unknown[]): Promise<T> {
   const id = nextId++;
   return new Promise<T>((resolve, reject) => {
     calls.set(id, { resolve: resolve as (v: unknown) => void, reject });
@@ -89,13 +89,35 @@ function call<T>(method: 'listKeys' | 'getKey' | 'touchKeys', args: unknown[]): 
   });
 }
 const keyStore: ServingKeyStore = {
-  listKeys: () => call('listKeys', []),
+  // The key set is not listed here: the main thread's cache sends its listings (below).
+  listKeys: () => Promise.reject(new Error('store: a serving thread does not list keys')),
   getKey: (prefix: string) => call('getKey', [prefix]),
   touchKeys: (lastUsed: Map<string, string>) => call('touchKeys', [lastUsed]),
 };
 
 // Unknown prefixes take from the process's one lookup bucket: N threads do not read the store N times as often.
-const keys = new KeyCache(keyStore, { logger, lookupLimiter: RateLimiter.attach(keyLookups) });
+// The main thread's key listings: each is posted to every thread, then the shared generation moves.
+// Before authenticating, a thread behind that generation takes the listing off its channel
+// synchronously, so once any thread refuses a revoked key, every thread does.
+const generation = new Int32Array(keyGeneration);
+let installed = 0;
+function install(m: KeyListingMessage): void {
+  if (m.generation <= installed) return;
+  keys.install(m.listing);
+  installed = m.generation;
+}
+function installPending(): void {
+  for (let r = receiveMessageOnPort(keysPort); r !== undefined; r = receiveMessageOnPort(keysPort))
+    install(r.message as KeyListingMessage);
+}
+const keys = new KeyCache(keyStore, {
+  logger,
+  lookupLimiter: RateLimiter.attach(keyLookups),
+  beforeAuthenticate: () => {
+    if (Atomics.load(generation, 0) !== installed) installPending();
+  },
+});
+keysPort.on('message', install);
 const indexes = new Map<string, OrgIndex>();
 let state: ServingState = { ready: false, unavailable: [] };
 let unavailable = new Map<string, number>();
@@ -141,12 +163,14 @@ port.on('message', (m: ToThread) => {
       indexes.set(m.organizationId, wrapIndex(m.flat));
       // The old sections are freed only once every thread has dropped them: collect soon.
       if (replaced) collectGarbage();
+      installPending(); // a listing sent before this message counts for keysReady
       post({ kind: 'ack', seq: m.seq, keysReady: keys.ready });
       break;
     }
     case 'state':
       state = m.state;
       unavailable = new Map(m.state.unavailable);
+      installPending(); // a listing sent before this message counts for keysReady
       post({ kind: 'ack', seq: m.seq, keysReady: keys.ready });
       break;
     case 'store-reply': {
@@ -159,6 +183,11 @@ port.on('message', (m: ToThread) => {
     }
     case 'stop':
       void stop(m.timeoutMs);
+      break;
+    case 'flush':
+      flushObserved();
+      installPending(); // a listing sent before this message counts for keysReady
+      post({ kind: 'ack', seq: m.seq, keysReady: keys.ready });
       break;
     case 'fault':
       if (faultHook)
@@ -176,13 +205,14 @@ async function stop(timeoutMs: number): Promise<void> {
     new Promise<false>((resolve) => setTimeout(() => resolve(false), timeoutMs).unref()),
   ]);
   await keys.stop().catch(() => undefined);
+  keysPort.close();
   flushObserved();
   closeApp();
   post({ kind: 'stopped', drained });
   port.close();
 }
 
-await keys.start();
+await keys.start('installed');
 // Same port as the other threads; the main thread refused a port held by another process before.
 app.listen(config.host, config.port, (s) => {
   if (s) {

@@ -4,7 +4,8 @@
  * thread owns the store), adds their response counts to the one metrics registry, replaces a
  * thread that died, and drains them all on shutdown.
  */
-import type { Worker } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
+import type { KeyListing } from '../auth/key-cache.js';
 import type { SharedRateLimit } from '../auth/rate-limit.js';
 import type { Logger } from 'pino';
 import type { BuiltIndex } from '../catalog/index-builder.js';
@@ -13,11 +14,11 @@ import type { Metrics } from '../metrics/metrics.js';
 import { type FlatIndex, flattenIndex, shareFlat } from '../store/flat-index.js';
 import type { ServingKeyStore } from '../auth/key-store.js';
 import { startModuleWorker } from '../runtime/module-worker.js';
-import type { FromThread, ServingState, ServingThreadData, ToThread } from './thread-protocol.js';
+import type { FromThread, KeyListingMessage, ServingState, ServingThreadData, ToThread } from './thread-protocol.js';
 
 export interface ThreadPoolDeps {
   config: Config;
-  /** the key store; the threads' key calls are made on it, on this thread */
+  /** the key store; the threads' key lookups and last-use writes are made on it, on this thread */
   keys: ServingKeyStore;
   metrics: Metrics;
   logger: Logger;
@@ -33,6 +34,8 @@ export interface ThreadPoolDeps {
 interface Slot {
   name: string;
   worker: Worker;
+  /** this side of the thread's key-listing channel */
+  keysPort: MessagePort;
   /** last seq the thread acknowledged */
   acked: number;
   keysReady: boolean;
@@ -43,14 +46,14 @@ interface Slot {
 }
 
 const STATE_MS = 250;
+// How long a /metrics scrape waits for the threads' counts.
+const FLUSH_WAIT_MS = 500;
 /**
  * A serving thread's young generation (V8's default is 48 MB an isolate). The request path
  * allocates little, so a small one costs no throughput, and each thread's RSS is ~20 MB lower
  * (1M, 2 threads, interleaved runs: RSS 380-386 vs 418-437 MB at 8 vs 48 MB, req/s no lower).
  */
 const SERVING_YOUNG_GENERATION_MB = 8;
-// A key set read from the store is reused for the threads' refreshes within this window.
-const KEY_LIST_REUSE_MS = 250;
 
 export class ThreadPool {
   private readonly slots: Slot[] = [];
@@ -63,7 +66,9 @@ export class ThreadPool {
 
   private readonly deps: ThreadPoolDeps;
   private syncedReady = false;
-  private keyList: { at: number; value: Promise<unknown> } | null = null;
+  /** the newest key listing, sent to a thread that starts later */
+  private listingMessage: KeyListingMessage | null = null;
+  private readonly keyGeneration = new Int32Array(new SharedArrayBuffer(4));
 
   constructor(deps: ThreadPoolDeps) {
     this.deps = deps;
@@ -104,6 +109,41 @@ export class ThreadPool {
     this.syncedReady = state.ready;
   }
 
+  /**
+   * A key listing the main thread's cache read: every thread gets it on its key channel, then the
+   * shared generation moves, so a thread that authenticates after that installs it first (read
+   * synchronously off its channel). A revocation one thread answers is then answered by all.
+   */
+  listing(listing: KeyListing): void {
+    const message: KeyListingMessage = { generation: this.keyGeneration[0] + 1, listing };
+    this.listingMessage = message;
+    for (const s of this.slots) {
+      try {
+        s.keysPort.postMessage(message);
+      } catch {
+        /* the thread is gone; its replacement gets listingMessage */
+      }
+    }
+    Atomics.store(this.keyGeneration, 0, message.generation);
+  }
+
+  /**
+   * Every thread sends its response counts now; resolves once all have (a /metrics scrape), or
+   * after FLUSH_WAIT_MS when a thread is dying and cannot answer.
+   */
+  async flushObserved(): Promise<void> {
+    const seq = ++this.seq;
+    for (const s of this.slots) s.worker.postMessage({ kind: 'flush', seq } satisfies ToThread);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      this.acked(seq),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, FLUSH_WAIT_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+
   /** A test hook: makes thread `i` throw an uncaught exception. */
   fault(i: number): void {
     this.slots[i]?.worker.postMessage({ kind: 'fault' } satisfies ToThread);
@@ -127,6 +167,7 @@ export class ThreadPool {
           }),
       ),
     );
+    for (const s of this.slots) s.keysPort.close();
     // No worker.terminate(): tearing down a thread whose uWS loop still has connections (an idle
     // keep-alive one) aborts the process; the caller's process.exit ends them all at once.
     return results.every(Boolean);
@@ -147,6 +188,7 @@ export class ThreadPool {
 
   private spawn(i: number): Promise<void> {
     const name = `serving-${i}`;
+    const keys = new MessageChannel();
     const worker = startModuleWorker(import.meta.url, 'serving-thread', {
       execArgv: [],
       resourceLimits: { maxYoungGenerationSizeMb: SERVING_YOUNG_GENERATION_MB },
@@ -156,13 +198,19 @@ export class ThreadPool {
         config: this.deps.config,
         rateLimit: this.deps.rateLimit,
         keyLookups: this.deps.keyLookups,
+        keysPort: keys.port2,
+        keyGeneration: this.keyGeneration.buffer as SharedArrayBuffer,
         faultHook: this.deps.faultHook === true,
       } satisfies ServingThreadData,
+      transferList: [keys.port2],
     });
+    // The newest key listing is waiting for the thread when it starts.
+    if (this.listingMessage !== null) keys.port1.postMessage(this.listingMessage);
     // A new thread starts with the current seq: everything posted before is re-sent below.
     const slot: Slot = {
       name,
       worker,
+      keysPort: keys.port1,
       acked: this.seq,
       keysReady: false,
       listening: false,
@@ -221,6 +269,7 @@ export class ThreadPool {
   private replace(i: number, slot: Slot, why: string): void {
     if (slot.replaced || this.stopping || slot.stopping || !slot.listening || this.slots[i] !== slot) return;
     slot.replaced = true;
+    slot.keysPort.close();
     const started = Date.now();
     this.deps.logger.error({ thread: slot.name, why }, 'serving thread failed; replacing it');
     this.spawn(i).then(
@@ -233,30 +282,10 @@ export class ThreadPool {
     );
   }
 
-  /**
-   * Every thread refreshes its keys each second: one store read serves the threads that ask within
-   * KEY_LIST_REUSE_MS, so N threads do not read the key set N times a second.
-   */
-  private listKeysShared(): Promise<unknown> {
-    const now = Date.now();
-    if (this.keyList !== null && now - this.keyList.at < KEY_LIST_REUSE_MS) return this.keyList.value;
-    const value = this.deps.keys.listKeys();
-    const entry = { at: now, value };
-    this.keyList = entry;
-    value.catch(() => {
-      if (this.keyList === entry) this.keyList = null;
-    });
-    return value;
-  }
-
-  private storeCall(worker: Worker, id: number, method: 'listKeys' | 'getKey' | 'touchKeys', args: unknown[]): void {
+  private storeCall(worker: Worker, id: number, method: 'getKey' | 'touchKeys', args: unknown[]): void {
     const store = this.deps.keys;
-    const run =
-      method === 'listKeys'
-        ? this.listKeysShared()
-        : method === 'getKey'
-          ? store.getKey(args[0] as string)
-          : store.touchKeys(args[0] as Map<string, string>);
+    const run: Promise<unknown> =
+      method === 'getKey' ? store.getKey(args[0] as string) : store.touchKeys(args[0] as Map<string, string>);
     run.then(
       (value) => post({ kind: 'store-reply', id, ok: true, value }),
       (err: unknown) => post({ kind: 'store-reply', id, ok: false, message: (err as Error)?.message ?? String(err) }),

@@ -3,6 +3,8 @@
  * src/server/serving-thread.ts). Indexes travel as FlatIndex: their sections are
  * SharedArrayBuffer-backed, so posting one shares the memory, it does not copy it.
  */
+import type { MessagePort } from 'node:worker_threads';
+import type { KeyListing } from '../auth/key-cache.js';
 import type { SharedRateLimit } from '../auth/rate-limit.js';
 import type { Config } from '../config/config.js';
 import type { FlatIndex } from '../store/flat-index.js';
@@ -14,8 +16,18 @@ export interface ServingThreadData {
   rateLimit: SharedRateLimit | null;
   /** the bucket of store lookups for unknown key prefixes, shared by every thread */
   keyLookups: SharedRateLimit;
+  /** the key listings of the main thread's key cache arrive here, as KeyListingMessage */
+  keysPort: MessagePort;
+  /** Int32 [0]: the generation of the newest listing posted to every thread's keysPort */
+  keyGeneration: SharedArrayBuffer;
   /** set by tests only: the thread throws on a `fault` message */
   faultHook: boolean;
+}
+
+/** A key listing the main thread read, numbered: a thread installs it before it authenticates. */
+export interface KeyListingMessage {
+  generation: number;
+  listing: KeyListing;
 }
 
 /** The catalog's state as a serving thread answers from it. */
@@ -31,7 +43,9 @@ export type ToThread =
   | { kind: 'store-reply'; id: number; ok: true; value: unknown }
   | { kind: 'store-reply'; id: number; ok: false; message: string }
   | { kind: 'stop'; timeoutMs: number }
-  | { kind: 'fault' };
+  | { kind: 'fault' }
+  /** send the response counts now (a /metrics scrape waits for them): answered with an ack */
+  | { kind: 'flush'; seq: number };
 
 export type FromThread =
   | { kind: 'listening' }
@@ -39,7 +53,7 @@ export type FromThread =
   /** `seq` of an index or state message, applied; `keysReady` once the thread's key cache has loaded */
   | { kind: 'ack'; seq: number; keysReady: boolean }
   /** a key-store call made on the thread's behalf by the main thread (it owns the store) */
-  | { kind: 'store'; id: number; method: 'listKeys' | 'getKey' | 'touchKeys'; args: unknown[] }
+  | { kind: 'store'; id: number; method: 'getKey' | 'touchKeys'; args: unknown[] }
   /** responses since the last batch: [status, seconds] pairs */
   | { kind: 'observed'; pairs: number[] }
   | { kind: 'stopped'; drained: boolean }
