@@ -160,18 +160,23 @@ export class RedisSnapshotStore implements SnapshotStore {
         throw new Error(`store: no snapshot version ${ref.version} of organization ${ref.organizationId}`);
       const manifest = parseManifest(mbytes, ref);
       const decoder = new SnapshotDecoder(manifest, options);
-      for (let start = 0; start < manifest.chunks.length; start += WINDOW) {
-        const end = Math.min(start + WINDOW, manifest.chunks.length);
-        const batch = [];
-        for (let i = start; i < end; i++) batch.push(this.conn.client.hgetBuffer(key, String(i)));
-        const chunks = await Promise.all(batch);
-        chunks.forEach((c, j) => {
-          if (c === null)
-            throw new Error(
-              `snapshot: chunk ${start + j} missing for organization ${ref.organizationId} version ${ref.version}`,
-            );
-          decoder.add(start + j, c);
-        });
+      // A sliding window: chunk i + WINDOW is asked for as chunk i is verified, so Redis sends
+      // while this thread checks and copies (before, each batch of 8 waited for the last).
+      const n = manifest.chunks.length;
+      const pending: Array<Promise<Buffer | null> | null> = [];
+      const ask = (i: number) => {
+        const p = this.conn.client.hgetBuffer(key, String(i));
+        p.catch(() => undefined); // awaited below in order; an early failure must not go unhandled
+        pending[i] = p;
+      };
+      for (let i = 0; i < Math.min(WINDOW, n); i++) ask(i);
+      for (let i = 0; i < n; i++) {
+        const c = await pending[i];
+        pending[i] = null;
+        if (i + WINDOW < n) ask(i + WINDOW);
+        if (c === null)
+          throw new Error(`snapshot: chunk ${i} missing for organization ${ref.organizationId} version ${ref.version}`);
+        decoder.add(i, c);
       }
       return decoder;
     }
