@@ -1,5 +1,5 @@
 import type { Contact, OrgData } from '../model/records.js';
-import { tokensOf } from '../text/fast-tokens.js';
+import { tokensOf } from '../text/analyze.js';
 import { CHANNEL_COUNT, comboOf, INBOUND_COMBOS, NONE, timeRanks } from './layout.js';
 import type { OrgIndex } from './org-index.js';
 import { jsonEscaped, StringColumnBuilder, wellFormed } from './string-column.js';

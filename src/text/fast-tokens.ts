@@ -1,7 +1,8 @@
 /**
- * The tokens of CONTRACT 1 (`N(text).match(TOKEN)`) in one pass over the text, for the index
- * build, where normalizing whole messages (NFKD, a regex over marks, toLowerCase, a regex over
- * tokens: four passes and three new strings a message) was half of the build time.
+ * The tokens of CONTRACT 1 (`N(text).match(TOKEN)`) in one pass over the text: the project's one
+ * tokenizer, which the index build and the query both reach through analyze.ts. Normalizing whole
+ * messages (NFKD, a regex over marks, toLowerCase, a regex over tokens: four passes and three new
+ * strings a message) was half of the build time.
  *
  * Why a per-code-point table gives the same answer: NFKD decomposes each code point on its own and
  * then only reorders runs of combining marks, which N() removes; toLowerCase() maps each code point
