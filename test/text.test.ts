@@ -6,7 +6,7 @@ import path from 'node:path';
 import { buildIndex } from '../src/index/build.js';
 import { OrgDataBuilder } from '../src/model/org-data-builder.js';
 import { executeSearch } from '../src/query/execute.js';
-import { resolveTerms } from '../src/query/terms.js';
+import { resolveTerms } from '../src/request/terms.js';
 import { analyzeTerm, codePointLength, tokensOf } from '../src/text/analyze.js';
 import { normalize, TOKEN } from '../src/text/normalize.js';
 import { testSeed } from './helpers/seed.js';

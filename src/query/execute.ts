@@ -6,7 +6,7 @@ import { CHANNELS } from '../model/records.js';
 import { filterMask } from './filter-mask.js';
 import { scratchFor, type Scratch } from './scratch.js';
 import { bodyWriter, utf8, type BodyWriter } from './body-writer.js';
-import type { SearchRequest, SearchResponse } from './search-request.js';
+import type { SearchRequest, SearchResponse } from '../request/search-request.js';
 import { topPage } from './top-page.js';
 import { containsPhrase, termView, type TermView } from './term-view.js';
 

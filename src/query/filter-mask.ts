@@ -1,6 +1,6 @@
 import { CHANNEL_COUNT, comboOf, INBOUND, OUTBOUND } from '../index/layout.js';
 import { CHANNELS } from '../model/records.js';
-import type { SearchRequest } from './search-request.js';
+import type { SearchRequest } from '../request/search-request.js';
 
 /**
  * A message's (direction, channel) is one bit, its combo (index/layout.ts); a request's direction

@@ -1,6 +1,6 @@
 import { bitmapWords } from '../index/layout.js';
 import type { OrgIndex } from '../index/org-index.js';
-import { MAX_TERMS } from './terms.js';
+import { MAX_TERMS } from '../request/terms.js';
 
 // spec 8: messages_limit is at most 20 (searchBody grows picked for anything larger)
 const MAX_MESSAGES_LIMIT = 20;
