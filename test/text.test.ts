@@ -8,6 +8,7 @@ import { OrgDataBuilder } from '../src/model/org-data-builder.js';
 import { executeSearch } from '../src/query/execute.js';
 import { resolveTerms } from '../src/request/terms.js';
 import { analyzeTerm, codePointLength, tokensOf } from '../src/text/analyze.js';
+import { hasToken } from '../src/text/fast-tokens.js';
 import { normalize, TOKEN } from '../src/text/normalize.js';
 import { testSeed } from './helpers/seed.js';
 
@@ -51,7 +52,7 @@ test('terms: split, normalize, discard, cut, dedupe, first 10 (CONTRACT 2, 10)',
   assert.deepEqual(resolveTerms('ab ' + ' '.repeat(300), null, []), ['ab']);
 });
 
-test("tokensOf (the build's one-pass tokenizer) equals tokenize for every code point, in context", () => {
+test('tokensOf (the one tokenizer, of build and query) and hasToken agree with tokenize for every code point, in context', () => {
   // Every code point alone, between letters, doubled between capitals, after a separator, and
   // between accented letters; plus the hard spots above.
   const mismatches: string[] = [];
@@ -60,7 +61,7 @@ test("tokensOf (the build's one-pass tokenizer) equals tokenize for every code p
     for (const text of [ch, `a${ch}b`, `A${ch}${ch}Z`, `x ${ch}`, `É${ch}ç`]) {
       const want = tokenize(text),
         got = tokensOf(text);
-      if (got.length !== want.length || got.some((t, i) => t !== want[i])) {
+      if (got.length !== want.length || got.some((t, i) => t !== want[i]) || hasToken(text) !== want.length > 0) {
         if (mismatches.length < 10)
           mismatches.push(
             `U+${cp.toString(16)} in ${JSON.stringify(text)}: ${JSON.stringify(got)} != ${JSON.stringify(want)}`,
@@ -120,38 +121,33 @@ const piece = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 3 }),
 );
 
-test('tokensOf equals tokenize on random text (fast-check)', () => {
+test('tokensOf and hasToken agree with tokenize on random text (fast-check)', () => {
   fc.assert(
     fc.property(fc.array(piece, { maxLength: 40 }), (parts) => {
       const text = parts.join('');
       assert.deepEqual(tokensOf(text), tokenize(text));
+      assert.equal(hasToken(text), tokenize(text).length > 0);
     }),
     { seed: SEED, numRuns: 5000 },
   );
 });
 
 /** CONTRACT 2 steps 2-4 as written, with code points counted by the string iterator. */
-function literalTerm(raw: string, max: number): { text: string; codePoints: number; tokens: string[] } | null {
+function literalTerm(raw: string, max: number): { text: string; codePoints: number } | null {
   let text = normalize(raw).trim().replace(/\s+/g, ' ');
   if (Array.from(text).length > max) text = Array.from(text).slice(0, max).join('').trim();
   const codePoints = Array.from(text).length;
-  const tokens = tokenize(text);
-  return codePoints < 2 || tokens.length === 0 ? null : { text, codePoints, tokens };
+  return codePoints < 2 || tokenize(text).length === 0 ? null : { text, codePoints };
 }
 
-test('analyzeTerm: normalized text, code-point length and tokens of a term, in one call (CONTRACT 2)', () => {
-  assert.deepEqual(analyzeTerm('  Segunda \t\n VIA ', 200), {
-    text: 'segunda via',
-    codePoints: 11,
-    tokens: ['segunda', 'via'],
-  });
+test('analyzeTerm: normalized text and code-point length of a term, in one call (CONTRACT 2)', () => {
+  assert.deepEqual(analyzeTerm('  Segunda \t\n VIA ', 200), { text: 'segunda via', codePoints: 11 });
   assert.equal(analyzeTerm('!!', 200), null);
   assert.equal(analyzeTerm('é', 200), null);
   // a cut that ends on a space drops it: 199 code points left (an emoji is one code point, two units)
   assert.deepEqual(analyzeTerm('AB' + '😀'.repeat(197) + ' abc', 200), {
     text: 'ab' + '😀'.repeat(197),
     codePoints: 199,
-    tokens: ['ab'],
   });
   // the cut leaves no token: discarded
   assert.equal(analyzeTerm('😀'.repeat(199) + ' abc', 200), null);
@@ -227,7 +223,8 @@ test('build and query tokens come from the same function: text/analyze.ts tokens
       assert.deepEqual(built, tokensOf(content));
       const term = analyzeTerm(content, Number.MAX_SAFE_INTEGER);
       if (term === null) return;
-      assert.deepEqual(term.tokens, built);
+      // the tokens the term view looks up for this term
+      assert.deepEqual(tokensOf(term.text), built);
       const res = executeSearch(index, {
         organizationId: ORG,
         terms: [term.text],

@@ -3,20 +3,22 @@
  * The index build takes a message's tokens from `tokensOf`, and the query takes a term's tokens
  * from the same function, so the two sides cannot disagree.
  */
-import { tokensOf } from './fast-tokens.js';
+import { hasToken, tokensOf } from './fast-tokens.js';
 import { normalize } from './normalize.js';
 
-/** The tokens of a text (CONTRACT 1): `N(text).match(TOKEN)`, in one pass (see fast-tokens.ts). */
+/**
+ * The tokens of a text (CONTRACT 1): `N(text).match(TOKEN)`, in one pass (see fast-tokens.ts).
+ * A message's tokens in the index build; a term's tokens (`tokensOf(term.text)`, the sequence a
+ * message must hold contiguously) when the query looks the term up, once a request.
+ */
 export { tokensOf };
 
-/** A term after CONTRACT 2 steps 2-4. */
+/** A term after CONTRACT 2 steps 2-4; tokensOf(text) is never empty. */
 export interface Term {
   /** N(), trimmed, each white space run one space, cut to the limit */
   text: string;
   /** its length in Unicode code points */
   codePoints: number;
-  /** tokensOf(text): the sequence a message must hold contiguously; never empty */
-  tokens: string[];
 }
 
 /** CONTRACT 2 step 3: shorter terms are discarded. */
@@ -27,7 +29,7 @@ const WHITE_RUNS = /\s+/g;
 /**
  * One raw term through CONTRACT 2 steps 2-4: normalized, trimmed, white space collapsed, cut to
  * `maxCodePoints` (then trimmed again); null when it is then shorter than 2 code points or has no
- * token. Code points are counted once, in the pass that finds the cut.
+ * token. Normalized once, and code points counted once, in the pass that finds the cut.
  */
 export function analyzeTerm(raw: string, maxCodePoints: number): Term | null {
   let text = normalize(raw).trim().replace(WHITE_RUNS, ' ');
@@ -47,10 +49,9 @@ export function analyzeTerm(raw: string, maxCodePoints: number): Term | null {
     codePoints -= cut - text.length;
   }
   // Checked after the cut as well, so a cut never leaves a term without any token to search.
-  if (codePoints < MIN_TERM_CODE_POINTS) return null;
-  const tokens = tokensOf(text);
-  if (tokens.length === 0) return null;
-  return { text, codePoints, tokens };
+  // hasToken: the tokens themselves are built once, by the query that looks them up
+  if (codePoints < MIN_TERM_CODE_POINTS || !hasToken(text)) return null;
+  return { text, codePoints };
 }
 
 /** Number of Unicode code points (not UTF-16 units) in s (CONTRACT 10). */

@@ -156,6 +156,19 @@ export function tokensOf(text: string): string[] {
   return out;
 }
 
+/** Same as `tokensOf(text).length > 0`, without building the tokens (a term's discard check). */
+export function hasToken(text: string): boolean {
+  const kind = KIND ?? (KIND = buildTables());
+  for (let i = 0; i < text.length; i++) {
+    const k = kind[text.charCodeAt(i)];
+    // a MANY mapping always holds a letter or digit (buildTables), and neither N() nor its
+    // context rule ever turns a letter or digit into a separator
+    if (k === ONE || k === MANY) return true;
+    if (k === PLAIN) return HAS_TOKEN.test(normalize(text));
+  }
+  return false;
+}
+
 function fromCodes(b: Uint16Array, len: number): string {
   if (len <= 64) return String.fromCharCode.apply(null, b.subarray(0, len) as unknown as number[]);
   let s = '';
