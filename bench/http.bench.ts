@@ -22,7 +22,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { generateRecords } from '../scripts/gen-lib.js';
 import { loadUws } from '../src/http/uws.js';
-import { tokenize } from '../src/text/normalize.js';
+import { tokensOf } from '../src/text/analyze.js';
 import { parseRfc3339 } from '../src/time/rfc3339.js';
 import { RawConnection, rawGet, type RawOutcome } from '../test/helpers/raw-http.js';
 import {
@@ -72,7 +72,7 @@ function queryClasses(orgIdHint: string): { orgId: string; classes: Record<strin
       continue;
     }
     sentAt.push(parseRfc3339(r.message.sent_at)!);
-    const tokens = tokenize(r.message.content);
+    const tokens = tokensOf(r.message.content);
     if (phrase === '' && tokens.length >= 2 && tokens[0].length >= 2 && tokens[1].length >= 2)
       phrase = `${tokens[0]} ${tokens[1]}`;
     for (const t of new Set(tokens)) df.set(t, (df.get(t) ?? 0) + 1);

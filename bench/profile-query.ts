@@ -7,7 +7,7 @@ import { generateRecords } from '../scripts/gen-lib.js';
 import { buildIndex } from '../src/index/build.js';
 import { OrgDataBuilder } from '../src/model/org-data-builder.js';
 import { searchBody } from '../src/query/execute.js';
-import { parseSearchParams } from '../src/query/parse-params.js';
+import { parseSearchParams } from '../src/request/parse-params.js';
 import { parseRfc3339 } from '../src/time/rfc3339.js';
 import { flagNumber, flagString } from './helpers.js';
 

@@ -16,8 +16,8 @@ import { messageTokenIds } from '../src/index/token-seq.js';
 import type { Contact, MessageLine, OrgData } from '../src/model/records.js';
 import { OrgDataBuilder } from '../src/model/org-data-builder.js';
 import * as execute from '../src/query/execute.js';
-import { parseSearchParams } from '../src/query/parse-params.js';
-import type { SearchRequest } from '../src/query/search-request.js';
+import { parseSearchParams } from '../src/request/parse-params.js';
+import type { SearchRequest } from '../src/request/search-request.js';
 import { parseRfc3339 } from '../src/time/rfc3339.js';
 import { referenceSearch } from '../test/reference/brute-force.js';
 

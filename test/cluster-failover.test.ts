@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Contact, MessageLine } from '../src/model/records.js';
-import type { SearchRequest } from '../src/query/search-request.js';
+import type { SearchRequest } from '../src/request/search-request.js';
 import {
   assertBody,
   expected,

@@ -15,7 +15,7 @@ import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { mulberry32 } from '../scripts/gen-lib.js';
 import type { Contact, MessageLine } from '../src/model/records.js';
-import type { SearchRequest } from '../src/query/search-request.js';
+import type { SearchRequest } from '../src/request/search-request.js';
 import {
   assertBody,
   expected,

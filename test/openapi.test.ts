@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { API_VERSION } from '../src/http/api-version.js';
 import { openApiDocument } from '../src/http/openapi.js';
-import { parseSearchParams } from '../src/query/parse-params.js';
+import { parseSearchParams } from '../src/request/parse-params.js';
 
 const ORG = '00000000-0000-0000-0000-000000000000';
 type Param = {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseSearchParams } from '../src/query/parse-params.js';
+import { parseSearchParams } from '../src/request/parse-params.js';
 
 const ORG = '0A0A0A0A-0000-4000-8000-00000000000F';
 const ok = (q: string) => {

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Contact, MessageLine } from '../src/model/records.js';
-import type { SearchRequest } from '../src/query/search-request.js';
+import type { SearchRequest } from '../src/request/search-request.js';
 import {
   referenceMatches,
   referenceNormalize,

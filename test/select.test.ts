@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { smallestKeys } from '../src/query/select.js';
+import { smallestKeys } from '../src/index/select.js';
 import { testSeed } from './helpers/seed.js';
 
 const SEED = testSeed('SELECT_SEED', 'test/select.test.ts');

@@ -11,7 +11,7 @@ import { buildIndex } from '../src/index/build.js';
 import type { MessageLine } from '../src/model/records.js';
 import { OrgDataBuilder } from '../src/model/org-data-builder.js';
 import { executeSearch } from '../src/query/execute.js';
-import { parseSearchParams } from '../src/query/parse-params.js';
+import { parseSearchParams } from '../src/request/parse-params.js';
 import { parseRfc3339 } from '../src/time/rfc3339.js';
 import { referenceSearch } from './reference/brute-force.js';
 

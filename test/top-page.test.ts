@@ -11,7 +11,7 @@ import { buildIndex } from '../src/index/build.js';
 import { OrgDataBuilder } from '../src/model/org-data-builder.js';
 import type { Contact, MessageLine } from '../src/model/records.js';
 import { searchBody } from '../src/query/execute.js';
-import type { SearchRequest } from '../src/query/search-request.js';
+import type { SearchRequest } from '../src/request/search-request.js';
 import { parseRfc3339 } from '../src/time/rfc3339.js';
 import { referenceSearch } from './reference/brute-force.js';
 

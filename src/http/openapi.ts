@@ -1,6 +1,6 @@
 import { CHANNELS } from '../model/records.js';
-import { MAX_KEYWORDS_CODE_POINTS, MAX_Q_CODE_POINTS, MAX_TERM_CODE_POINTS, MAX_TERMS } from '../query/terms.js';
-import { PARAM_LIMITS } from '../query/param-limits.js';
+import { MAX_KEYWORDS_CODE_POINTS, MAX_Q_CODE_POINTS, MAX_TERM_CODE_POINTS, MAX_TERMS } from '../request/terms.js';
+import { PARAM_LIMITS } from '../request/param-limits.js';
 import { API_VERSION } from './api-version.js';
 import { ERROR_CODES } from './errors.js';
 

@@ -4,7 +4,7 @@ import type { RateLimiter } from '../auth/rate-limit.js';
 import type { OrgIndex } from '../index/build.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { searchBody } from '../query/execute.js';
-import { parseSearchParams } from '../query/parse-params.js';
+import { parseSearchParams } from '../request/parse-params.js';
 import { HttpError, unauthorized } from './errors.js';
 import { type Answer, answerOf, errorAnswer, type RequestIn } from './answer.js';
 import { commonHeaders, requestIdFor } from './respond.js';

@@ -1,5 +1,6 @@
 import type { Contact, OrgData } from '../model/records.js';
-import { tokensOf } from '../text/fast-tokens.js';
+import { tokensOf } from '../text/analyze.js';
+import { CHANNEL_COUNT, comboOf, INBOUND_COMBOS, NONE, timeRanks } from './layout.js';
 import type { OrgIndex } from './org-index.js';
 import { jsonEscaped, StringColumnBuilder, wellFormed } from './string-column.js';
 import { buildTopLists, TOP_LIST_DEFAULTS, type TopListOptions } from './top-lists.js';
@@ -59,8 +60,6 @@ class Growable {
   }
 }
 
-const NONE = 0xffffffff;
-
 function columns<P extends string>(
   prefix: P,
   b: StringColumnBuilder,
@@ -116,7 +115,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     const contact = m.contact[i];
     msgContact[o] = contact;
     contactMessages[contact + 1]++;
-    msgCombo[o] = m.direction[i] * 5 + m.channel[i];
+    msgCombo[o] = comboOf(m.direction[i], m.channel[i]);
     msgSentAt[o] = m.sentAt[i];
     msgId.push(jsonEscaped(m.id[i]));
     msgContent.push(jsonEscaped(m.content[i]));
@@ -255,11 +254,9 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   const entryNewestOut = new Uint32Array(entryCount).fill(NONE);
   // One linear pass (build scratch, not kept): walking back per entry was quadratic when many
   // messages share one sent_at (bulk-migrated data stamped with a date).
-  const timeRank = new Uint32Array(n);
-  for (let o = 1; o < n; o++) timeRank[o] = msgSentAt[o - 1] === msgSentAt[o] ? timeRank[o - 1] : o;
-  const CHANNEL_COUNT = 5;
+  const timeRank = timeRanks(msgSentAt);
   for (let e = 0; e < entryCount; e++) {
-    let needIn = (entryMask[e] & ((1 << CHANNEL_COUNT) - 1)) !== 0;
+    let needIn = (entryMask[e] & INBOUND_COMBOS) !== 0;
     let needOut = entryMask[e] >> CHANNEL_COUNT !== 0;
     for (let p = entryPostStart[e]; p < entryPostStart[e + 1] && (needIn || needOut); p++) {
       const o = postings[p];

@@ -30,7 +30,7 @@ export interface OrgIndex {
   readonly msgContact: Uint32Array;
   /** conversation ordinal, interned per (contact, conversation_id) so it belongs to one contact */
   readonly msgConversation: Uint32Array;
-  /** direction * 5 + channel: one bit position of a filter mask (see src/query/filter-mask.ts) */
+  /** direction * CHANNEL_COUNT + channel (comboOf, layout.ts): one bit position of a filter mask */
   readonly msgCombo: Uint8Array;
   /** epoch ms, non-increasing with the ordinal */
   readonly msgSentAt: Float64Array;
@@ -61,9 +61,9 @@ export interface OrgIndex {
   readonly entryContact: Uint32Array;
   /** length entries + 1: the last value closes the last group */
   readonly entryPostStart: Uint32Array;
-  /** bit (direction * 5 + channel) set when the entry's group has such a message */
+  /** bit (combo, layout.ts) set when the entry's group has such a message */
   readonly entryMask: Uint16Array;
-  /** time rank (first ordinal of equal sent_at) of the entry's newest inbound message, or 0xffffffff */
+  /** time rank (first ordinal of equal sent_at) of the entry's newest inbound message, or NONE (layout.ts) */
   readonly entryNewestIn: Uint32Array;
   /** the same for outbound */
   readonly entryNewestOut: Uint32Array;

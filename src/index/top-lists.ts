@@ -1,10 +1,6 @@
-import { smallestKeys } from '../query/select.js';
+import { bitmapWords, INBOUND, NONE, OUTBOUND, TOP_MODES } from './layout.js';
 import { lowerBound } from './lower-bound.js';
-
-const NONE = 0xffffffff;
-
-/** Direction modes of a top list, as the query numbers them: inbound, outbound, both. */
-export const TOP_MODES = 3;
+import { smallestKeys } from './select.js';
 
 /**
  * The first contacts of a frequent token's answer, precomputed for each direction: the page of
@@ -41,11 +37,6 @@ export interface TopListOptions {
 }
 
 export const TOP_LIST_DEFAULTS: TopListOptions = { minEntries: 1024, length: 256 };
-
-/** Words of one contact bitmap. */
-export function bitmapWords(contactCount: number): number {
-  return (contactCount + 31) >>> 5;
-}
 
 /** Builds the top lists from the entry columns (see OrgIndex); pure, linear in the entries listed. */
 export function buildTopLists(
@@ -97,8 +88,8 @@ export function buildTopLists(
       // the key of matchContacts: time rank of the newest message in the direction, then id rank
       let n = 0;
       for (let e = from; e < to; e++) {
-        const a = m === 1 ? NONE : entryNewestIn[e];
-        const b = m === 0 ? NONE : entryNewestOut[e];
+        const a = m === OUTBOUND ? NONE : entryNewestIn[e];
+        const b = m === INBOUND ? NONE : entryNewestOut[e];
         const r = a < b ? a : b;
         if (r !== NONE) keys[n++] = r * contactCount + contactIdRank[entryContact[e]];
       }

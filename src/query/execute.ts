@@ -1,12 +1,13 @@
+import { BOTH, CHANNEL_COUNT, INBOUND, NONE, OUTBOUND, timeRank } from '../index/layout.js';
+import { lowerBound } from '../index/lower-bound.js';
 import type { OrgIndex } from '../index/org-index.js';
+import { smallestKeys } from '../index/select.js';
 import { CHANNELS } from '../model/records.js';
 import { filterMask } from './filter-mask.js';
 import { scratchFor, type Scratch } from './scratch.js';
 import { bodyWriter, utf8, type BodyWriter } from './body-writer.js';
-import type { SearchRequest, SearchResponse } from './search-request.js';
-import { smallestKeys } from './select.js';
+import type { SearchRequest, SearchResponse } from '../request/search-request.js';
 import { topPage } from './top-page.js';
-import { lowerBound } from '../index/lower-bound.js';
 import { containsPhrase, termView, type TermView } from './term-view.js';
 
 /** First ordinal whose sent_at is below `ms` (`strict`) or at most `ms`; sent_at is non-increasing. */
@@ -43,7 +44,7 @@ interface Plan {
   /** ordinal window of the date filter: [lo, hi) */
   lo: number;
   hi: number;
-  /** 0 inbound, 1 outbound, 2 both */
+  /** INBOUND, OUTBOUND or BOTH (index/layout.ts) */
   direction: number;
   /** no date and no channel filter: the per-entry newest ranks answer matchContacts */
   precomputed: boolean;
@@ -66,32 +67,6 @@ function newestCounting(plan: Plan, v: TermView, e: number): number {
   return -1;
 }
 
-const NONE = 0xffffffff;
-
-/** First ordinal with the same sent_at as o: equal times share it, so ties go to the contact id. */
-function timeRank(sentAt: Float64Array, o: number): number {
-  // galloping back from o, then a binary search: one read when o's time is unique (the common
-  // case, and cache-friendly), O(log k) for a tie of k messages however long
-  const t = sentAt[o];
-  if (o === 0 || sentAt[o - 1] !== t) return o;
-  let hi = o - 1; // sentAt[hi] === t
-  let step = 1;
-  let lo = hi - step;
-  while (lo > 0 && sentAt[lo] === t) {
-    hi = lo;
-    step *= 2;
-    lo = hi - step;
-  }
-  if (lo < 0) lo = 0;
-  // sentAt[lo] > t or lo === 0; the answer is in [lo, hi]
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (sentAt[mid] > t) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
 /**
  * Time rank of the newest counting message of view position e, or -1. Never the index's NONE
  * (0xffffffff): a value outside the small-integer range returned from a function that is not
@@ -101,8 +76,8 @@ function newestRank(plan: Plan, v: TermView, e: number): number {
   if (plan.precomputed && v.entry === null && v.phrase === null) {
     // no date or channel filter and a plain token: read the precomputed newest per direction
     const { entryNewestIn, entryNewestOut } = plan.index;
-    const a = plan.direction === 1 ? NONE : entryNewestIn[e];
-    const b = plan.direction === 0 ? NONE : entryNewestOut[e];
+    const a = plan.direction === OUTBOUND ? NONE : entryNewestIn[e];
+    const b = plan.direction === INBOUND ? NONE : entryNewestOut[e];
     const r = a < b ? a : b;
     return r === NONE ? -1 : r;
   }
@@ -122,10 +97,10 @@ function matchContacts(plan: Plan, s: Scratch): number {
   let n = 0;
   if (views.length === 1) {
     const v = views[0];
-    if (plan.precomputed && v.entry === null && v.phrase === null && plan.direction !== 2) {
+    if (plan.precomputed && v.entry === null && v.phrase === null && plan.direction !== BOTH) {
       // The commonest query, one plain token and no filter but the direction: one read an entry,
       // with newestRank's tests hoisted out of a loop that may run over every contact.
-      const newest = plan.direction === 0 ? index.entryNewestIn : index.entryNewestOut;
+      const newest = plan.direction === INBOUND ? index.entryNewestIn : index.entryNewestOut;
       const contact = v.contact;
       for (let e = v.from; e < v.to; e++) {
         const r = newest[e];
@@ -159,8 +134,8 @@ function matchSeveral(plan: Plan, s: Scratch): number {
   const k = order.length;
   // a plain token without date or channel filter reads its rank from the precomputed columns,
   // hoisted here: this loop runs over every entry of every term
-  const newestIn = plan.direction === 1 ? null : index.entryNewestIn;
-  const newestOut = plan.direction === 0 ? null : index.entryNewestOut;
+  const newestIn = plan.direction === OUTBOUND ? null : index.entryNewestIn;
+  const newestOut = plan.direction === INBOUND ? null : index.entryNewestOut;
   let t = 0;
   for (let j = 0; j < k; j++) {
     const v = order[j];
@@ -217,10 +192,10 @@ const ITEM_CLOSE = utf8(']}');
 const MESSAGE_OPEN = utf8('{"id":"');
 const NEXT_MESSAGE_OPEN = utf8(',{"id":"');
 const CONVERSATION = utf8('","conversation_id":"');
-/** per direction * 5 + channel: the channel and direction fields and the opening of content */
-const COMBO = Array.from({ length: 2 * CHANNELS.length }, (_, combo) =>
+/** per combo (direction * CHANNEL_COUNT + channel): the channel and direction fields and the opening of content */
+const COMBO = Array.from({ length: 2 * CHANNEL_COUNT }, (_, combo) =>
   utf8(
-    `","channel":"${CHANNELS[combo % CHANNELS.length]}","direction":"${combo < CHANNELS.length ? 'inbound' : 'outbound'}","content":"`,
+    `","channel":"${CHANNELS[combo % CHANNEL_COUNT]}","direction":"${combo < CHANNEL_COUNT ? 'inbound' : 'outbound'}","content":"`,
   ),
 );
 const SENT_AT = utf8('","sent_at":"');
@@ -300,7 +275,7 @@ function walkContact(plan: Plan, s: Scratch, c: number, messagesLimit: number, w
   }
   for (;;) {
     // next ordinal over the contact's lists of every term; a message counts once
-    let o = 0xffffffff;
+    let o = NONE; // above every ordinal
     for (let j = 0; j < k; j++) if (pos[j] < end[j] && postings[pos[j]] < o) o = postings[pos[j]];
     if (o >= hi) break;
     const passes = ((1 << msgCombo[o]) & mask) !== 0;
@@ -482,7 +457,7 @@ export function searchBody(index: OrgIndex | null, req: SearchRequest): Uint8Arr
   if (views.length === 0) return emptyBody(req, 0);
 
   const precomputed = req.channel === null && lo === 0 && hi === index.messageCount;
-  const direction = req.direction === 'inbound' ? 0 : req.direction === 'outbound' ? 1 : 2;
+  const direction = req.direction === 'inbound' ? INBOUND : req.direction === 'outbound' ? OUTBOUND : BOTH;
   const plan: Plan = { index, views, all, mask: filterMask(req), lo, hi, direction, precomputed };
   if (req.messagesLimit > s.picked.length) s.picked = new Uint32Array(req.messagesLimit);
   if (precomputed) {

@@ -1,18 +1,19 @@
+import { CHANNEL_COUNT, comboOf, INBOUND, OUTBOUND } from '../index/layout.js';
 import { CHANNELS } from '../model/records.js';
-import type { SearchRequest } from './search-request.js';
+import type { SearchRequest } from '../request/search-request.js';
 
 /**
- * A message's (direction, channel) is one bit, direction * 5 + channel; a request's direction
+ * A message's (direction, channel) is one bit, its combo (index/layout.ts); a request's direction
  * and channel filters are the set of bits it accepts. One AND answers both filters.
  */
 export function filterMask(req: SearchRequest): number {
   let mask = 0;
-  for (let d = 0; d < 2; d++) {
-    if (req.direction === 'inbound' && d !== 0) continue;
-    if (req.direction === 'outbound' && d !== 1) continue;
-    for (let c = 0; c < CHANNELS.length; c++) {
+  for (let d = INBOUND; d <= OUTBOUND; d++) {
+    if (req.direction === 'inbound' && d !== INBOUND) continue;
+    if (req.direction === 'outbound' && d !== OUTBOUND) continue;
+    for (let c = 0; c < CHANNEL_COUNT; c++) {
       if (req.channel !== null && CHANNELS[c] !== req.channel) continue;
-      mask |= 1 << (d * CHANNELS.length + c);
+      mask |= 1 << comboOf(d, c);
     }
   }
   return mask;

@@ -1,5 +1,6 @@
+import { bitmapWords } from '../index/layout.js';
 import type { OrgIndex } from '../index/org-index.js';
-import { MAX_TERMS } from './terms.js';
+import { MAX_TERMS } from '../request/terms.js';
 
 // spec 8: messages_limit is at most 20 (searchBody grows picked for anything larger)
 const MAX_MESSAGES_LIMIT = 20;
@@ -56,7 +57,7 @@ export function scratchFor(index: OrgIndex): Scratch {
       end: new Uint32Array(MAX_TERMS),
       gather: new Uint32Array(4096),
       heads: new Float64Array(MAX_TERMS),
-      bits: new Int32Array((index.contactCount + 31) >>> 5),
+      bits: new Int32Array(bitmapWords(index.contactCount)),
       walk: { count: 0, conversations: 0, newest: -1, oldest: -1, picked: 0 },
       picked: new Uint32Array(MAX_MESSAGES_LIMIT),
       viewContact: new Array<Uint32Array | undefined>(MAX_TERMS).fill(undefined),

@@ -1,7 +1,7 @@
 import { tokenFrequency, type OrgIndex } from '../index/org-index.js';
 import { containsTokens, encodePhrase } from '../index/token-seq.js';
+import { tokensOf } from '../text/analyze.js';
 import type { Scratch } from './scratch.js';
-import { termTokens } from './terms.js';
 
 /**
  * The contacts that may match one term: positions from..to, position e standing for the index
@@ -30,7 +30,8 @@ export function containsPhrase(index: OrgIndex, o: number, phrase: Uint8Array): 
  * the scratch arrays of term slot `slot`: valid for this query only, and no garbage per query.
  */
 export function termView(index: OrgIndex, term: string, s: Scratch, slot: number): TermView | null {
-  const tokens = termTokens(term);
+  // the tokenizer the index build used on every message (a term is already N()'d, and N() is idempotent)
+  const tokens = tokensOf(term);
   if (tokens.length === 0) return null;
   const ids = new Uint32Array(tokens.length);
   for (let k = 0; k < tokens.length; k++) {

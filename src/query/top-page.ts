@@ -1,9 +1,7 @@
 import type { OrgIndex } from '../index/org-index.js';
-import { bitmapWords, TOP_MODES } from '../index/top-lists.js';
+import { bitmapWords, INBOUND, NONE, OUTBOUND, TOP_MODES } from '../index/layout.js';
 import { nextGeneration, type Scratch } from './scratch.js';
 import type { TermView } from './term-view.js';
-
-const NONE = 0xffffffff;
 
 /** Set bits of a 32-bit word. */
 function popcount(x: number): number {
@@ -52,7 +50,11 @@ export function topPage(
       for (let j = 0; j < k; j++) {
         const at = 2 * pos[j] * words + w;
         const word =
-          direction === 0 ? topBits[at] : direction === 1 ? topBits[at + words] : topBits[at] | topBits[at + words];
+          direction === INBOUND
+            ? topBits[at]
+            : direction === OUTBOUND
+              ? topBits[at + words]
+              : topBits[at] | topBits[at + words];
         acc = all ? acc & word : acc | word;
       }
       bits[w] = acc;
@@ -125,7 +127,7 @@ function keyOf(
   idRank: Uint32Array,
   contactCount: number,
 ): number {
-  const a = direction === 1 ? NONE : newestIn[e];
-  const b = direction === 0 ? NONE : newestOut[e];
+  const a = direction === OUTBOUND ? NONE : newestIn[e];
+  const b = direction === INBOUND ? NONE : newestOut[e];
   return (a < b ? a : b) * contactCount + idRank[entryContact[e]];
 }

@@ -1,7 +1,8 @@
 /**
- * The tokens of CONTRACT 1 (`N(text).match(TOKEN)`) in one pass over the text, for the index
- * build, where normalizing whole messages (NFKD, a regex over marks, toLowerCase, a regex over
- * tokens: four passes and three new strings a message) was half of the build time.
+ * The tokens of CONTRACT 1 (`N(text).match(TOKEN)`) in one pass over the text: the project's one
+ * tokenizer, which the index build and the query both reach through analyze.ts. Normalizing whole
+ * messages (NFKD, a regex over marks, toLowerCase, a regex over tokens: four passes and three new
+ * strings a message) was half of the build time.
  *
  * Why a per-code-point table gives the same answer: NFKD decomposes each code point on its own and
  * then only reorders runs of combining marks, which N() removes; toLowerCase() maps each code point
@@ -153,6 +154,19 @@ export function tokensOf(text: string): string[] {
   }
   if (len > 0) out.push(plainRun ? text.slice(start) : fromCodes(buf, len));
   return out;
+}
+
+/** Same as `tokensOf(text).length > 0`, without building the tokens (a term's discard check). */
+export function hasToken(text: string): boolean {
+  const kind = KIND ?? (KIND = buildTables());
+  for (let i = 0; i < text.length; i++) {
+    const k = kind[text.charCodeAt(i)];
+    // a MANY mapping always holds a letter or digit (buildTables), and neither N() nor its
+    // context rule ever turns a letter or digit into a separator
+    if (k === ONE || k === MANY) return true;
+    if (k === PLAIN) return HAS_TOKEN.test(normalize(text));
+  }
+  return false;
 }
 
 function fromCodes(b: Uint16Array, len: number): string {

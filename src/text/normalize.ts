@@ -14,8 +14,3 @@ export function normalize(s: string): string {
 
 /** Maximal runs of letters or digits: the token pattern of CONTRACT 1. */
 export const TOKEN = /[\p{L}\p{N}]+/gu;
-
-/** Tokens of a text (CONTRACT 1): maximal \p{L}/\p{N} runs of N(text). */
-export function tokenize(text: string): string[] {
-  return normalize(text).match(TOKEN) ?? [];
-}

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Contact, MessageLine } from '../../src/model/records.js';
 import { CHANNELS } from '../../src/model/records.js';
-import type { SearchRequest, SearchResponse } from '../../src/query/search-request.js';
+import type { SearchRequest, SearchResponse } from '../../src/request/search-request.js';
 import { parseRfc3339 } from '../../src/time/rfc3339.js';
 import { referenceSearch, referenceTerms, referenceTokens } from '../reference/brute-force.js';
 import { startCluster, type TestCluster } from './redis-cluster.js';

@@ -5,8 +5,8 @@
  * Phase 1, well-framed requests (most of the run): random methods, paths, query strings (broken
  * percent-encoding, huge numbers, NaN, unicode, repeats, 10,000 parameters, oversize), odd and
  * duplicated headers, malformed Authorization values, a real key for a share of them so deep paths
- * run. Each answer is checked against an independent oracle, which shares no code with src/query,
- * src/index or src/text: its own reading of the parameters (test/reference/params.ts, CONTRACT 2,
+ * run. Each answer is checked against an independent oracle, which shares no code with src/request,
+ * src/query, src/index or src/text: its own reading of the parameters (test/reference/params.ts, CONTRACT 2,
  * 4, 10) and the brute-force reference search over the same records. Checked: the exact status,
  * the common headers, the error body, the parameters a 400 names in `details` (their sentences
  * are the product's wording: present, not compared), the exact 200 body. Sent 16 at a time over

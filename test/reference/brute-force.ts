@@ -1,10 +1,10 @@
 /**
  * Brute-force reference for CONTRACT 1-3, written from the contract text alone: it shares no code
- * with src/text, src/query or src/index, so a property test comparing the two is a second reading.
+ * with src/text, src/request, src/query or src/index, so a property test comparing the two is a second reading.
  * It scans every message for every request; correctness over speed, small data only.
  */
 import type { Contact, MessageLine } from '../../src/model/records.js';
-import type { ResultItem, ResultMessage, SearchRequest, SearchResponse } from '../../src/query/search-request.js';
+import type { ResultItem, ResultMessage, SearchRequest, SearchResponse } from '../../src/request/search-request.js';
 import { parseRfc3339 } from '../../src/time/rfc3339.js';
 
 const LETTER_OR_DIGIT = /^[\p{L}\p{N}]$/u;

@@ -1,6 +1,6 @@
 /**
  * Reference reading of a search request's parameters (CONTRACT 2, 4 and 10), written from the
- * contract text alone for the fuzz oracle: it shares no code with src/query (nor src/time), so the
+ * contract text alone for the fuzz oracle: it shares no code with src/request (nor src/time), so the
  * fuzzer compares two readings. Together with `referenceSearch` it answers what a request must get.
  *
  * What it returns for a bad request is the set of parameters that must be named in `details`
@@ -8,7 +8,7 @@
  * `from`; a missing term may name `q`, `keywords` or `keyword`). The sentences are the product's
  * own wording; the contract fixes only that each is there.
  */
-import type { SearchRequest } from '../../src/query/search-request.js';
+import type { SearchRequest } from '../../src/request/search-request.js';
 import { referenceTerms } from './brute-force.js';
 
 export type ReferenceParams =

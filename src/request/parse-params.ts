@@ -3,7 +3,8 @@ import { CHANNELS } from '../model/records.js';
 import { parseRequestInstant } from '../time/rfc3339.js';
 import { decodeQuery } from './decode-query.js';
 import type { SearchRequest } from './search-request.js';
-import { codePointLength, MAX_KEYWORDS_CODE_POINTS, MAX_Q_CODE_POINTS, resolveTerms } from './terms.js';
+import { codePointLength } from '../text/analyze.js';
+import { MAX_KEYWORDS_CODE_POINTS, MAX_Q_CODE_POINTS, resolveTerms } from './terms.js';
 import { UUID } from '../model/organization-id.js';
 import { PARAM_LIMITS } from './param-limits.js';
 
