@@ -8,7 +8,7 @@ export type UwsModule = typeof UWS;
 /**
  * Newer uWS builds read UWS_HTTP_MAX_HEADERS_SIZE once, when the binary loads; set for them. This
  * build (20.30 unofficial) ignores it (the binary has no such string): what it does, measured with
- * raw sockets (test/limits.test.ts, test/helpers/fuzz.ts):
+ * raw sockets (test/e2e/limits.test.ts, test/helpers/fuzz.ts):
  * - a request head that arrives in one read is parsed whatever its size (tested to ~90 KB on
  *   loopback); our handler then answers 414 / 431 over MAX_TARGET_CHARS / MAX_HEADER_CHARS;
  * - a head split over several reads is buffered up to a compiled-in 4096 bytes, then the

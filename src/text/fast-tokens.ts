@@ -8,7 +8,7 @@
  * then only reorders runs of combining marks, which N() removes; toLowerCase() maps each code point
  * on its own except Greek capital sigma (final sigma depends on the neighbours). So
  * N(text) = concat of N(code point) for every text whose N() holds no U+03A3, and those texts take
- * the plain path. test/text.test.ts checks the equality for every code point, in context.
+ * the plain path. test/unit/text/text.test.ts checks the equality for every code point, in context.
  */
 import { foldMarks, normalize, TOKEN } from './normalize.js';
 

@@ -2,7 +2,7 @@
  * `new Date(ms).toISOString()` without the Date: the same string for every integer `ms` of years
  * 0000-9999 (outside them, and for non-integers, it calls toISOString itself). A page of a
  * search renders up to 2,200 timestamps, and toISOString costs ~360 ns each here, a third of a
- * common-term query; this costs a tenth of it. test/time.test.ts compares the two.
+ * common-term query; this costs a tenth of it. test/unit/time/time.test.ts compares the two.
  */
 
 import { civilFromDays } from './civil-date.js';

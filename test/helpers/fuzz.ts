@@ -1,6 +1,6 @@
 /**
  * Fuzzing the public listener of a real server process with fast-check, shared by
- * `test/fuzz.test.ts` (small count) and `scripts/fuzz.ts` (≥ 100,000 requests).
+ * `test/unit/http/fuzz.test.ts` (small count) and `scripts/fuzz.ts` (≥ 100,000 requests).
  *
  * Phase 1, well-framed requests (most of the run): random methods, paths, query strings (broken
  * percent-encoding, huge numbers, NaN, unicode, repeats, 10,000 parameters, oversize), odd and

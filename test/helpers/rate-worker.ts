@@ -1,4 +1,4 @@
-/** A worker thread of test/rate-limit.test.ts: takes `takes` tokens of one key from shared buckets. */
+/** A worker thread of test/unit/auth/rate-limit.test.ts: takes `takes` tokens of one key from shared buckets. */
 import { parentPort, workerData } from 'node:worker_threads';
 import { RateLimiter, type SharedRateLimit } from '../../src/auth/rate-limit.js';
 

@@ -1,5 +1,5 @@
 /**
- * Preloaded into a server process by test/limits.test.ts (`--import`): once the server has
+ * Preloaded into a server process by test/e2e/limits.test.ts (`--import`): once the server has
  * installed its process-level handlers, throws from a timer and rejects a promise, as a stray bug
  * in any callback would. The server must log them and keep serving.
  */

@@ -1,0 +1,115 @@
+/**
+ * Production runs the `npm run build` output: the compiled CLIs import a snapshot and create a
+ * key, the compiled server builds an older format-1 snapshot's index in the worker thread
+ * (build-worker.js, no tsx; a format-2 snapshot is the built index and needs no worker), and its
+ * answers are byte for byte those of the TypeScript server on the same data.
+ */
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { gen, loadDataset, openHarness, search, type StoreHarness, tempDir } from '../helpers/e2e.js';
+import { type CreatedKey, ROOT, type RunResult, startServer } from '../helpers/server.js';
+import { loadStoreConfig } from '../../src/config/config.js';
+import { openStores } from '../../src/store/open-store.js';
+
+/** `node dist/<script> ...args`, as `npm run snapshot|keys` run them. */
+function runCompiled(script: string, args: string[], env: NodeJS.ProcessEnv): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join('dist', script), ...args], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+}
+
+let h: StoreHarness;
+let input: { dir: string; cleanup: () => void };
+let org: string;
+let key: CreatedKey;
+
+before(async () => {
+  const built = spawnSync(
+    process.execPath,
+    [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
+    {
+      cwd: ROOT,
+      encoding: 'utf8',
+    },
+  );
+  assert.equal(built.status, 0, `npm run build failed:\n${built.stdout}${built.stderr}`);
+  input = tempDir('build-input-');
+  await gen(input.dir, { messages: 3000, contacts: 120, organizations: 1, seed: 15 });
+  const d = loadDataset(input.dir);
+  org = d.contacts[0].organization_id;
+  h = await openHarness('embedded');
+  const imp = await runCompiled(
+    'cli/snapshot.js',
+    ['import', '--contacts', d.contactsFile, '--messages', d.messagesFile],
+    h.env,
+  );
+  assert.equal(imp.code, 0, `compiled import failed: ${imp.stderr}`);
+  // The same data republished in the older format 1 (record columns): its index is built on load,
+  // in the worker, which is what the compiled worker entry must do.
+  const store = await openStores(loadStoreConfig(h.env));
+  try {
+    const [ref] = (await store.snapshots.latest()).filter((r) => r.organizationId === org);
+    await store.snapshots.publishSnapshot(await store.snapshots.loadSnapshot(ref), { format: 1 });
+  } finally {
+    await store.close();
+  }
+  const created = await runCompiled(
+    'cli/keys.js',
+    ['create', '--organization-id', org, '--scopes', 'contacts:read,messages:read', '--json'],
+    h.env,
+  );
+  assert.equal(created.code, 0, `compiled keys create failed: ${created.stderr}`);
+  key = JSON.parse(created.stdout) as CreatedKey;
+});
+
+after(async () => {
+  await h?.cleanup();
+  input?.cleanup();
+});
+
+test('the compiled server builds in the worker and answers exactly as the TypeScript server', async () => {
+  const queries = [
+    `organization_id=${org}&q=pedido&limit=5`,
+    `organization_id=${org}&keywords=entrega,pago&match=all&direction=all&messages_limit=2`,
+    `organization_id=${org}&limit=0`,
+  ];
+  const answers: { status: number; text: string }[][] = [];
+  for (const compiled of [true, false]) {
+    const server = await startServer({ ...h.serverEnv, LOG_LEVEL: 'info' }, { compiled });
+    try {
+      if (compiled)
+        assert.match(
+          server.output(),
+          /"builder":"worker"/,
+          `the compiled server did not build in its worker:\n${server.output()}`,
+        );
+      const got: { status: number; text: string }[] = [];
+      for (const q of queries) got.push(await search(server.url, key.key, q));
+      answers.push(got);
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
+  }
+  const [compiled, source] = answers;
+  assert.deepEqual(
+    compiled.map((a) => a.status),
+    [200, 200, 400],
+  );
+  for (let i = 0; i < queries.length; i++) {
+    // request_id differs per request; everything else must be identical
+    const strip = (t: string) => t.replace(/"request_id":"[^"]*"/, '"request_id":"-"');
+    assert.equal(strip(compiled[i].text), strip(source[i].text), `answers differ for ${queries[i]}`);
+  }
+});

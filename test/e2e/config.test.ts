@@ -1,0 +1,153 @@
+import { availableParallelism } from 'node:os';
+/** Configuration from outside: bad values stop the start with a message naming the variable; SUNSET_AT. */
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { loadConfig, loadStoreConfig } from '../../src/config/config.js';
+import { baseEnv, freePort, runNode, startServer, tempDataDir } from '../helpers/server.js';
+
+const data = tempDataDir();
+after(() => data.cleanup());
+
+describe('bad configuration stops the start (exit 1, no stack trace)', () => {
+  const cases: Array<[Record<string, string>, string]> = [
+    [{ PORT: 'abc' }, 'config: PORT must be an integer 1-65535, got "abc"'],
+    [{ PORT: '70000' }, 'config: PORT must be an integer 1-65535, got "70000"'],
+    [{ ADMIN_PORT: '0' }, 'config: ADMIN_PORT must be an integer 1-65535, got "0"'],
+    [
+      { LOG_LEVEL: 'loud' },
+      'config: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"',
+    ],
+    [
+      { REDIS_URL: 'http://localhost:6379' },
+      'config: REDIS_URL must be a redis:// or rediss:// URL, got "http://localhost:6379"',
+    ],
+    [{ SUNSET_AT: '2026-13-01' }, 'config: SUNSET_AT must be an RFC 3339 date-time'],
+    [{ HOST: 'not a host' }, 'config: HOST must be a host name or IP address, got "not a host"'],
+    [
+      { ORGANIZATIONS: '00000000-0000-4000-8000-000000000001,nope' },
+      'config: ORGANIZATIONS must be a comma-separated list of organization UUIDs, got "nope" in "00000000-0000-4000-8000-000000000001,nope"',
+    ],
+    [
+      { REDIS_URL: 'redis://a:1,http://b:2' },
+      'config: REDIS_URL must be a redis:// or rediss:// URL, or a comma-separated list',
+    ],
+    [{ SERVER_THREADS: '0' }, 'config: SERVER_THREADS must be an integer 1-256, got "0"'],
+    [{ SERVER_THREADS: '257' }, 'config: SERVER_THREADS must be an integer 1-256, got "257"'],
+    [{ SERVER_THREADS: 'two' }, 'config: SERVER_THREADS must be an integer 1-256, got "two"'],
+  ];
+  for (const [vars, message] of cases) {
+    it(
+      Object.entries(vars)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' '),
+      async () => {
+        const r = await runNode('src/main.ts', [], baseEnv({ DATA_DIR: data.dir, ...vars }));
+        assert.equal(r.code, 1);
+        assert.ok(r.stderr.includes(message), r.stderr);
+        assert.ok(!/\n\s+at /.test(r.stderr), 'no stack trace');
+      },
+    );
+  }
+  it('every problem is reported at once (in-process)', () => {
+    assert.throws(
+      () => loadConfig({ PORT: 'x', LOG_LEVEL: 'y' }),
+      (err: Error) => err.message.includes('PORT') && err.message.includes('LOG_LEVEL'),
+    );
+  });
+  it('SERVER_THREADS: 1-256', () => {
+    assert.equal(loadConfig({ SERVER_THREADS: '1' }).serverThreads, 1);
+    assert.equal(loadConfig({}).serverThreads, Math.min(256, availableParallelism()), 'default: one a core');
+    assert.deepEqual(loadConfig({ SERVER_THREADS: '2', RATE_LIMIT_RPS: '10' }).rateLimit, { rps: 10, burst: 10 });
+    assert.equal(loadConfig({ SERVER_THREADS: '256' }).serverThreads, 256);
+    assert.throws(() => loadConfig({ SERVER_THREADS: '1.5' }), /SERVER_THREADS must be an integer 1-256, got "1.5"/);
+  });
+  it('defaults', () => {
+    assert.deepEqual(loadConfig({}), {
+      port: 3000,
+      host: '0.0.0.0',
+      adminPort: 9464,
+      adminHost: '127.0.0.1',
+      redisUrl: null,
+      dataDir: './data',
+      logLevel: 'info',
+      sunsetAt: null,
+      rateLimit: null,
+      shutdownTimeoutMs: 10000,
+      indexBuildThread: 'worker',
+      organizations: null,
+      serverThreads: Math.min(256, availableParallelism()),
+    });
+  });
+  it('a port already in use stops the start with exit 1', async () => {
+    const port = await freePort();
+    const first = await startServer({ DATA_DIR: data.dir, LOG_LEVEL: 'warn' });
+    try {
+      const taken = new URL(first.url).port;
+      const r = await runNode(
+        'src/main.ts',
+        [],
+        baseEnv({ DATA_DIR: data.dir, PORT: taken, ADMIN_PORT: String(port), HOST: '127.0.0.1' }),
+      );
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${taken}`));
+    } finally {
+      assert.equal(await first.stop(), 0);
+    }
+  });
+});
+
+describe('SUNSET_AT', () => {
+  it('adds Sunset (HTTP-date) and Deprecation: true to every response', async () => {
+    const server = await startServer({
+      DATA_DIR: data.dir,
+      SUNSET_AT: '2026-12-31T12:00:00-03:00',
+      LOG_LEVEL: 'silent',
+    });
+    try {
+      for (const path of ['/contacts/message-search', '/nowhere']) {
+        const r = await fetch(server.url + path);
+        assert.equal(r.headers.get('sunset'), 'Thu, 31 Dec 2026 15:00:00 GMT');
+        assert.equal(r.headers.get('deprecation'), 'true');
+      }
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
+  });
+});
+
+describe('the command-line tools read the store settings through the same validation', () => {
+  const badUrl = 'config: REDIS_URL must be a redis:// or rediss:// URL, got "http://localhost:6379"';
+  const cases: Array<[string, string[]]> = [
+    ['src/cli/snapshot.ts', ['list']],
+    ['src/cli/reload.ts', []],
+    ['src/cli/keys.ts', ['list']],
+  ];
+  for (const [script, args] of cases) {
+    it(`${script} ${args.join(' ')}: a bad REDIS_URL stops it with exit 1, naming the variable`, async () => {
+      const r = await runNode(script, args, baseEnv({ DATA_DIR: data.dir, REDIS_URL: 'http://localhost:6379' }));
+      assert.equal(r.code, 1);
+      assert.equal(r.stderr, `${badUrl}\n`);
+    });
+  }
+  it('snapshot and reload read only REDIS_URL and DATA_DIR: a server-only variable does not stop them', async () => {
+    const env = baseEnv({ DATA_DIR: data.dir, PORT: 'abc', SERVER_THREADS: 'two' });
+    const list = await runNode('src/cli/snapshot.ts', ['list', '--json'], env);
+    assert.equal(list.code, 0, list.stderr);
+    assert.ok(Array.isArray(JSON.parse(list.stdout)));
+    const reload = await runNode('src/cli/reload.ts', ['--json'], env);
+    assert.equal(reload.code, 0, reload.stderr);
+    assert.deepEqual(JSON.parse(reload.stdout), { ok: true, servers: [] });
+  });
+  it('loadStoreConfig: the store part of loadConfig, with its defaults and messages', () => {
+    assert.deepEqual(loadStoreConfig({}), { redisUrl: null, dataDir: './data' });
+    assert.deepEqual(loadStoreConfig({ REDIS_URL: 'redis://h:1', DATA_DIR: '/d', PORT: 'abc' }), {
+      redisUrl: 'redis://h:1',
+      dataDir: '/d',
+    });
+    const full = loadConfig({ REDIS_URL: 'redis://h:1', DATA_DIR: '/d' });
+    assert.deepEqual({ redisUrl: full.redisUrl, dataDir: full.dataDir }, { redisUrl: 'redis://h:1', dataDir: '/d' });
+    assert.throws(() => loadStoreConfig({ REDIS_URL: 'nope' }), {
+      message: 'config: REDIS_URL must be a redis:// or rediss:// URL, got "nope"',
+    });
+  });
+});

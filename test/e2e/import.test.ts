@@ -1,0 +1,269 @@
+/** Import: validation through readImport, and the real CLI (`src/cli/snapshot.ts`) against both stores. */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { readImport } from '../../src/import/importer.js';
+import { ImportError } from '../../src/import/import-error.js';
+import { EmbeddedStore } from '../../src/store/embedded-store.js';
+import { RedisStore } from '../../src/store/redis-store.js';
+import type { Stores } from '../../src/store/stores.js';
+import { startRedis, type TestRedis } from '../helpers/redis-server.js';
+import { generate, ndjson, orgData, uuid } from '../fixtures/gen-data.js';
+
+const ROOT = path.resolve(import.meta.dirname, '..', '..');
+const tmp = mkdtempSync(path.join(tmpdir(), 'import-test-'));
+let fileNo = 0;
+
+/** Writes a fixture file; the number prefix keeps names unique (errors name the base name). */
+function file(name: string, text: string): string {
+  const p = path.join(tmp, `${fileNo++}-${name}`);
+  writeFileSync(p, text);
+  return p;
+}
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function snapshotCli(args: string[], env: Record<string, string>): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/snapshot.ts', ...args],
+      {
+        cwd: ROOT,
+        env: { ...process.env, REDIS_URL: '', DATA_DIR: '', ...env },
+      },
+      (err, stdout, stderr) => resolve({ code: err ? (err.code as number) : 0, stdout, stderr }),
+    );
+  });
+}
+
+async function importError(contacts: string, messages: string): Promise<string> {
+  try {
+    await readImport(file('contacts.ndjson', contacts), file('messages.ndjson', messages));
+  } catch (err) {
+    assert.ok(err instanceof ImportError, String(err));
+    return err.detail.replace(/^\d+-/, '');
+  }
+  assert.fail('import succeeded');
+}
+
+describe('import validation', () => {
+  const g = generate(1, 3, 6);
+  const contacts = ndjson(g.contacts);
+
+  test('BOM, CRLF, blank lines, upper-case UUIDs, empty content and name are accepted', async () => {
+    const lines = g.messages.map((m) => JSON.stringify({ ...m, contact_id: m.contact_id.toUpperCase() }));
+    const text = '\uFEFF' + lines[0] + '\r\n\r\n   \n' + lines.slice(1).join('\r\n') + '\r\n\n';
+    const cs = ndjson(g.contacts.map((c, i) => ({ ...c, id: c.id.toUpperCase(), name: i === 0 ? '' : c.name })));
+    const data = await readImport(file('contacts.ndjson', cs), file('messages.ndjson', text));
+    assert.equal(data.contacts, 3);
+    assert.equal(data.messages, 6);
+    const built = data.organizations.get(uuid(1, 0))!.build();
+    const expected = orgData(g);
+    expected.contacts[0].name = '';
+    assert.deepEqual(built, expected);
+  });
+
+  const bad = (i: number, patch: object): string =>
+    ndjson(g.messages.map((m, j) => (j === i ? { ...m, ...patch } : m)));
+
+  const cases: [string, () => Promise<string>, RegExp][] = [
+    [
+      'bad sent_at',
+      () => importError(contacts, bad(3, { sent_at: '2024-13-01' })),
+      /^messages\.ndjson line 4: field "sent_at": expected an RFC 3339 date-time with offset, got "2024-13-01"$/,
+    ],
+    [
+      'sent_at without offset',
+      () => importError(contacts, bad(0, { sent_at: '2024-01-01T10:00:00' })),
+      /line 1: field "sent_at"/,
+    ],
+    [
+      'missing field',
+      () => importError(contacts, ndjson(g.messages.map((m, j) => (j === 2 ? { ...m, content: undefined } : m)))),
+      /^messages\.ndjson line 3: field "content": missing$/,
+    ],
+    [
+      'mistyped field',
+      () => importError(contacts, bad(1, { content: 5 })),
+      /^messages\.ndjson line 2: field "content": expected a string, got 5$/,
+    ],
+    [
+      'bad channel',
+      () => importError(contacts, bad(1, { channel: 'sms' })),
+      /line 2: field "channel": expected one of whatsapp, .*, got "sms"$/,
+    ],
+    [
+      'bad direction',
+      () => importError(contacts, bad(1, { direction: 'all' })),
+      /line 2: field "direction": .*got "all"$/,
+    ],
+    [
+      'invalid JSON',
+      () => importError(contacts, ndjson(g.messages) + '{"id": \n'),
+      /^messages\.ndjson line 7: invalid JSON/,
+    ],
+    [
+      'not an object',
+      () => importError(contacts, '[1,2]\n'),
+      /^messages\.ndjson line 1: expected a JSON object, got \[1,2\]$/,
+    ],
+    [
+      'bad contact UUID',
+      () => importError(ndjson([{ ...g.contacts[0], id: 'nope' }]), ''),
+      /^contacts\.ndjson line 1: field "id": expected a UUID, got "nope"$/,
+    ],
+    [
+      'mistyped nullable',
+      () => importError(ndjson([{ ...g.contacts[0], phone: 12 }]), ''),
+      /field "phone": expected a string or null, got 12$/,
+    ],
+    [
+      'duplicate contact id',
+      () => importError(contacts + JSON.stringify(g.contacts[1]) + '\n', ''),
+      /^contacts\.ndjson line 4: field "id": duplicate contact id/,
+    ],
+    [
+      'duplicate message id',
+      () => importError(contacts, bad(4, { id: 'm-1' })),
+      /^messages\.ndjson line 5: field "id": duplicate message id "m-1"/,
+    ],
+    [
+      'unknown contact',
+      () => importError(contacts, bad(5, { contact_id: uuid(99, 99) })),
+      /^messages\.ndjson line 6: field "contact_id": no contact/,
+    ],
+    [
+      'organization mismatch',
+      () => importError(contacts + ndjson(generate(2, 1, 0).contacts), bad(0, { organization_id: uuid(2, 0) })),
+      /^messages\.ndjson line 1: field "organization_id": ".*" differs from the organization .* of contact/,
+    ],
+  ];
+  for (const [name, run, re] of cases) test(`refused: ${name}`, async () => assert.match(await run(), re));
+
+  test('the same message id in two organizations is fine', async () => {
+    const h = generate(2, 1, 2);
+    const data = await readImport(
+      file('c.ndjson', contacts + ndjson(h.contacts)),
+      file('m.ndjson', ndjson([...g.messages, ...h.messages])),
+    );
+    assert.equal(data.messages, 8);
+  });
+});
+
+for (const kind of ['embedded', 'redis'] as const) {
+  describe(`snapshot CLI, ${kind} store`, () => {
+    let redis: TestRedis | undefined;
+    let env: Record<string, string>;
+    let store: Stores;
+    before(async () => {
+      if (kind === 'redis') {
+        redis = await startRedis();
+        env = { REDIS_URL: redis.url };
+        store = await RedisStore.connect(redis.url);
+      } else {
+        const dir = mkdtempSync(path.join(tmpdir(), 'import-cli-'));
+        env = { DATA_DIR: dir };
+        store = await new EmbeddedStore(dir).open();
+      }
+    });
+    after(async () => {
+      await store.close();
+      await redis?.stop();
+    });
+
+    const a = generate(1, 200, 20000, 1),
+      b = generate(2, 10, 100, 1);
+    const contacts = file('contacts.ndjson', ndjson([...a.contacts, ...b.contacts]));
+    const messages = file('messages.ndjson', ndjson([...a.messages, ...b.messages]));
+
+    test('imports good files and prints a JSON summary', async () => {
+      const r = await snapshotCli(['import', '--contacts', contacts, '--messages', messages, '--json'], env);
+      assert.equal(r.code, 0, r.stderr);
+      const s = JSON.parse(r.stdout);
+      assert.equal(s.contacts, 210);
+      assert.equal(s.messages, 20100);
+      assert.deepEqual(s.organizations.map((o: { organization_id: string }) => o.organization_id).sort(), [
+        uuid(1, 0),
+        uuid(2, 0),
+      ]);
+      const refs = await store.snapshots.latest();
+      assert.deepEqual(
+        await store.snapshots.loadSnapshot(refs.find((x) => x.organizationId === uuid(2, 0))!),
+        orgData(b),
+      );
+    });
+
+    test('a bad line at the end of a big file changes nothing', async () => {
+      const before = await store.snapshots.latest();
+      const a2 = generate(1, 200, 20000, 2);
+      const text =
+        ndjson([...a2.messages, ...b.messages]) +
+        JSON.stringify({ ...b.messages[0], id: 'last', sent_at: '2024-13-01' }) +
+        '\n';
+      const bad = file('messages.ndjson', text);
+      const r = await snapshotCli(['import', '--contacts', contacts, '--messages', bad], env);
+      assert.equal(r.code, 1);
+      assert.match(
+        r.stderr,
+        /^snapshot: \d+-messages\.ndjson line 20101: field "sent_at": expected an RFC 3339 date-time with offset, got "2024-13-01"\n/m,
+      );
+      assert.doesNotMatch(r.stderr, /at .*\.ts:\d+/); // no stack trace
+      assert.deepEqual(await store.snapshots.latest(), before);
+    });
+
+    test('a re-import replaces one organization and leaves the others', async () => {
+      const before = new Map((await store.snapshots.latest()).map((r) => [r.organizationId, r.version]));
+      const b2 = generate(2, 12, 130, 3);
+      const r = await snapshotCli(
+        [
+          'import',
+          '--contacts',
+          file('c.ndjson', ndjson(b2.contacts)),
+          '--messages',
+          file('m.ndjson', ndjson(b2.messages)),
+        ],
+        env,
+      );
+      assert.equal(r.code, 0, r.stderr);
+      const after = new Map((await store.snapshots.latest()).map((x) => [x.organizationId, x.version]));
+      assert.equal(after.get(uuid(1, 0)), before.get(uuid(1, 0)));
+      assert.ok(after.get(uuid(2, 0))! > before.get(uuid(2, 0))!);
+      assert.deepEqual(
+        await store.snapshots.loadSnapshot({ organizationId: uuid(2, 0), version: after.get(uuid(2, 0))! }),
+        orgData(b2),
+      );
+    });
+
+    if (kind === 'embedded') {
+      test('bad usage exits 2 with a message', async () => {
+        const r1 = await snapshotCli(['import', '--contacts', contacts], env);
+        assert.equal(r1.code, 2);
+        assert.match(r1.stderr, /^snapshot: missing --messages FILE\n/);
+        const r2 = await snapshotCli(['import', '--contacts', contacts, '--messages', '/nonexistent/m.ndjson'], env);
+        assert.equal(r2.code, 2);
+        assert.match(r2.stderr, /cannot read "\/nonexistent\/m\.ndjson"/);
+        const r3 = await snapshotCli(['--help'], env);
+        assert.equal(r3.code, 0);
+        assert.match(r3.stdout, /^Usage: npm run snapshot/);
+      });
+    } else {
+      test('Redis down: a clear error, exit 1', async () => {
+        const r = await snapshotCli(['import', '--contacts', contacts, '--messages', messages], {
+          REDIS_URL: 'redis://127.0.0.1:1',
+        });
+        assert.equal(r.code, 1);
+        assert.match(r.stderr, /^snapshot: store: redis unavailable at redis:\/\/127\.0\.0\.1:1: /);
+      });
+    }
+  });
+}
+
+after(() => rmSync(tmp, { recursive: true, force: true }));

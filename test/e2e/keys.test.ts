@@ -1,0 +1,111 @@
+/** The keys CLI from outside (CONTRACT 7, 8, 10): output, validation, exit codes, no secrets in list. */
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { hashSecret, KEY_PATTERN } from '../../src/auth/api-key.js';
+import { baseEnv, createKey, keysCli, tempDataDir } from '../helpers/server.js';
+
+const ORG = '0A0A0A0A-0000-4000-8000-000000000001';
+const data = tempDataDir();
+const env = baseEnv({ DATA_DIR: data.dir });
+after(() => data.cleanup());
+
+describe('keys create / list / revoke', () => {
+  it('create --json prints the key once, with its record; list never shows secret or hash', async () => {
+    const created = await createKey(
+      env,
+      [ORG, ORG.toLowerCase(), '0b0b0b0b-0000-4000-8000-000000000002'],
+      'contacts:read,messages:read',
+      ['--name', 'crm sync', '--expires-at', '2099-01-01T00:00:00Z'],
+    );
+    assert.match(created.key, KEY_PATTERN);
+    assert.equal(created.key.split('_')[2], created.prefix);
+    assert.equal(created.name, 'crm sync');
+    assert.deepEqual(created.organization_ids, [ORG.toLowerCase(), '0b0b0b0b-0000-4000-8000-000000000002']);
+    assert.deepEqual(created.scopes, ['contacts:read', 'messages:read']);
+    assert.equal(created.expires_at, '2099-01-01T00:00:00.000Z');
+    assert.ok(!Number.isNaN(Date.parse(created.created_at)));
+
+    const human = await keysCli(['create', '--organization-id', ORG, '--scopes', 'messages:read'], env);
+    assert.equal(human.code, 0, human.stderr);
+    const humanKey = /crm_live_[a-z0-9]{8}_[A-Za-z0-9]{32}/.exec(human.stdout);
+    assert.ok(humanKey, human.stdout);
+
+    const list = await keysCli(['list', '--json'], env);
+    assert.equal(list.code, 0, list.stderr);
+    const records = JSON.parse(list.stdout) as Array<Record<string, unknown>>;
+    assert.equal(records.length, 2);
+    for (const r of records) {
+      assert.deepEqual(Object.keys(r).sort(), [
+        'created_at',
+        'expires_at',
+        'last_used_at',
+        'name',
+        'organization_ids',
+        'prefix',
+        'revoked_at',
+        'scopes',
+      ]);
+    }
+    for (const key of [created.key, humanKey[0]]) {
+      const secret = key.slice(-32);
+      assert.ok(!list.stdout.includes(secret) && !list.stdout.includes(hashSecret(secret)));
+    }
+    const humanList = await keysCli(['list'], env);
+    assert.equal(humanList.code, 0);
+    assert.ok(humanList.stdout.includes(created.prefix) && !humanList.stdout.includes(created.key));
+
+    const revoke = await keysCli(['revoke', created.prefix], env);
+    assert.equal(revoke.code, 0, revoke.stderr);
+    const after = JSON.parse((await keysCli(['list', '--json'], env)).stdout) as Array<{
+      prefix: string;
+      revoked_at: string | null;
+    }>;
+    assert.ok(after.find((r) => r.prefix === created.prefix)!.revoked_at);
+  });
+
+  it('revoke of an unknown prefix: exit 1 with a clear message', async () => {
+    const r = await keysCli(['revoke', 'zzzzzzzz'], env);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /no key with prefix zzzzzzzz/);
+  });
+
+  const usage: Array<[string, string[], RegExp]> = [
+    [
+      'bad UUID',
+      ['create', '--organization-id', 'not-a-uuid', '--scopes', 'contacts:read'],
+      /--organization-id must be a UUID, got "not-a-uuid"/,
+    ],
+    ['no organization', ['create', '--scopes', 'contacts:read'], /--organization-id is required/],
+    [
+      'unknown scope',
+      ['create', '--organization-id', ORG, '--scopes', 'contacts:read,webhooks:manage'],
+      /--scopes: unknown scope "webhooks:manage"/,
+    ],
+    ['no scopes', ['create', '--organization-id', ORG], /--scopes is required/],
+    [
+      'past expiry',
+      ['create', '--organization-id', ORG, '--scopes', 'contacts:read', '--expires-at', '2020-01-01T00:00:00Z'],
+      /--expires-at must be in the future/,
+    ],
+    [
+      'malformed expiry',
+      ['create', '--organization-id', ORG, '--scopes', 'contacts:read', '--expires-at', 'tomorrow'],
+      /--expires-at must be an ISO 8601 date-time or YYYY-MM-DD, got "tomorrow"/,
+    ],
+    [
+      'unknown flag',
+      ['create', '--organization-id', ORG, '--scopes', 'contacts:read', '--admin'],
+      /Unknown option '--admin'/,
+    ],
+    ['unknown command', ['rotate'], /unknown command "rotate"/],
+    ['bad prefix form', ['revoke', 'NOPE'], /a prefix is 8 characters/],
+  ];
+  for (const [name, args, message] of usage) {
+    it(`usage error, exit 2: ${name}`, async () => {
+      const r = await keysCli(args, env);
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, message);
+      assert.ok(!/\n\s+at /.test(r.stderr), 'no stack trace');
+    });
+  }
+});

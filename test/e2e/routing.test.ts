@@ -1,0 +1,244 @@
+/**
+ * Routing through a real nginx: `npm run routing` turns a shards file into nginx.conf and into the
+ * replicas' ORGANIZATIONS; nginx in front of two shard groups (one replica each) answers every
+ * organization with the body its own replica gives directly; the wrong shard's replica says 421.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import {
+  gen,
+  importCli,
+  loadDataset,
+  openHarness,
+  organizationsOf,
+  search,
+  tempDir,
+  waitFor,
+  type StoreHarness,
+} from '../helpers/e2e.js';
+import {
+  baseEnv,
+  createKey,
+  freePort,
+  runNode,
+  startServer,
+  type CreatedKey,
+  type RunningServer,
+} from '../helpers/server.js';
+
+const NGINX = ['/usr/sbin/nginx', '/usr/local/sbin/nginx', '/usr/bin/nginx'].find((p) => existsSync(p));
+
+const routing = (args: string[]) => runNode('src/cli/routing.ts', args, baseEnv({}));
+
+describe('routing CLI: usage and shards file errors', () => {
+  const t = tempDir('routing-cli-');
+  after(() => t.cleanup());
+  test('a bad shards file: exit 2, every problem with its JSON path', async () => {
+    const file = path.join(t.dir, 'shards.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        shards: [
+          { name: 'a', upstreams: ['127.0.0.1:3001'], organizations: ['00000000-0000-4000-8000-000000000001'] },
+          {
+            name: 'B!',
+            upstreams: ['127.0.0.1:99999'],
+            organizations: ['nope', '00000000-0000-4000-8000-000000000001'],
+          },
+        ],
+      }),
+    );
+    const r = await routing(['nginx', '--shards', file]);
+    assert.equal(r.code, 2);
+    assert.match(
+      r.stderr,
+      /routing: shards\.json: \.shards\[1\]\.name must be 1-32 characters of \[a-z0-9_\], got "B!"/,
+    );
+    assert.match(r.stderr, /\.shards\[1\]\.upstreams\[0\] must be host:port, got "127\.0\.0\.1:99999"/);
+    assert.match(r.stderr, /\.shards\[1\]\.organizations\[0\] must be a UUID, got "nope"/);
+  });
+  test('an organization in two shards, a missing file, bad usage: exit 2', async () => {
+    const file = path.join(t.dir, 'twice.json');
+    const org = '00000000-0000-4000-8000-000000000001';
+    writeFileSync(
+      file,
+      JSON.stringify({
+        shards: [
+          { name: 'a', upstreams: ['h:1'], organizations: [org] },
+          { name: 'b', upstreams: ['h:2'], organizations: [org.toUpperCase()] },
+        ],
+      }),
+    );
+    const twice = await routing(['nginx', '--shards', file]);
+    assert.equal(twice.code, 2);
+    assert.match(twice.stderr, new RegExp(`organization ${org} is in shards "a" and "b"`));
+    const missing = await routing(['nginx', '--shards', path.join(t.dir, 'none.json')]);
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /routing: none\.json: cannot read: ENOENT/);
+    const usage = await routing(['proxy', '--shards', file]);
+    assert.equal(usage.code, 2);
+    assert.match(usage.stderr, /expected the command nginx or organizations, got "proxy"/);
+    const good = path.join(t.dir, 'good.json');
+    writeFileSync(
+      good,
+      JSON.stringify({ shards: [{ name: 'a', upstreams: ['h:1'], organizations: [org.toUpperCase()] }] }),
+    );
+    const ok = await routing(['organizations', '--shards', good, '--shard', 'a']);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.equal(ok.stdout, `${org}\n`);
+    const noShard = await routing(['organizations', '--shards', good, '--shard', 'zz']);
+    assert.equal(noShard.code, 2);
+    assert.match(noShard.stderr, /no shard named "zz"/);
+  });
+});
+
+describe('routing through a real nginx', {
+  skip: NGINX ? false : 'nginx is not installed (apt-get install -y nginx); skipping the proxy test',
+}, () => {
+  const work = tempDir('routing-gen-');
+  const prefix = tempDir('routing-nginx-');
+  let h: StoreHarness;
+  let orgs: string[];
+  let words: Map<string, string[]>;
+  let key: CreatedKey;
+  let a: RunningServer, b: RunningServer;
+  let nginx: ChildProcess | null = null;
+  let proxy: string;
+  let shardOf: Map<string, RunningServer>;
+
+  before(async () => {
+    await gen(work.dir, { messages: 900, contacts: 60, organizations: 4, seed: 1415 });
+    const d = loadDataset(work.dir);
+    orgs = organizationsOf(d);
+    words = new Map(
+      orgs.map((o) => [
+        o,
+        d.messages
+          .filter((m) => m.organization_id === o)
+          .slice(0, 4)
+          .map((m) => m.content.split(/\s+/).find((w) => /^\p{L}{3,}$/u.test(w)) ?? 'pedido'),
+      ]),
+    );
+    h = await openHarness('embedded');
+    assert.equal((await importCli(h.env, d)).code, 0);
+    key = await createKey(h.env, orgs, 'contacts:read,messages:read');
+
+    // One assignment: the replicas' ORGANIZATIONS come from it, then nginx.conf with their ports.
+    const shardsFile = path.join(prefix.dir, 'shards.json');
+    const assignment = (ua: string, ub: string) => ({
+      shards: [
+        { name: 'a', upstreams: [ua], organizations: [orgs[0], orgs[1]] },
+        { name: 'b', upstreams: [ub], organizations: [orgs[2], orgs[3]] },
+      ],
+    });
+    writeFileSync(shardsFile, JSON.stringify(assignment('127.0.0.1:1', '127.0.0.1:2')));
+    const orgsOf = async (shard: string) => {
+      const r = await routing(['organizations', '--shards', shardsFile, '--shard', shard]);
+      assert.equal(r.code, 0, r.stderr);
+      return r.stdout.trim();
+    };
+    [a, b] = await Promise.all([
+      startServer({ ...h.serverEnv, ORGANIZATIONS: await orgsOf('a') }),
+      startServer({ ...h.serverEnv, ORGANIZATIONS: await orgsOf('b') }),
+    ]);
+    shardOf = new Map([
+      [orgs[0], a],
+      [orgs[1], a],
+      [orgs[2], b],
+      [orgs[3], b],
+    ]);
+    writeFileSync(shardsFile, JSON.stringify(assignment(new URL(a.url).host, new URL(b.url).host)));
+    const port = await freePort();
+    const conf = await routing(['nginx', '--shards', shardsFile, '--listen', `127.0.0.1:${port}`]);
+    assert.equal(conf.code, 0, conf.stderr);
+    const confFile = path.join(prefix.dir, 'nginx.conf');
+    writeFileSync(confFile, conf.stdout);
+    let out = '';
+    nginx = spawn(NGINX!, ['-c', confFile, '-p', prefix.dir, '-g', 'daemon off;'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    nginx.stderr!.setEncoding('utf8').on('data', (s: string) => (out += s));
+    proxy = `http://127.0.0.1:${port}`;
+    await waitFor(`nginx on port ${port} (${out})`, 10_000, async () => {
+      if (nginx!.exitCode !== null) throw new Error(`nginx exited ${nginx!.exitCode}: ${out}`);
+      try {
+        await fetch(`${proxy}/`);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+  });
+  after(async () => {
+    if (nginx && nginx.exitCode === null) {
+      const exited = new Promise((r) => nginx!.once('exit', r));
+      nginx.kill('SIGQUIT');
+      await exited;
+    }
+    await Promise.all([a?.stop(), b?.stop()]);
+    await h?.cleanup();
+    work.cleanup();
+    prefix.cleanup();
+  });
+
+  test("every organization is answered through the proxy, equal to its replica's direct answer", async () => {
+    let found = 0;
+    for (const org of orgs) {
+      for (const [i, q] of words.get(org)!.entries()) {
+        // Upper-case ids route too (nginx lower-cases map keys; the replica echoes lower case).
+        const id = i % 2 === 0 ? org : org.toUpperCase();
+        const query = `organization_id=${id}&q=${encodeURIComponent(q)}&direction=all&limit=100`;
+        const [viaProxy, direct] = await Promise.all([
+          search(proxy, key.key, query),
+          search(shardOf.get(org)!.url, key.key, query),
+        ]);
+        assert.equal(viaProxy.status, 200, `${query}: ${viaProxy.text}`);
+        assert.equal(viaProxy.text, direct.text, query);
+        found += JSON.parse(viaProxy.text).pagination.count > 0 ? 1 : 0;
+      }
+    }
+    assert.ok(found >= orgs.length, `answers are not empty (${found})`);
+  });
+
+  test('10,000 organizations over 4 shards: nginx -t accepts the configuration without a warning', async () => {
+    const hex = (i: number) => i.toString(16).padStart(12, '0');
+    const shards = Array.from({ length: 4 }, (_, s) => ({
+      name: `s${s}`,
+      upstreams: [`127.0.0.1:${3000 + s}`],
+      organizations: Array.from({ length: 2500 }, (_, i) => `00000000-0000-4000-8000-${hex(s * 2500 + i)}`),
+    }));
+    const file = path.join(prefix.dir, 'big.json');
+    writeFileSync(file, JSON.stringify({ shards }));
+    const conf = await routing(['nginx', '--shards', file, '--listen', '127.0.0.1:1']);
+    assert.equal(conf.code, 0, conf.stderr);
+    const confFile = path.join(prefix.dir, 'big.conf');
+    writeFileSync(confFile, conf.stdout);
+    const out = await new Promise<string>((resolve) => {
+      const c = spawn(NGINX!, ['-t', '-q', '-c', confFile, '-p', prefix.dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let text = '';
+      c.stderr!.setEncoding('utf8').on('data', (d: string) => (text += d));
+      c.on('close', (code) => resolve(`${code}:${text}`));
+    });
+    assert.equal(out, '0:', out);
+  });
+
+  test('a replica of the wrong shard answers 421; errors pass through the proxy unchanged', async () => {
+    for (const [org, right] of shardOf) {
+      const wrong = right === a ? b : a;
+      const r = await search(wrong.url, key.key, `organization_id=${org}&q=pedido`);
+      assert.equal(r.status, 421, r.text);
+      assert.equal(JSON.parse(r.text).error, 'misdirected_request');
+    }
+    const res = await fetch(`${proxy}/contacts/message-search?organization_id=${orgs[3]}&q=x`, {
+      headers: { authorization: `Bearer ${key.key}`, 'x-request-id': 'via-nginx-1' },
+    });
+    assert.equal(res.status, 400);
+    assert.equal(res.headers.get('x-request-id'), 'via-nginx-1');
+    assert.equal(((await res.json()) as { request_id: string }).request_id, 'via-nginx-1');
+    const nf = await fetch(`${proxy}/nowhere`);
+    assert.equal(nf.status, 404);
+  });
+});

@@ -1,0 +1,47 @@
+/**
+ * The smallest organization a test can search: one contact (Ana, whatsapp) and a message a
+ * content given, one second apart from 2025-01-02T03:04:05Z, all inbound on whatsapp.
+ */
+import { OrgDataBuilder } from '../../src/model/org-data-builder.js';
+import type { OrgData } from '../../src/model/records.js';
+import { openStores } from '../../src/store/open-store.js';
+
+export function oneContactData(org: string, contactId: string, contents: string[] = []): OrgData {
+  const b = new OrgDataBuilder(org);
+  b.addContact({
+    id: contactId,
+    organization_id: org,
+    name: 'Ana',
+    phone: null,
+    email: null,
+    avatar_url: null,
+    source: 'whatsapp',
+  });
+  const t0 = Date.parse('2025-01-02T03:04:05Z');
+  for (const [i, content] of contents.entries()) {
+    b.addMessage(
+      {
+        id: `m${i}`,
+        organization_id: org,
+        contact_id: contactId,
+        conversation_id: 'c1',
+        channel: 'whatsapp',
+        direction: 'inbound',
+        content,
+        sent_at: new Date(t0 + i * 1000).toISOString(),
+      },
+      t0 + i * 1000,
+    );
+  }
+  return b.build();
+}
+
+/** Publishes `oneContactData` into the embedded store at `dataDir`. */
+export async function publishOneContact(dataDir: string, org: string, contactId: string, contents: string[] = []) {
+  const store = await openStores({ redisUrl: null, dataDir });
+  try {
+    return await store.snapshots.publishSnapshot(oneContactData(org, contactId, contents));
+  } finally {
+    await store.close();
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * Token sequences as varints of frequency ranks (src/index/token-seq.ts): a phrase found in the
+ * bytes at a token boundary is exactly a contiguous run of the ids, for ranks of 1, 2 and 3 bytes
+ * (the property tests' small vocabularies only reach 1-byte ranks).
+ */
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import fc from 'fast-check';
+import {
+  containsTokens,
+  encodePhrase,
+  encodeTokenSeq,
+  frequencyRanks,
+  messageTokenIds,
+} from '../../../src/index/token-seq.js';
+import { testSeed } from '../../helpers/seed.js';
+
+const SEED = testSeed('TOKEN_SEQ_SEED', 'test/unit/index/token-seq.test.ts');
+
+function containsIds(seq: number[], phrase: number[]): boolean {
+  outer: for (let s = 0; s + phrase.length <= seq.length; s++) {
+    for (let k = 0; k < phrase.length; k++) if (seq[s + k] !== phrase[k]) continue outer;
+    return true;
+  }
+  return false;
+}
+
+it('phrase in the bytes = contiguous run of the ids, ranks of 1-3 bytes; decoding gives the ids back', () => {
+  // Ranks given directly (rank = id), drawn where a multi-byte varint's later bytes equal a
+  // one-byte token (rank 128-800 ends in byte 1-6, 16,384+ in 1), so a match that ignored token
+  // boundaries would be caught.
+  const vocabulary = 20_000;
+  const rank = Uint32Array.from({ length: vocabulary }, (_, t) => t);
+  const id = fc.oneof(
+    fc.integer({ min: 0, max: 6 }),
+    fc.integer({ min: 128, max: 800 }),
+    fc.integer({ min: 16_384, max: 16_900 }),
+    fc.integer({ min: 0, max: vocabulary - 1 }),
+  );
+  fc.assert(
+    fc.property(
+      fc.array(fc.array(id, { maxLength: 12 }), { minLength: 1, maxLength: 6 }),
+      fc.array(id, { minLength: 1, maxLength: 3 }),
+      (messages, phrase) => {
+        const seq = Uint32Array.from(messages.flat());
+        const seqStart = new Uint32Array(messages.length + 1);
+        for (let m = 0; m < messages.length; m++) seqStart[m + 1] = seqStart[m] + messages[m].length;
+        const { seqByteStart, tokenSeqBytes } = encodeTokenSeq(seq, seqStart, rank);
+        const pattern = encodePhrase(rank, phrase);
+        for (let m = 0; m < messages.length; m++) {
+          const found = containsTokens(tokenSeqBytes, seqByteStart[m], seqByteStart[m + 1], pattern);
+          assert.equal(found, containsIds(messages[m], phrase), `message ${m} ${messages[m]} phrase ${phrase}`);
+          assert.deepEqual(messageTokenIds({ seqByteStart, tokenSeqBytes, tokenRank: rank }, m), messages[m]);
+        }
+      },
+    ),
+    { seed: SEED, numRuns: 2000 },
+  );
+});
+
+it('a token is never found inside a longer one: rank 1 is not the last byte of rank 129 or 16,385', () => {
+  const rank = Uint32Array.from({ length: 20_000 }, (_, t) => t);
+  const seq = Uint32Array.from([129, 16_385, 129, 1]);
+  const { seqByteStart, tokenSeqBytes } = encodeTokenSeq(seq, Uint32Array.from([0, 1, 2, 4]), rank);
+  const has = (m: number, ids: number[]) =>
+    containsTokens(tokenSeqBytes, seqByteStart[m], seqByteStart[m + 1], encodePhrase(rank, ids));
+  assert.equal(has(0, [1]), false);
+  assert.equal(has(1, [1]), false);
+  assert.equal(has(1, [0]), false);
+  assert.equal(has(2, [1]), true);
+  assert.equal(has(2, [129, 1]), true);
+  assert.equal(has(2, [1, 129]), false);
+});
+
+it('ranks follow frequency: the commonest token is written in one byte', () => {
+  const seq = Uint32Array.from([7, 7, 7, 3, 3, 9]);
+  const rank = frequencyRanks(seq, 10);
+  assert.equal(rank[7], 0);
+  assert.equal(rank[3], 1);
+  assert.equal(rank[9], 2);
+  assert.equal(encodePhrase(rank, [7]).length, 1);
+});

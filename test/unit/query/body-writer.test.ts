@@ -1,0 +1,82 @@
+/** BodyWriter's numbers and timestamps, written as bytes, against String() and toISOString(). */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import fc from 'fast-check';
+import { BodyWriter } from '../../../src/query/body-writer.js';
+
+const MIN = -62167219200000; // 0000-01-01T00:00:00.000Z
+const MAX = 253402300799999; // 9999-12-31T23:59:59.999Z
+
+function written(f: (w: BodyWriter) => void): string {
+  const w = new BodyWriter();
+  w.reserve(64);
+  f(w);
+  return Buffer.from(w.view()).toString('latin1');
+}
+
+test('iso equals toISOString at range ends, day edges and outside the range', () => {
+  for (const ms of [
+    MIN,
+    MIN + 1,
+    MAX,
+    MAX - 1,
+    0,
+    -1,
+    1,
+    Date.UTC(2000, 1, 29),
+    Date.UTC(1600, 1, 29, 23, 59, 59, 999),
+    Date.UTC(4, 1, 29),
+    Date.UTC(2024, 2, 1),
+    MIN - 1,
+    MAX + 1,
+    8.64e15,
+    -8.64e15,
+    1.5,
+  ]) {
+    assert.equal(
+      written((w) => w.iso(ms)),
+      new Date(ms).toISOString(),
+      String(ms),
+    );
+  }
+});
+
+test('iso equals toISOString on random instants (fast-check)', () => {
+  fc.assert(
+    fc.property(fc.integer({ min: MIN - 1e12, max: MAX + 1e12 }), (ms) => {
+      assert.equal(
+        written((w) => w.iso(ms)),
+        new Date(ms).toISOString(),
+      );
+    }),
+    { numRuns: 100_000 },
+  );
+});
+
+test('uint equals String() for page numbers, 2^32 edges and 2^53 - 1', () => {
+  for (const n of [0, 1, 9, 10, 99, 100, 12345, 0xffffffff, 0x100000000, 2 ** 53 - 1, 2 ** 53 + 99])
+    assert.equal(
+      written((w) => w.uint(n)),
+      String(n),
+    );
+  fc.assert(
+    fc.property(fc.nat(), (n) =>
+      assert.equal(
+        written((w) => w.uint(n)),
+        String(n),
+      ),
+    ),
+    { numRuns: 20_000 },
+  );
+});
+
+test('the buffer grows and keeps what was written', () => {
+  const w = new BodyWriter();
+  const piece = new Uint8Array(1000).fill(65);
+  for (let i = 0; i < 3000; i++) {
+    w.reserve(piece.length);
+    w.slice(piece, 0, i % 2 === 0 ? 1000 : 10);
+  }
+  assert.equal(w.view().length, 1500 * 1000 + 1500 * 10);
+  assert.ok(w.view().every((b) => b === 65));
+});

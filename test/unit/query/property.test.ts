@@ -1,0 +1,562 @@
+/**
+ * Property tests: the product (buildIndex + searchBody's bytes, resolveTerms) against the brute-force
+ * reference of test/reference/brute-force.ts, on adversarial random organizations and requests.
+ * Seed: PROPERTY_SEED (else Date.now()); scale with PROPERTY_RUNS (search cases, default 2000).
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { buildIndex } from '../../../src/index/build.js';
+import type { TopListOptions } from '../../../src/index/top-lists.js';
+import { CHANNELS, type Channel, type Contact, type MessageLine } from '../../../src/model/records.js';
+import { OrgDataBuilder } from '../../../src/model/org-data-builder.js';
+import { searchBody } from '../../../src/query/execute.js';
+import type { SearchRequest, SearchResponse } from '../../../src/request/search-request.js';
+import { flattenIndex, wrapIndex } from '../../../src/store/flat-index.js';
+import {
+  encodeSnapshot,
+  parseManifest,
+  SnapshotDecoder,
+  type PreparedSnapshot,
+} from '../../../src/store/snapshot-format.js';
+import { resolveTerms } from '../../../src/request/terms.js';
+import { parseRfc3339 } from '../../../src/time/rfc3339.js';
+import { formatRfc3339, generateDataset } from '../../../scripts/gen-lib.js';
+import { referenceSearch, referenceTerms, referenceTokens } from '../../reference/brute-force.js';
+
+const SEED = process.env.PROPERTY_SEED !== undefined ? Number(process.env.PROPERTY_SEED) : Date.now() % 2 ** 31;
+const SEARCH_RUNS = process.env.PROPERTY_RUNS !== undefined ? Number(process.env.PROPERTY_RUNS) : 4000;
+const REPRODUCE = `PROPERTY_SEED=${SEED} node --import tsx --test test/unit/query/property.test.ts`;
+console.log(`property seed ${SEED} (reproduce: ${REPRODUCE})`);
+
+/** fc.assert with the shared seed; a failure message ends with the one-line reproduce command. */
+function check(prop: fc.IPropertyWithHooks<any> | fc.IProperty<any>, numRuns: number): void {
+  try {
+    fc.assert(prop, { seed: SEED, numRuns });
+  } catch (e) {
+    (e as Error).message += `\nreproduce: ${REPRODUCE}`;
+    throw e;
+  }
+}
+
+const ORG = '0a0a0a0a-0000-4000-8000-00000000000a';
+const OTHER = '0b0b0b0b-0000-4000-8000-00000000000b';
+
+// ---- adversarial text: surface forms grouped so different spellings normalize to one token ----
+const FORMS: string[][] = [
+  ['pedido', 'PEDIDO', 'Pedido', 'ｐｅｄｉｄｏ', 'pédido'],
+  ['pedidos'],
+  ['despedido'],
+  ['agua', 'ÁGUA', 'água', 'a\u0301gua'],
+  ['fim', 'ﬁm', 'FIM'],
+  ['segunda', 'Segunda'],
+  ['via', 'VIA', 'vía'],
+  ['2a', '2ª'],
+  ['a', 'A', 'á'],
+  ['b', 'B'],
+  ['123', '１２３'],
+  ['ΟΔΟΣ', 'οδος', 'οδοσ', 'Οδός'],
+  ['ΣΑΣ', 'σας'],
+  ['İSTANBUL', 'istanbul', 'ıstanbul', 'İ'],
+  ['abc123def'],
+  ['cafe', 'café', 'CAFE\u0301'],
+  ['Ǆ', 'dž'],
+  ['ß', 'ẞ', 'ss'],
+  ['ﬀ', 'ff'],
+  ['١٢'],
+  ['½'],
+  ['Ⅻ', 'xii'],
+  ['x²'],
+  ['😀'],
+];
+const SEPARATORS = [
+  ' ',
+  ' ',
+  ' ',
+  '  ',
+  ', ',
+  '-',
+  '!! ',
+  '😀',
+  '👍🏽',
+  '\n',
+  '\r\n',
+  '#',
+  '，',
+  '\u00a0',
+  '',
+  '_',
+  '.',
+  '\u200b',
+  '\u0301',
+  '\t',
+  "'",
+  '@',
+  // what JSON escapes, and what it does not: the body bytes must equal JSON.stringify's
+  '"',
+  '\\',
+  '\\"',
+  '\u0000',
+  '\u001f',
+  '\b\f',
+  '\u007f',
+  '\u2028',
+  '\u2029',
+  '</',
+  '\ud83d\ude00"',
+];
+
+const wordArb = fc.constantFrom(...FORMS).chain((forms) => fc.constantFrom(...forms));
+const contentArb = fc
+  .array(fc.tuple(wordArb, fc.constantFrom(...SEPARATORS)), { maxLength: 7, size: 'medium' })
+  .map((pairs) => pairs.map(([w, s]) => w + s).join(''));
+
+// Ids whose string order differs from numeric order, case order and locale order.
+const CONTACT_IDS = [
+  'c9',
+  'c10',
+  'c100',
+  'C2',
+  'c1',
+  'é1',
+  'z1',
+  'Z0',
+  'c-1',
+  'c_1',
+  'c"1',
+  'c\\1',
+  'ffffffff-0000-4000-8000-000000000001',
+  '00000000-0000-4000-8000-000000000010',
+];
+const OTHER_CONTACT_IDS = ['o1', 'o2', 'o3'];
+const MSG_PREFIXES = ['m', 'm', 'm', 'M', 'é', 'm0', 'm"', 'm\\', 'm\u2028', 'm\n'];
+// conversation n of a contact is `${tag}${CONVERSATION_PREFIXES[n]}cv${n}`: some need escaping
+const CONVERSATION_PREFIXES = ['', 'q"', 'b\\', '\u2028\u0001'];
+
+const T0 = Date.UTC(2024, 1, 28, 22, 0, 0);
+const STEP = 37 * 60 * 1000;
+const SLOTS = 12;
+const OFFSETS = [0, -180, 330, 60, -600];
+const instantOf = (slot: number, ms: number): number => T0 + slot * STEP + ms;
+
+const contactArb = (id: string, org: string): fc.Arbitrary<Contact> =>
+  fc.record({
+    id: fc.constant(id),
+    organization_id: fc.constant(org),
+    name: fc.constantFrom(null, '', 'José', 'ANA', 'Jo"sé \\ \n\u2028😀'),
+    phone: fc.constantFrom(null, '+5511999990000'),
+    email: fc.constantFrom(null, 'a@b.co'),
+    avatar_url: fc.constantFrom(null, 'https://x/y.png'),
+    source: fc.constantFrom(null, 'whatsapp', 'import', 'tab\there'),
+  });
+
+const messageSpecArb = fc.record({
+  contact: fc.nat(),
+  conversation: fc.integer({ min: 0, max: 3 }),
+  channel: fc.constantFrom(...CHANNELS),
+  direction: fc.constantFrom('inbound' as const, 'outbound' as const),
+  content: contentArb,
+  slot: fc.integer({ min: 0, max: SLOTS - 1 }),
+  ms: fc.constantFrom(0, 0, 0, 1, 999),
+  offset: fc.constantFrom(...OFFSETS),
+  millis: fc.boolean(),
+  idNum: fc.integer({ min: 0, max: 120 }),
+  idPrefix: fc.constantFrom(...MSG_PREFIXES),
+});
+type MessageSpec = typeof messageSpecArb extends fc.Arbitrary<infer T> ? T : never;
+
+function materialize(org: string, contacts: Contact[], specs: MessageSpec[], tag: string): MessageLine[] {
+  const used = new Set<string>();
+  return specs.map((s, i) => {
+    let id = `${s.idPrefix}${s.idNum}`;
+    if (used.has(id)) id = `${id}_${i}`;
+    used.add(id);
+    return {
+      id,
+      organization_id: org,
+      contact_id: contacts[s.contact % contacts.length].id,
+      conversation_id: `${tag}${CONVERSATION_PREFIXES[s.conversation]}cv${s.conversation}`,
+      channel: s.channel,
+      direction: s.direction,
+      content: s.content,
+      sent_at: formatRfc3339(instantOf(s.slot, s.ms), s.offset, s.millis || s.ms !== 0),
+    };
+  });
+}
+
+const orgArb = fc
+  .record({
+    ids: fc.uniqueArray(fc.constantFrom(...CONTACT_IDS), { minLength: 1, maxLength: 6 }),
+    otherIds: fc.uniqueArray(fc.constantFrom(...OTHER_CONTACT_IDS), { minLength: 1, maxLength: 3 }),
+    specs: fc.array(messageSpecArb, { maxLength: 40, size: 'medium' }),
+    otherSpecs: fc.array(messageSpecArb, { maxLength: 8 }),
+    interleave: fc.nat(),
+  })
+  .chain((o) =>
+    fc
+      .tuple(
+        fc.tuple(...o.ids.map((id) => contactArb(id, ORG))),
+        fc.tuple(...o.otherIds.map((id) => contactArb(id, OTHER))),
+      )
+      .map(([contacts, others]) => {
+        const messages = materialize(ORG, contacts, o.specs, '');
+        const otherMessages = materialize(OTHER, others, o.otherSpecs, 'x');
+        // Mix the other organization's lines in; the reference must filter them itself.
+        const all = [...messages];
+        otherMessages.forEach((m, i) => {
+          all.splice((o.interleave + i * 7) % (all.length + 1), 0, m);
+        });
+        return { contacts, others, messages, allContacts: [...others, ...contacts], allMessages: all };
+      }),
+  );
+type Org = typeof orgArb extends fc.Arbitrary<infer T> ? T : never;
+
+// ---- requests: terms mostly from the organization's own tokens and adjacent pairs ----
+const ABSENT = ['nada', 'zz top', 'pedido pedido', 'fim agua', 'xyz', 'despedidos'];
+const termRecipeArb = fc.record({
+  kind: fc.constantFrom('token', 'token', 'token', 'pair', 'pair', 'triple', 'raw', 'raw', 'absent', 'form'),
+  a: fc.nat(),
+  b: fc.nat(),
+});
+// null (no bound) most of the time; else an instant on, just before or just after a message slot
+const boundArb = fc.oneof(
+  { weight: 3, arbitrary: fc.constant(null) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ slot: fc.integer({ min: -1, max: SLOTS }), delta: fc.constantFrom(-1, 0, 0, 1, 999, 1000) }),
+  },
+);
+const requestSpecArb = fc.record({
+  recipes: fc.array(termRecipeArb, { minLength: 1, maxLength: 4 }),
+  match: fc.constantFrom('any' as const, 'any' as const, 'all' as const),
+  direction: fc.constantFrom('inbound' as const, 'outbound' as const, 'all' as const, 'all' as const),
+  channel: fc.oneof(
+    { weight: 3, arbitrary: fc.constant(null) },
+    { weight: 1, arbitrary: fc.constantFrom(...CHANNELS) },
+  ),
+  from: boundArb,
+  to: boundArb,
+  limit: fc.integer({ min: 1, max: 5 }),
+  offset: fc.oneof(
+    { weight: 6, arbitrary: fc.constant(0) },
+    { weight: 3, arbitrary: fc.integer({ min: 1, max: 3 }) },
+    { weight: 2, arbitrary: fc.integer({ min: 0, max: 8 }) },
+    { weight: 1, arbitrary: fc.constant(2 ** 53 - 1) },
+  ),
+  messagesLimit: fc.integer({ min: 0, max: 4 }),
+});
+type RequestSpec = typeof requestSpecArb extends fc.Arbitrary<infer T> ? T : never;
+
+function rawTerm(org: Pick<Org, 'messages'>, r: { kind: string; a: number; b: number }): string {
+  const seqs = org.messages.map((m) => referenceTokens(m.content)).filter((t) => t.length > 0);
+  if (r.kind === 'absent' || seqs.length === 0) return ABSENT[r.a % ABSENT.length];
+  const seq = seqs[r.a % seqs.length];
+  const i = r.b % seq.length;
+  switch (r.kind) {
+    case 'token':
+      return seq[i];
+    case 'pair':
+      return seq.slice(i, i + 2).join(' ');
+    case 'triple':
+      return seq.slice(i, i + 3).join(' ');
+    case 'form': {
+      const f = FORMS[r.b % FORMS.length];
+      return f[r.a % f.length];
+    }
+    default: {
+      // a raw piece of the content, punctuation and all ("segunda-via", "ﬁm!!")
+      const content = org.messages.find((m) => referenceTokens(m.content).length > 0)!.content;
+      const pieces = content.split(' ').filter((p) => p !== '');
+      return pieces[r.b % pieces.length] ?? content;
+    }
+  }
+}
+
+function instantSpec(s: { slot: number; delta: number } | null): number | null {
+  return s === null ? null : instantOf(s.slot, s.delta);
+}
+
+function makeRequest(org: Pick<Org, 'messages'>, spec: RequestSpec, orgId = ORG): SearchRequest {
+  let terms = referenceTerms(
+    null,
+    null,
+    spec.recipes.map((r) => rawTerm(org, r)),
+  );
+  if (terms.length === 0) terms = ['nada'];
+  let from = instantSpec(spec.from),
+    to = instantSpec(spec.to);
+  if (from !== null && to !== null && from > to) [from, to] = [to, from];
+  return {
+    organizationId: orgId,
+    terms,
+    match: spec.match,
+    direction: spec.direction,
+    channel: spec.channel as Channel | null,
+    from,
+    to,
+    limit: spec.limit,
+    offset: spec.offset,
+    messagesLimit: spec.messagesLimit,
+  };
+}
+
+function indexOf(org: Pick<Org, 'contacts' | 'messages'>, orgId = ORG) {
+  const b = new OrgDataBuilder(orgId);
+  for (const c of org.contacts) b.addContact(c);
+  for (const m of org.messages) b.addMessage(m, parseRfc3339(m.sent_at)!);
+  // every other index indexes the pairs of all adjacent tokens, so the pair postings that large
+  // organizations use for phrases of common words are compared with the reference too
+  return buildIndex(b.build(), { pairMinFrequency: pairVariant++ % 2 === 0 ? undefined : 1, topLists: topLists() });
+}
+let pairVariant = 0;
+
+/**
+ * Top lists (precomputed first pages of frequent tokens) cycle through: the default (no token of
+ * these small organizations is frequent enough: the scan answers), every token with lists of 2
+ * entries (short: pages past them fall back to the scan), and every token with whole lists.
+ */
+function topLists(): TopListOptions | undefined {
+  const v = topVariant++ % 3;
+  return v === 0 ? undefined : { minEntries: 1, length: v === 1 ? 2 : 1_000_000 };
+}
+let topVariant = 0;
+
+/**
+ * The whole 200 body, byte for byte: the product's bytes against the UTF-8 of JSON.stringify of
+ * the reference answer (so key order, escaping and number and timestamp forms all count). On a
+ * difference, the decoded objects are compared first for a readable diff.
+ */
+function assertBody(body: Uint8Array, expected: SearchResponse): void {
+  const want = Buffer.from(JSON.stringify(expected), 'utf8');
+  if (Buffer.from(body.buffer, body.byteOffset, body.byteLength).equals(want)) return;
+  const text = Buffer.from(body).toString('utf8');
+  assert.deepStrictEqual(JSON.parse(text), expected);
+  assert.equal(text, want.toString('utf8'));
+  assert.fail('body bytes differ from JSON.stringify of the reference (same text after decoding: invalid UTF-8?)');
+}
+
+/**
+ * The index a server serves after a snapshot round trip: encoded into chunks and a manifest,
+ * decoded and verified, wrapped. Format 2 carries the built index (here with either pair
+ * threshold); format 1 carries the records and is rebuilt on load.
+ */
+function loadedIndexOf(org: Pick<Org, 'contacts' | 'messages'>, format: 1 | 2, orgId = ORG) {
+  const b = new OrgDataBuilder(orgId);
+  for (const c of org.contacts) b.addContact(c);
+  for (const m of org.messages) b.addMessage(m, parseRfc3339(m.sent_at)!);
+  const data = b.build();
+  let prepared: PreparedSnapshot;
+  if (format === 1) prepared = { format: 1, data };
+  else {
+    let order: Uint32Array | undefined;
+    const built = buildIndex(data, {
+      pairMinFrequency: pairVariant++ % 2 === 0 ? undefined : 1,
+      topLists: topLists(),
+      onOrder: (o) => {
+        order = o;
+      },
+    });
+    prepared = { format: 2, flat: flattenIndex(built, order) };
+  }
+  const enc = encodeSnapshot(prepared, 3);
+  const chunks = [...enc.chunks];
+  const decoder = new SnapshotDecoder(parseManifest(enc.manifest(), { organizationId: orgId, version: 3 }));
+  // in reverse: chunks may arrive in any order
+  for (let i = chunks.length - 1; i >= 0; i--) decoder.add(i, chunks[i]);
+  const flat = decoder.finishFlat();
+  for (const a of Object.values(flat.sections))
+    assert.ok(a.buffer instanceof SharedArrayBuffer, 'every section is shared memory');
+  return wrapIndex(flat);
+}
+
+describe('product vs brute-force reference', () => {
+  it(`the body bytes equal JSON.stringify of referenceSearch (${SEARCH_RUNS} organizations x 1 request)`, () => {
+    check(
+      fc.property(orgArb, requestSpecArb, (org, spec) => {
+        const req = makeRequest(org, spec);
+        assertBody(searchBody(indexOf(org), req), referenceSearch(org.allContacts, org.allMessages, req));
+      }),
+      SEARCH_RUNS,
+    );
+  });
+
+  it(`indexes loaded from snapshots equal referenceSearch (format 2 as stored, format 1 rebuilt; ${SEARCH_RUNS / 2} cases)`, () => {
+    let k = 0;
+    check(
+      fc.property(orgArb, requestSpecArb, (org, spec) => {
+        const req = makeRequest(org, spec);
+        const expected = referenceSearch(org.allContacts, org.allMessages, req);
+        assertBody(searchBody(loadedIndexOf(org, k++ % 3 === 2 ? 1 : 2), req), expected);
+      }),
+      SEARCH_RUNS / 2,
+    );
+  });
+
+  it('one index answers many requests the same as fresh indexes (no state kept between queries)', () => {
+    check(
+      fc.property(orgArb, fc.array(requestSpecArb, { minLength: 2, maxLength: 6 }), (org, specs) => {
+        const index = indexOf(org);
+        for (const spec of specs) {
+          const req = makeRequest(org, spec);
+          assertBody(searchBody(index, req), referenceSearch(org.allContacts, org.allMessages, req));
+        }
+      }),
+      Math.max(50, Math.floor(SEARCH_RUNS / 8)),
+    );
+  });
+
+  it('generated realistic data (scripts/gen-lib.ts, 2 organizations, > 1024 messages each)', () => {
+    const { contacts, messages } = generateDataset({ messages: 6000, contacts: 400, organizations: 2, seed: SEED });
+    const orgId = contacts[0].organization_id;
+    const org = {
+      contacts: contacts.filter((c) => c.organization_id === orgId),
+      messages: messages.filter((m) => m.organization_id === orgId),
+    };
+    const index = loadedIndexOf(org, 2, orgId);
+    // the generator's own calendar: bounds land on real message instants, ± 1 ms
+    const instants = org.messages.map((m) => parseRfc3339(m.sent_at)!);
+    const bound = fc.oneof(
+      { weight: 2, arbitrary: fc.constant(null) },
+      {
+        weight: 1,
+        arbitrary: fc.tuple(fc.nat(), fc.constantFrom(-1, 0, 1)).map(([i, d]) => instants[i % instants.length] + d),
+      },
+    );
+    check(
+      fc.property(requestSpecArb, bound, bound, (spec, a, b) => {
+        const req = makeRequest(org, { ...spec, from: null, to: null }, orgId);
+        [req.from, req.to] = a !== null && b !== null && a > b ? [b, a] : [a, b];
+        assertBody(searchBody(index, req), referenceSearch(contacts, messages, req));
+      }),
+      60,
+    );
+  });
+
+  it('an organization without an index answers data [] and count 0', () => {
+    check(
+      fc.property(orgArb, requestSpecArb, (org, spec) => {
+        const req = makeRequest(org, spec);
+        assertBody(searchBody(null, req), referenceSearch([], [], req));
+      }),
+      200,
+    );
+  });
+});
+
+// ---- resolveTerms vs referenceTerms ----
+const PIECES = [
+  ',',
+  ';',
+  '\r\n',
+  '\n',
+  '\r',
+  ' ',
+  '  ',
+  '\t',
+  '\u00a0',
+  '\u3000',
+  '\u2028',
+  '\ufeff',
+  '，',
+  '；',
+  'ﬁ',
+  'İ',
+  'Σ',
+  'ς',
+  'σ',
+  'ΟΔΟΣ',
+  'a',
+  'B',
+  'é',
+  'e\u0301',
+  '\u0301',
+  '😀',
+  '👍🏽',
+  '𝒜',
+  '𝟙',
+  '!!',
+  '#',
+  '-',
+  '1',
+  'ab',
+  'pedido',
+  'Segunda Via',
+  '\u200b',
+  '½',
+  'Ⅻ',
+  'ß',
+  '\ud800',
+];
+const pieceString = (min: number, max: number) =>
+  fc.string({ unit: fc.constantFrom(...PIECES), minLength: min, maxLength: max });
+const cpLength = (s: string): number => Array.from(s).length;
+const rawArb = fc.oneof(
+  { weight: 4, arbitrary: pieceString(0, 12) },
+  { weight: 2, arbitrary: fc.string({ unit: 'binary', maxLength: 20 }) },
+  { weight: 1, arbitrary: fc.string({ unit: 'grapheme', maxLength: 20 }) },
+  // longer than 200 code points, astral characters included
+  {
+    weight: 2,
+    arbitrary: fc
+      .tuple(
+        fc.integer({ min: 150, max: 230 }),
+        fc.constantFrom('a', 'ﬁ', '𝒜', 'é', 'x ', '! a', '😀b', ' \t', 'ΟΔΟΣ '),
+        pieceString(0, 20),
+      )
+      .map(([n, p, tail]) => p.repeat(n) + tail),
+  },
+);
+const rawTermsArb = fc.record({
+  q: fc.option(
+    rawArb.filter((s) => cpLength(s) <= 200),
+    { nil: null },
+  ),
+  keywords: fc.option(
+    fc
+      .array(rawArb, { maxLength: 8 })
+      .map((xs) => xs.join(','))
+      .filter((s) => cpLength(s) <= 1000),
+    { nil: null },
+  ),
+  keyword: fc.array(rawArb, { maxLength: 5 }),
+});
+
+describe('resolveTerms vs referenceTerms', () => {
+  it('random raw strings with separators, white space, unicode and long terms', () => {
+    check(
+      fc.property(rawTermsArb, ({ q, keywords, keyword }) => {
+        assert.deepStrictEqual(resolveTerms(q, keywords, keyword), referenceTerms(q, keywords, keyword));
+      }),
+      1500,
+    );
+  });
+
+  // CONTRACT 2 lists the discard (3) before the cut (4); we apply the discard to the final term as
+  // well, so a keyword whose first 200 code points hold no letter or digit is dropped rather than
+  // kept as a token-less term that would match every message.
+  it('a cut that leaves no token discards the term', () => {
+    for (const raw of ['!'.repeat(200) + ' ab', '- '.repeat(100) + 'ok']) {
+      assert.deepStrictEqual(resolveTerms(null, null, [raw]), []);
+      assert.deepStrictEqual(referenceTerms(null, null, [raw]), []);
+    }
+    assert.deepStrictEqual(
+      resolveTerms(null, null, ['😀'.repeat(199) + ' pedido']),
+      referenceTerms(null, null, ['😀'.repeat(199) + ' pedido']),
+    );
+  });
+
+  it('many short terms: dedupe before the 10-term cut', () => {
+    check(
+      fc.property(
+        fc.array(
+          fc.constantFrom('aa', 'AA', 'áa', 'bb', 'cc', 'dd', 'ee', 'ff', 'gg', 'hh', 'ii', 'jj', 'kk', 'x', '!!'),
+          { maxLength: 25 },
+        ),
+        (xs) => {
+          assert.deepStrictEqual(resolveTerms(null, xs.join(';'), xs), referenceTerms(null, xs.join(';'), xs));
+        },
+      ),
+      300,
+    );
+  });
+});

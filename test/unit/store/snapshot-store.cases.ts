@@ -1,0 +1,129 @@
+/**
+ * The snapshot store's shared cases (hono's router cases): every SnapshotStore backend runs them
+ * (test/unit/store/store.test.ts). `tamper` damages a stored snapshot the backend's own way.
+ */
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Manifest } from '../../../src/store/snapshot-format.js';
+import type { SnapshotRef, SnapshotStore } from '../../../src/store/snapshot-store.js';
+import { generate, orgData, uuid } from '../../fixtures/gen-data.js';
+
+/** How a backend damages one stored snapshot, for the corruption cases. */
+export interface Tamper {
+  /** Flips one byte of the first chunk of `ref`. */
+  corruptChunk(ref: SnapshotRef): Promise<void>;
+  /** Rewrites the manifest of `ref` with another format version, or as `format` maps it (and a valid checksum). */
+  setFormat(ref: SnapshotRef, format: number | ((m: Manifest) => Manifest)): Promise<void>;
+}
+
+/** Registers the cases; `store()` is read once the enclosing suite has opened it. */
+export function snapshotStoreCases(store: () => SnapshotStore, tamper: Tamper): void {
+  describe('snapshot store', () => {
+    test('publish then load round-trips exactly, over several chunks', async () => {
+      const g = generate(1, 40, 3000);
+      // ~12 MB of content: several chunks.
+      g.messages.forEach((m, i) => {
+        if (i % 3 === 0) m.content = `${m.content} ${'ação '.repeat(1000)}`;
+      });
+      const data = orgData(g);
+      const ref = await store().publishSnapshot(data);
+      assert.equal(ref.organizationId, uuid(1, 0));
+      assert.deepEqual(await store().loadSnapshot(ref), data);
+    });
+
+    test('an organization with contacts and no messages round-trips', async () => {
+      const data = orgData(generate(2, 3, 0));
+      assert.deepEqual(await store().loadSnapshot(await store().publishSnapshot(data)), data);
+    });
+
+    test('latest names the newest version; a re-publish replaces one organization only', async () => {
+      const a1 = await store().publishSnapshot(orgData(generate(3, 5, 50, 1)));
+      const b1 = await store().publishSnapshot(orgData(generate(4, 5, 50, 1)));
+      const a2data = orgData(generate(3, 6, 70, 2));
+      const a2 = await store().publishSnapshot(a2data);
+      assert.ok(a2.version > a1.version);
+      const latest = new Map((await store().latest()).map((r) => [r.organizationId, r.version]));
+      assert.equal(latest.get(uuid(3, 0)), a2.version);
+      assert.equal(latest.get(uuid(4, 0)), b1.version);
+      assert.deepEqual(await store().loadSnapshot(a2), a2data);
+      assert.equal((await store().loadSnapshot(b1)).messages.count, 50);
+    });
+
+    test('keeps the previous version, removes older ones', async () => {
+      const refs = [];
+      for (let s = 1; s <= 4; s++) refs.push(await store().publishSnapshot(orgData(generate(5, 3, 10, s))));
+      await store().loadSnapshot(refs[2]);
+      await assert.rejects(store().loadSnapshot(refs[1]), /^Error: store: /);
+    });
+
+    test('a corrupted chunk is refused; the previous version stays loadable', async () => {
+      const old = await store().publishSnapshot(orgData(generate(6, 5, 200, 1)));
+      const bad = await store().publishSnapshot(orgData(generate(6, 5, 200, 2)));
+      await tamper.corruptChunk(bad);
+      await assert.rejects(store().loadSnapshot(bad), (err: Error) =>
+        /^snapshot: corrupt snapshot of organization .* version \d+: chunk 0 checksum mismatch$/.test(err.message),
+      );
+      assert.equal((await store().loadSnapshot(old)).messages.count, 200);
+    });
+
+    test('an unknown format version is refused, naming version and organization', async () => {
+      const ref = await store().publishSnapshot(orgData(generate(7, 2, 5)));
+      await tamper.setFormat(ref, 7);
+      await assert.rejects(store().loadSnapshot(ref), {
+        message: `snapshot: unknown format version 7 for organization ${uuid(7, 0)}`,
+      });
+      await assert.rejects(store().loadFlatIndex(ref), {
+        message: `snapshot: unknown format version 7 for organization ${uuid(7, 0)}`,
+      });
+    });
+
+    test('an older format-1 snapshot (record columns) still loads: its index is built on load', async () => {
+      const data = orgData(generate(11, 6, 300, 1));
+      const ref = await store().publishSnapshot(data, { format: 1 });
+      assert.deepEqual(await store().loadSnapshot(ref), data);
+      const v1 = await store().loadFlatIndex(ref);
+      const v2 = await store().loadFlatIndex(await store().publishSnapshot(data));
+      assert.equal(v1.messageCount, 300);
+      assert.deepEqual(Object.keys(v1.sections).sort(), Object.keys(v2.sections).sort());
+      for (const [k, a] of Object.entries(v2.sections)) {
+        assert.ok(v1.sections[k].buffer instanceof SharedArrayBuffer && a.buffer instanceof SharedArrayBuffer, k);
+        assert.deepEqual([...v1.sections[k]], [...a], `section ${k}`);
+      }
+      assert.deepEqual(v1.contacts, v2.contacts);
+    });
+
+    test('a format-2 snapshot of another index layout is refused, naming the organization, version and command', async () => {
+      const old = await store().publishSnapshot(orgData(generate(12, 3, 40, 1)));
+      const ref = await store().publishSnapshot(orgData(generate(12, 3, 40, 2)));
+      await tamper.setFormat(ref, (m) => ({ ...m, sections: m.sections!.filter(([name]) => name !== 'postings') }));
+      const refused = {
+        message: `snapshot: organization ${uuid(12, 0)} version ${ref.version} has no section postings (another index layout); publish it again with \`npm run snapshot -- import\``,
+      };
+      await assert.rejects(store().loadFlatIndex(ref), refused);
+      await tamper.setFormat(ref, (m) => ({
+        ...m,
+        sections: m.sections!.map(([n, t, l]) => (n === 'entryStart' ? [n, 'Float64Array', l] : [n, t, l])),
+      }));
+      await assert.rejects(
+        store().loadFlatIndex(ref),
+        /a differently typed section entryStart \(another index layout\)/,
+      );
+      assert.equal((await store().loadFlatIndex(old)).messageCount, 40);
+    });
+
+    test('a truncated chunk is refused with organization and version', async () => {
+      const ref = await store().publishSnapshot(orgData(generate(13, 3, 40, 1)));
+      await tamper.setFormat(ref, (m) => ({ ...m, chunks: m.chunks.map((c) => ({ ...c, length: c.length + 10 })) }));
+      await assert.rejects(
+        store().loadFlatIndex(ref),
+        new RegExp(`^Error: snapshot: .*organization ${uuid(13, 0)} version ${ref.version}`),
+      );
+    });
+
+    test('refuses an organization id that is not a lower-case UUID', async () => {
+      const data = orgData(generate(8, 1, 1));
+      data.organizationId = '../../etc';
+      await assert.rejects(store().publishSnapshot(data), /^Error: store: organization id must be a lower-case UUID/);
+    });
+  });
+}

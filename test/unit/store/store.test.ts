@@ -1,0 +1,137 @@
+/**
+ * One suite per store interface (test/store/*.cases.ts), run against every backend (hono's shared
+ * router cases): what one backend does, the other must do too. The Redis runs use a real
+ * redis-server on a free port, and a local Redis Cluster.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Cluster } from 'ioredis';
+import { Unpackr } from 'msgpackr';
+import { EmbeddedStore, snapshotFile } from '../../../src/store/embedded-store.js';
+import { RedisStore } from '../../../src/store/redis-store.js';
+import {
+  CHUNK_MAX,
+  encodeManifest,
+  encodeSnapshot,
+  prepareSnapshot,
+  type Manifest,
+} from '../../../src/store/snapshot-format.js';
+import type { SnapshotRef } from '../../../src/store/snapshot-store.js';
+import type { Stores } from '../../../src/store/stores.js';
+import { startCluster, type TestCluster } from '../../helpers/redis-cluster.js';
+import { startRedis, type TestRedis } from '../../helpers/redis-server.js';
+import { generate, orgData } from '../../fixtures/gen-data.js';
+import { fleetCases } from './fleet.cases.js';
+import { keyStoreCases } from './key-store.cases.js';
+import { snapshotStoreCases } from './snapshot-store.cases.js';
+
+interface Harness {
+  name: string;
+  open(): Promise<Stores>;
+  /** Flips one byte of the first chunk of `ref`. */
+  corruptChunk(stores: Stores, ref: SnapshotRef): Promise<void>;
+  /** Rewrites the manifest of `ref` with another format version, or as `format` maps it (and a valid checksum). */
+  setFormat(stores: Stores, ref: SnapshotRef, format: number | ((m: Manifest) => Manifest)): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true });
+const reformat = (bytes: Buffer, format: number | ((m: Manifest) => Manifest)): Uint8Array => {
+  const m = unpackr.unpack(bytes.subarray(0, bytes.length - 4)) as Manifest;
+  return encodeManifest(typeof format === 'number' ? { ...m, format } : format(m));
+};
+
+function embeddedHarness(): Harness {
+  const dir = mkdtempSync(path.join(tmpdir(), 'store-test-'));
+  return {
+    name: 'embedded store',
+    open: () => new EmbeddedStore(dir).open(),
+    async corruptChunk(_s, ref) {
+      const file = snapshotFile(dir, ref);
+      const b = readFileSync(file);
+      b[20] ^= 0xff;
+      writeFileSync(file, b);
+    },
+    async setFormat(_s, ref, format) {
+      const file = snapshotFile(dir, ref);
+      const b = readFileSync(file);
+      const mlen = b.readUInt32BE(b.length - 12);
+      const at = b.length - 12 - mlen;
+      const m = Buffer.from(reformat(b.subarray(at, at + mlen), format));
+      const footer = Buffer.from(b.subarray(b.length - 12));
+      footer.writeUInt32BE(m.length, 0);
+      writeFileSync(file, Buffer.concat([b.subarray(0, at), m, footer]));
+    },
+    async cleanup() {
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The Redis store on one node, or (`cluster`) on a local Redis Cluster of 3 masters and 3 replicas. */
+function redisHarness(cluster = false): Harness {
+  let redis: TestRedis | TestCluster;
+  return {
+    name: cluster ? 'redis store on a cluster' : 'redis store',
+    async open() {
+      redis ??= cluster ? await startCluster() : await startRedis();
+      const store = await RedisStore.connect(redis.url);
+      if (cluster) assert.ok(store.client instanceof Cluster, 'REDIS_URL naming one node is detected as a cluster');
+      return store;
+    },
+    async corruptChunk(s, ref) {
+      const rs = s as RedisStore;
+      const b = (await rs.client.hgetBuffer(rs.snapshots.versionKeyOf(ref), '0'))!;
+      b[20] ^= 0xff;
+      await rs.client.hset(rs.snapshots.versionKeyOf(ref), '0', b);
+    },
+    async setFormat(s, ref, format) {
+      const rs = s as RedisStore;
+      const b = (await rs.client.hgetBuffer(rs.snapshots.versionKeyOf(ref), 'manifest'))!;
+      await rs.client.hset(rs.snapshots.versionKeyOf(ref), 'manifest', Buffer.from(reformat(b, format)));
+    },
+    async cleanup() {
+      await redis?.stop();
+    },
+  };
+}
+
+/** Every interface's cases against one backend, which opens once and shares its connection. */
+function backendCases(h: Harness): void {
+  describe(h.name, () => {
+    let stores: Stores;
+    before(async () => {
+      stores = await h.open();
+    });
+    after(async () => {
+      await stores?.close();
+      await h.cleanup();
+    });
+    snapshotStoreCases(() => stores.snapshots, {
+      corruptChunk: (ref) => h.corruptChunk(stores, ref),
+      setFormat: (ref, format) => h.setFormat(stores, ref, format),
+    });
+    keyStoreCases(() => stores.keys);
+    fleetCases(() => stores.fleet);
+  });
+}
+
+describe('snapshot format', () => {
+  test('no chunk exceeds CHUNK_MAX when no single value does', () => {
+    const g = generate(10, 2000, 20000);
+    g.messages.forEach((m) => {
+      m.content = 'x'.repeat(300);
+    });
+    const enc = encodeSnapshot(prepareSnapshot(orgData(g)), 1);
+    const sizes = [...enc.chunks].map((c) => c.length);
+    assert.ok(sizes.length > 1);
+    for (const s of sizes) assert.ok(s <= CHUNK_MAX, `chunk of ${s} bytes`);
+  });
+});
+
+backendCases(embeddedHarness());
+backendCases(redisHarness());
+backendCases(redisHarness(true));
