@@ -69,18 +69,13 @@ export function sortedCopy(xs: ArrayLike<number>): Float64Array {
 
 // ---------- processes ----------
 
-import { baseEnv, freePort } from '../test/helpers/server.js';
+import { baseEnv, freePort, type RunResult, runProcess } from '../test/helpers/server.js';
 export { freePort };
 
 /** The parent's environment minus anything that could point at a real deployment (the tests' own list). */
 export const cleanEnv = baseEnv;
 
-export interface RunResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  ms: number;
-}
+export type { RunResult };
 
 /** `node --import tsx <script> ...args` from the project root; wall time included. */
 export function runNode(
@@ -89,24 +84,7 @@ export function runNode(
   env: NodeJS.ProcessEnv,
   timeoutMs = 3_600_000,
 ): Promise<RunResult> {
-  return new Promise((resolve, reject) => {
-    const t0 = performance.now();
-    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
-      cwd: ROOT,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d.length > 100_000 ? '' : d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr, ms: performance.now() - t0 });
-    });
-  });
+  return runProcess(['--import', 'tsx', script, ...args], env, timeoutMs);
 }
 
 export interface Dataset {

@@ -18,12 +18,11 @@
  * works on its first request: the server looks unknown prefixes up), and 503 for the corrupt
  * organization until it is served again. Exit 1 on errors.
  */
-import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { header, RawConnection, rawGet } from '../test/helpers/raw-http.js';
-import { baseEnv, ROOT, startServer, tempDataDir } from '../test/helpers/server.js';
+import { baseEnv, type RunResult, runProcess, startServer, tempDataDir } from '../test/helpers/server.js';
 
 const { values } = parseArgs({
   options: {
@@ -50,23 +49,8 @@ const data = tempDataDir();
 const env = baseEnv({ DATA_DIR: data.dir, LOG_LEVEL: 'warn' });
 const input = path.join(data.dir, 'input');
 
-function run(
-  script: string,
-  args: string[],
-): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
-  const t0 = Date.now();
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
-      cwd: ROOT,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('close', (code) => resolve({ code, stdout, stderr, ms: Date.now() - t0 }));
-  });
+function run(script: string, args: string[]): Promise<RunResult> {
+  return runProcess(['--import', 'tsx', script, ...args], env, 3_600_000);
 }
 
 async function must(script: string, args: string[]): Promise<string> {

@@ -5,29 +5,17 @@
  * answers are byte for byte those of the TypeScript server on the same data.
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { gen, loadDataset, openHarness, search, type StoreHarness, tempDir } from '../helpers/e2e.js';
-import { type CreatedKey, ROOT, type RunResult, startServer } from '../helpers/server.js';
+import { type CreatedKey, ROOT, type RunResult, runProcess, startServer } from '../helpers/server.js';
 import { loadStoreConfig } from '../../src/config/config.js';
 import { openStores } from '../../src/store/open-store.js';
 
 /** `node dist/<script> ...args`, as `npm run snapshot|keys` run them. */
 function runCompiled(script: string, args: string[], env: NodeJS.ProcessEnv): Promise<RunResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join('dist', script), ...args], {
-      cwd: ROOT,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
+  return runProcess([path.join('dist', script), ...args], env, 120_000);
 }
 
 let h: StoreHarness;

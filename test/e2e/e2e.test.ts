@@ -28,6 +28,7 @@ import {
   rehome,
   reloadCli,
   search,
+  searchRequest,
   tempDir,
   vocabulary,
   waitFor,
@@ -36,7 +37,14 @@ import {
   type StoreHarness,
   type Vocabulary,
 } from '../helpers/e2e.js';
-import { createKey, keysCli, startServer, type CreatedKey, type RunningServer } from '../helpers/server.js';
+import {
+  createKey,
+  keysCli,
+  startServer,
+  type CreatedKey,
+  type RunningServer,
+  LISTED_KEY_FIELDS,
+} from '../helpers/server.js';
 import { referenceTerms } from '../reference/brute-force.js';
 import { testSeed } from '../helpers/seed.js';
 
@@ -66,19 +74,7 @@ after(() => {
 });
 
 function request(org: string, q: string, more: Partial<SearchRequest> = {}): SearchRequest {
-  return {
-    organizationId: org,
-    terms: referenceTerms(q, null, []),
-    match: 'any',
-    direction: 'inbound',
-    channel: null,
-    from: null,
-    to: null,
-    limit: 50,
-    offset: 0,
-    messagesLimit: 3,
-    ...more,
-  };
+  return searchRequest(org, referenceTerms(q, null, []), more);
 }
 
 // Each store with one serving thread (the main thread); the cluster run: REDIS_URL names one node of
@@ -240,16 +236,7 @@ for (const [storeName, threads] of [
       const hash = createHash('sha256').update(secret).digest('hex');
       assert.ok(!r.stdout.includes(secret) && !r.stdout.includes(hash) && !r.stdout.includes(key.key));
       for (const rec of list) {
-        assert.deepEqual(Object.keys(rec).sort(), [
-          'created_at',
-          'expires_at',
-          'last_used_at',
-          'name',
-          'organization_ids',
-          'prefix',
-          'revoked_at',
-          'scopes',
-        ]);
+        assert.deepEqual(Object.keys(rec).sort(), LISTED_KEY_FIELDS);
       }
       assert.ok(list.some((rec) => rec.prefix === key.prefix));
       // The server's log never carries the key either.

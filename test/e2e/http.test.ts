@@ -16,6 +16,7 @@ import {
   type CreatedKey,
   type RunningServer,
 } from '../helpers/server.js';
+import { anaContact } from '../helpers/one-contact.js';
 
 const ORG_A = '0a0a0a0a-0000-4000-8000-000000000001'; // has data
 const ORG_B = '0b0b0b0b-0000-4000-8000-000000000002'; // granted, no snapshot
@@ -76,15 +77,7 @@ function assertError(
 before(async () => {
   const store = await openStores({ redisUrl: null, dataDir: data.dir });
   const b = new OrgDataBuilder(ORG_A);
-  b.addContact({
-    id: CONTACT,
-    organization_id: ORG_A,
-    name: 'Ana',
-    phone: '+5511999990000',
-    email: null,
-    avatar_url: null,
-    source: 'whatsapp',
-  });
+  b.addContact(anaContact(ORG_A, CONTACT));
   b.addMessage(
     {
       id: 'm1',

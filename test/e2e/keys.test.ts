@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { hashSecret, KEY_PATTERN } from '../../src/auth/api-key.js';
-import { baseEnv, createKey, keysCli, tempDataDir } from '../helpers/server.js';
+import { baseEnv, createKey, keysCli, tempDataDir, LISTED_KEY_FIELDS } from '../helpers/server.js';
 
 const ORG = '0A0A0A0A-0000-4000-8000-000000000001';
 const data = tempDataDir();
@@ -35,16 +35,7 @@ describe('keys create / list / revoke', () => {
     const records = JSON.parse(list.stdout) as Array<Record<string, unknown>>;
     assert.equal(records.length, 2);
     for (const r of records) {
-      assert.deepEqual(Object.keys(r).sort(), [
-        'created_at',
-        'expires_at',
-        'last_used_at',
-        'name',
-        'organization_ids',
-        'prefix',
-        'revoked_at',
-        'scopes',
-      ]);
+      assert.deepEqual(Object.keys(r).sort(), LISTED_KEY_FIELDS);
     }
     for (const key of [created.key, humanKey[0]]) {
       const secret = key.slice(-32);

@@ -14,6 +14,7 @@ import {
   loadDataset,
   openHarness,
   organizationsOf,
+  wordsOf,
   search,
   tempDir,
   waitFor,
@@ -113,15 +114,7 @@ describe('routing through a real nginx', {
     await gen(work.dir, { messages: 900, contacts: 60, organizations: 4, seed: 1415 });
     const d = loadDataset(work.dir);
     orgs = organizationsOf(d);
-    words = new Map(
-      orgs.map((o) => [
-        o,
-        d.messages
-          .filter((m) => m.organization_id === o)
-          .slice(0, 4)
-          .map((m) => m.content.split(/\s+/).find((w) => /^\p{L}{3,}$/u.test(w)) ?? 'pedido'),
-      ]),
-    );
+    words = wordsOf(d, orgs, 4);
     h = await openHarness('embedded');
     assert.equal((await importCli(h.env, d)).code, 0);
     key = await createKey(h.env, orgs, 'contacts:read,messages:read');

@@ -11,6 +11,7 @@ import {
   loadDataset,
   openHarness,
   organizationsOf,
+  wordsOf,
   reloadCli,
   search,
   tempDir,
@@ -30,16 +31,7 @@ describe('organization shards (ORGANIZATIONS)', () => {
     await gen(work.dir, { messages: 600, contacts: 40, organizations: 3, seed: 1414 });
     const d = loadDataset(work.dir);
     orgs = organizationsOf(d);
-    // A few words each organization's messages really contain, so the answers are not empty.
-    words = new Map(
-      orgs.map((o) => [
-        o,
-        d.messages
-          .filter((m) => m.organization_id === o)
-          .slice(0, 3)
-          .map((m) => m.content.split(/\s+/).find((w) => /^\p{L}{3,}$/u.test(w)) ?? 'pedido'),
-      ]),
-    );
+    words = wordsOf(d, orgs, 3);
     h = await openHarness('embedded');
     const imp = await importCli(h.env, d);
     assert.equal(imp.code, 0, imp.stderr);

@@ -15,6 +15,7 @@ import {
   type CreatedKey,
   type RunningServer,
 } from '../helpers/server.js';
+import { anaContact } from '../helpers/one-contact.js';
 
 const ORG = '0a0a0a0a-0000-4000-8000-000000000001';
 const CONTACT = '1c1c1c1c-0000-4000-8000-000000000001';
@@ -38,15 +39,7 @@ function get(url: string, auth: string): Promise<number> {
 before(async () => {
   const store = await openStores({ redisUrl: null, dataDir: data.dir });
   const b = new OrgDataBuilder(ORG);
-  b.addContact({
-    id: CONTACT,
-    organization_id: ORG,
-    name: 'Ana',
-    phone: '+5511999990000',
-    email: null,
-    avatar_url: null,
-    source: 'whatsapp',
-  });
+  b.addContact(anaContact(ORG, CONTACT));
   for (let i = 0; i < 200; i++) {
     b.addMessage(
       {

@@ -154,6 +154,19 @@ export function organizationsOf(d: { contacts: Contact[] }): string[] {
   return [...new Set(d.contacts.map((c) => c.organization_id))];
 }
 
+/** A few words (the first of `n` messages each) every organization's messages really contain. */
+export function wordsOf(d: Dataset, orgs: string[], n: number): Map<string, string[]> {
+  return new Map(
+    orgs.map((o) => [
+      o,
+      d.messages
+        .filter((m) => m.organization_id === o)
+        .slice(0, n)
+        .map((m) => m.content.split(/\s+/).find((w) => /^\p{L}{3,}$/u.test(w)) ?? 'pedido'),
+    ]),
+  );
+}
+
 export function importCli(
   env: NodeJS.ProcessEnv,
   d: { contactsFile: string; messagesFile: string },
@@ -174,6 +187,23 @@ export function reloadCli(env: NodeJS.ProcessEnv, args: string[] = []): Promise<
 // ---- search requests and the reference
 
 export const SEARCH = '/contacts/message-search';
+
+/** A search request with the contract's defaults (CONTRACT 4) but `terms`, and `over` on top. */
+export function searchRequest(org: string, terms: string[], over: Partial<SearchRequest> = {}): SearchRequest {
+  return {
+    organizationId: org,
+    terms,
+    match: 'any',
+    direction: 'inbound',
+    channel: null,
+    from: null,
+    to: null,
+    limit: 50,
+    offset: 0,
+    messagesLimit: 3,
+    ...over,
+  };
+}
 
 /** A generated request: its raw query string and the request the reference answers. */
 export interface GeneratedRequest {
@@ -293,18 +323,7 @@ export function generateRequest(rng: Rng, org: string, vocab: Vocabulary): Gener
   if (keywords !== null) params.push(['keywords', keywords]);
   for (const k of keyword) params.push(['keyword', k]);
 
-  const req: SearchRequest = {
-    organizationId: org,
-    terms: referenceTerms(q, keywords, keyword),
-    match: 'any',
-    direction: 'inbound',
-    channel: null,
-    from: null,
-    to: null,
-    limit: 50,
-    offset: 0,
-    messagesLimit: 3,
-  };
+  const req = searchRequest(org, referenceTerms(q, keywords, keyword));
   if (rng() < 0.6) {
     req.match = pick(rng, ['any', 'all'] as const);
     params.push(['match', req.match]);

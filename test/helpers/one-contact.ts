@@ -3,20 +3,25 @@
  * content given, one second apart from 2025-01-02T03:04:05Z, all inbound on whatsapp.
  */
 import { OrgDataBuilder } from '../../src/model/org-data-builder.js';
-import type { OrgData } from '../../src/model/records.js';
+import type { Contact, OrgData } from '../../src/model/records.js';
 import { openStores } from '../../src/store/open-store.js';
 
-export function oneContactData(org: string, contactId: string, contents: string[] = []): OrgData {
-  const b = new OrgDataBuilder(org);
-  b.addContact({
+/** Ana, a whatsapp contact with a phone and nothing else. */
+export function anaContact(org: string, contactId: string): Contact {
+  return {
     id: contactId,
     organization_id: org,
     name: 'Ana',
-    phone: null,
+    phone: '+5511999990000',
     email: null,
     avatar_url: null,
     source: 'whatsapp',
-  });
+  };
+}
+
+export function oneContactData(org: string, contactId: string, contents: string[] = []): OrgData {
+  const b = new OrgDataBuilder(org);
+  b.addContact(anaContact(org, contactId));
   const t0 = Date.parse('2025-01-02T03:04:05Z');
   for (const [i, content] of contents.entries()) {
     b.addMessage(

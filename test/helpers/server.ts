@@ -66,6 +66,8 @@ export interface RunResult {
   signal: NodeJS.Signals | null;
   stdout: string;
   stderr: string;
+  /** wall time in ms */
+  ms: number;
 }
 
 /** Runs `node --import tsx <script> ...args` from the project root and collects its output. */
@@ -75,12 +77,17 @@ export function runNode(
   env: NodeJS.ProcessEnv,
   timeoutMs = 30_000,
 ): Promise<RunResult> {
+  return runProcess(['--import', 'tsx', script, ...args], env, timeoutMs);
+}
+
+/**
+ * Runs `node ...nodeArgs` from the project root (the one place tests, benches and scripts spawn a
+ * tool and collect its output); killed after `timeoutMs`. `ms` is its wall time.
+ */
+export function runProcess(nodeArgs: string[], env: NodeJS.ProcessEnv, timeoutMs = 30_000): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
-      cwd: ROOT,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const t0 = performance.now();
+    const child = spawn(process.execPath, nodeArgs, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -89,7 +96,7 @@ export function runNode(
     child.on('error', reject);
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
+      resolve({ code, signal, stdout, stderr, ms: performance.now() - t0 });
     });
   });
 }
@@ -98,6 +105,18 @@ export function runNode(
 export function keysCli(args: string[], env: NodeJS.ProcessEnv): Promise<RunResult> {
   return runNode('src/cli/keys.ts', args, env);
 }
+
+/** The fields of a key as `keys list --json` shows it (CONTRACT 8): never the secret or its hash. */
+export const LISTED_KEY_FIELDS = [
+  'created_at',
+  'expires_at',
+  'last_used_at',
+  'name',
+  'organization_ids',
+  'prefix',
+  'revoked_at',
+  'scopes',
+];
 
 export interface CreatedKey {
   key: string;

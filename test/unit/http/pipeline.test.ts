@@ -12,6 +12,7 @@ import { buildIndex } from '../../../src/index/build.js';
 import { Metrics } from '../../../src/metrics/metrics.js';
 import { OrgDataBuilder } from '../../../src/model/org-data-builder.js';
 import type { KeyCache } from '../../../src/auth/key-cache.js';
+import { anaContact } from '../../helpers/one-contact.js';
 
 const ORG = '0a0a0a0a-0000-4000-8000-000000000001';
 const OTHER = '0b0b0b0b-0000-4000-8000-000000000002';
@@ -20,15 +21,7 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 const logger = pino({ level: 'silent' });
 
 const b = new OrgDataBuilder(ORG);
-b.addContact({
-  id: CONTACT,
-  organization_id: ORG,
-  name: 'Ana',
-  phone: '+5511999990000',
-  email: null,
-  avatar_url: null,
-  source: 'whatsapp',
-});
+b.addContact(anaContact(ORG, CONTACT));
 b.addMessage(
   {
     id: 'm1',

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Contact, MessageLine } from '../../../src/model/records.js';
 import type { SearchRequest } from '../../../src/request/search-request.js';
+import { searchRequest } from '../../helpers/e2e.js';
 import {
   referenceMatches,
   referenceNormalize,
@@ -155,19 +156,7 @@ function msg(contactId: string, content: string, sentAt: string, extra: Partial<
 }
 
 function req(terms: string[], over: Partial<SearchRequest> = {}): SearchRequest {
-  return {
-    organizationId: ORG,
-    terms,
-    match: 'any',
-    direction: 'inbound',
-    channel: null,
-    from: null,
-    to: null,
-    limit: 50,
-    offset: 0,
-    messagesLimit: 3,
-    ...over,
-  };
+  return searchRequest(ORG, terms, over);
 }
 
 const C = ['c9', 'c10', 'c100'].map((id) => contact(id));
