@@ -5,7 +5,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { hashSecret } from '../../src/auth/api-key.js';
-import { OrgDataBuilder } from '../../src/model/org-data-builder.js';
 import { openStores } from '../../src/store/open-store.js';
 import {
   baseEnv,
@@ -16,7 +15,7 @@ import {
   type CreatedKey,
   type RunningServer,
 } from '../helpers/server.js';
-import { anaContact } from '../helpers/one-contact.js';
+import { oneContactData } from '../helpers/one-contact.js';
 
 const ORG_A = '0a0a0a0a-0000-4000-8000-000000000001'; // has data
 const ORG_B = '0b0b0b0b-0000-4000-8000-000000000002'; // granted, no snapshot
@@ -76,22 +75,7 @@ function assertError(
 
 before(async () => {
   const store = await openStores({ redisUrl: null, dataDir: data.dir });
-  const b = new OrgDataBuilder(ORG_A);
-  b.addContact(anaContact(ORG_A, CONTACT));
-  b.addMessage(
-    {
-      id: 'm1',
-      organization_id: ORG_A,
-      contact_id: CONTACT,
-      conversation_id: 'c1',
-      channel: 'whatsapp',
-      direction: 'inbound',
-      content: 'Meu PEDIDO chegou',
-      sent_at: '2025-01-02T03:04:05Z',
-    },
-    Date.parse('2025-01-02T03:04:05Z'),
-  );
-  await store.snapshots.publishSnapshot(b.build());
+  await store.snapshots.publishSnapshot(oneContactData(ORG_A, CONTACT, ['Meu PEDIDO chegou']));
   // An expired key cannot be made with the CLI (it refuses past dates), so it goes in directly.
   await store.keys.putKey({
     prefix: 'expired1',

@@ -27,7 +27,7 @@ import {
   rawOnceLarge,
   type RawResponse,
 } from '../helpers/raw-http.js';
-import { startServer, tempDataDir, type RunningServer } from '../helpers/server.js';
+import { startServer, tempDataDir, type RunningServer, keyRecord } from '../helpers/server.js';
 
 const ORG = '1e1e1e1e-0000-4000-8000-000000000001';
 const KEY = `crm_live_limitkey_${'L'.repeat(32)}`;
@@ -123,17 +123,7 @@ before(async () => {
     }
   }
   await store.snapshots.publishSnapshot(b.build());
-  await store.keys.putKey({
-    prefix: 'limitkey',
-    name: 'limits',
-    hash: hashSecret('L'.repeat(32)),
-    organization_ids: [ORG],
-    scopes: ['contacts:read', 'messages:read'],
-    created_at: new Date().toISOString(),
-    expires_at: null,
-    revoked_at: null,
-    last_used_at: null,
-  });
+  await store.keys.putKey(keyRecord('limitkey', hashSecret('L'.repeat(32)), [ORG], { name: 'limits' }));
   await store.close();
   const started = await Promise.allSettled([
     startServer({ DATA_DIR: data.dir, LOG_LEVEL: 'warn' }),

@@ -16,6 +16,7 @@ import {
   tempDataDir,
   type CreatedKey,
   type RunningServer,
+  keyRecord,
 } from '../helpers/server.js';
 
 const X = '0b0b0b0b-0000-4000-8000-000000000001';
@@ -24,17 +25,7 @@ it('the real server reads RATE_LIMIT_RPS / RATE_LIMIT_BURST', async () => {
   const data = tempDataDir();
   const k = generateKey();
   const store = await openStores({ redisUrl: null, dataDir: data.dir });
-  await store.keys.putKey({
-    prefix: k.prefix,
-    name: 'rl',
-    hash: k.hash,
-    organization_ids: [X],
-    scopes: ['contacts:read', 'messages:read'],
-    created_at: new Date().toISOString(),
-    expires_at: null,
-    revoked_at: null,
-    last_used_at: null,
-  });
+  await store.keys.putKey(keyRecord(k.prefix, k.hash, [X], { name: 'rl' }));
   await store.close();
   const server = await startServer({
     DATA_DIR: data.dir,

@@ -1,6 +1,7 @@
 /**
  * The smallest organization a test can search: one contact (Ana, whatsapp) and a message a
- * content given, one second apart from 2025-01-02T03:04:05Z, all inbound on whatsapp.
+ * content given (ids m1, m2, ...), one second apart from 2025-01-02T03:04:05Z, all inbound on
+ * whatsapp in conversation c1.
  */
 import { OrgDataBuilder } from '../../src/model/org-data-builder.js';
 import type { Contact, OrgData } from '../../src/model/records.js';
@@ -26,7 +27,7 @@ export function oneContactData(org: string, contactId: string, contents: string[
   for (const [i, content] of contents.entries()) {
     b.addMessage(
       {
-        id: `m${i}`,
+        id: `m${i + 1}`,
         organization_id: org,
         contact_id: contactId,
         conversation_id: 'c1',

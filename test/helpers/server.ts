@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { KeyRecord } from '../../src/auth/key-record.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -117,6 +118,27 @@ export const LISTED_KEY_FIELDS = [
   'revoked_at',
   'scopes',
 ];
+
+/** A key record to put into a store directly (a test needs a key the CLI would not make, or no CLI run). */
+export function keyRecord(
+  prefix: string,
+  hash: string,
+  organizationIds: string[],
+  over: Partial<KeyRecord> = {},
+): KeyRecord {
+  return {
+    prefix,
+    name: prefix,
+    hash,
+    organization_ids: organizationIds,
+    scopes: ['contacts:read', 'messages:read'],
+    created_at: new Date().toISOString(),
+    expires_at: null,
+    revoked_at: null,
+    last_used_at: null,
+    ...over,
+  };
+}
 
 export interface CreatedKey {
   key: string;

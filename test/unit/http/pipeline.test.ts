@@ -10,9 +10,8 @@ import { createAdminPipeline } from '../../../src/http/admin-app.js';
 import { createSearchPipeline, SEARCH_PATH, type SearchAnswer } from '../../../src/http/public-app.js';
 import { buildIndex } from '../../../src/index/build.js';
 import { Metrics } from '../../../src/metrics/metrics.js';
-import { OrgDataBuilder } from '../../../src/model/org-data-builder.js';
 import type { KeyCache } from '../../../src/auth/key-cache.js';
-import { anaContact } from '../../helpers/one-contact.js';
+import { oneContactData } from '../../helpers/one-contact.js';
 
 const ORG = '0a0a0a0a-0000-4000-8000-000000000001';
 const OTHER = '0b0b0b0b-0000-4000-8000-000000000002';
@@ -20,22 +19,7 @@ const CONTACT = '1c1c1c1c-0000-4000-8000-000000000001';
 const JSON_TYPE = 'application/json; charset=utf-8';
 const logger = pino({ level: 'silent' });
 
-const b = new OrgDataBuilder(ORG);
-b.addContact(anaContact(ORG, CONTACT));
-b.addMessage(
-  {
-    id: 'm1',
-    organization_id: ORG,
-    contact_id: CONTACT,
-    conversation_id: 'c1',
-    channel: 'whatsapp',
-    direction: 'inbound',
-    content: 'Meu PEDIDO chegou',
-    sent_at: '2025-01-02T03:04:05Z',
-  },
-  Date.parse('2025-01-02T03:04:05Z'),
-);
-const index = buildIndex(b.build());
+const index = buildIndex(oneContactData(ORG, CONTACT, ['Meu PEDIDO chegou']));
 
 /** Keys: 'Bearer good' has both scopes on ORG; 'Bearer narrow' lacks one; 'Bearer new' needs a store lookup first. */
 function fakeKeys(): KeyCache {
