@@ -69,7 +69,7 @@ export function sortedCopy(xs: ArrayLike<number>): Float64Array {
 
 // ---------- processes ----------
 
-import { baseEnv, freePort, type RunResult, runProcess } from '../test/helpers/server.js';
+import { baseEnv, freePort, type RunResult, runProcess, snapshotImportArgs } from '../test/helpers/server.js';
 export { freePort };
 
 /** The parent's environment minus anything that could point at a real deployment (the tests' own list). */
@@ -164,25 +164,11 @@ export interface ImportSummary {
 /** `npm run snapshot -- import --contacts F --messages F --json` with a store environment. */
 export async function importCli(ds: Dataset, storeEnv: Record<string, string>): Promise<ImportSummary> {
   const t0 = performance.now();
-  const child = spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      'src/cli/snapshot.ts',
-      'import',
-      '--contacts',
-      ds.contacts,
-      '--messages',
-      ds.messages,
-      '--json',
-    ],
-    {
-      cwd: ROOT,
-      env: cleanEnv(storeEnv),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  const child = spawn(process.execPath, [...snapshotImportArgs(ds.contacts, ds.messages), '--json'], {
+    cwd: ROOT,
+    env: cleanEnv(storeEnv),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));

@@ -40,7 +40,15 @@ import {
   type StoreHarness,
 } from '../helpers/e2e.js';
 import { startRedis, type TestRedis } from '../helpers/redis-server.js';
-import { ROOT, baseEnv, createKey, startServer, type CreatedKey, type RunningServer } from '../helpers/server.js';
+import {
+  ROOT,
+  baseEnv,
+  createKey,
+  startServer,
+  type CreatedKey,
+  type RunningServer,
+  snapshotImportArgs,
+} from '../helpers/server.js';
 import { testSeed } from '../helpers/seed.js';
 
 const SEED = testSeed('FAULTS_SEED', 'test/e2e/faults.test.ts', 4242);
@@ -91,20 +99,11 @@ function killImport(
   when: (stderr: string) => boolean | Promise<boolean>,
 ): Promise<{ signal: string | null; code: number | null; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        'src/cli/snapshot.ts',
-        'import',
-        '--contacts',
-        files.contactsFile,
-        '--messages',
-        files.messagesFile,
-      ],
-      { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] },
-    );
+    const child = spawn(process.execPath, snapshotImportArgs(files.contactsFile, files.messagesFile), {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let stderr = '';
     let done = false;
     const check = async (): Promise<void> => {

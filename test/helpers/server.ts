@@ -71,6 +71,11 @@ export interface RunResult {
   ms: number;
 }
 
+/** Node's arguments for `npm run snapshot -- import --contacts C --messages M` from the sources. */
+export function snapshotImportArgs(contacts: string, messages: string): string[] {
+  return ['--import', 'tsx', 'src/cli/snapshot.ts', 'import', '--contacts', contacts, '--messages', messages];
+}
+
 /** Runs `node --import tsx <script> ...args` from the project root and collects its output. */
 export function runNode(
   script: string,
