@@ -90,7 +90,10 @@ export class ThreadPool {
   /** Shares a newly loaded version with every thread; resolves once each has swapped it in. */
   async loaded(organizationId: string, version: number, built: BuiltIndex): Promise<void> {
     // An index built on this thread (tests' builder) has no shared sections yet: make them once.
-    const flat = built.flat ?? shareFlat(flattenIndex(built.index));
+    const full = built.flat ?? shareFlat(flattenIndex(built.index));
+    // The sections only: the contact records (for tools, never a request) would be cloned into
+    // every thread on each post (20k objects at 1M: a pause of the receiving thread).
+    const flat: FlatIndex = { ...full, contacts: [] };
     this.flats.set(organizationId, { version, flat });
     const seq = ++this.seq;
     for (const s of this.slots)
