@@ -6,6 +6,7 @@
  * process (FIELD-NOTES): it is logged, the listen socket closed, and the thread exits; the main
  * thread replaces it.
  */
+import { setImmediate as yieldToRequests } from 'node:timers/promises';
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { KeyCache } from '../auth/key-cache.js';
 import { RateLimiter } from '../auth/rate-limit.js';
@@ -15,11 +16,13 @@ import { inFlight } from '../http/respond.js';
 import { loadUws, type us_listen_socket } from '../http/uws.js';
 import { createLogger } from '../log/logger.js';
 import { collectGarbage } from '../runtime/collect-garbage.js';
-import { wrapIndex } from '../store/flat-index.js';
+import { wrapIndexAsync } from '../store/flat-index.js';
 import type { ServingKeyStore } from '../auth/key-store.js';
 import type { FromThread, KeyListingMessage, ServingState, ServingThreadData, ToThread } from './thread-protocol.js';
 
 const port = parentPort!;
+// Tokens of the term dictionary rebuilt between two turns of the event loop (~1 ms each).
+const DICTIONARY_SLICE = 4096;
 const { config, faultHook, rateLimit, keyLookups, keysPort, keyGeneration } = workerData as ServingThreadData;
 const logger = createLogger(config.logLevel).child({ thread: process.env.SERVING_THREAD_NAME ?? 'serving' });
 const post = (m: FromThread) => port.postMessage(m);
@@ -155,23 +158,44 @@ const app = createPublicApp({
   },
 });
 
+// Index, state and flush messages are applied one after another, in the order sent: an index is
+// wrapped over several turns of the event loop (requests are answered between its slices), and
+// the acks must not overtake one another. A failure is rethrown as uncaught: the thread is replaced.
+let applying: Promise<void> = Promise.resolve();
+function inOrder(apply: () => void | Promise<void>): void {
+  applying = applying.then(apply).catch((err: unknown) => {
+    setImmediate(() => {
+      throw err;
+    });
+  });
+}
+
+async function applyIndex(m: Extract<ToThread, { kind: 'index' }>): Promise<void> {
+  const index = await wrapIndexAsync(m.flat, yieldToRequests, DICTIONARY_SLICE);
+  // One Map.set: a request sees the old index or the new one, never a mix.
+  const replaced = indexes.has(m.organizationId);
+  indexes.set(m.organizationId, index);
+  // The old sections are freed only once every thread has dropped them: collect soon.
+  if (replaced) collectGarbage('background');
+  ack(m.seq);
+}
+
+function ack(seq: number): void {
+  installPending(); // a listing sent before this message counts for keysReady
+  post({ kind: 'ack', seq, keysReady: keys.ready });
+}
+
 port.on('message', (m: ToThread) => {
   switch (m.kind) {
-    case 'index': {
-      // One Map.set: a request sees the old index or the new one, never a mix.
-      const replaced = indexes.has(m.organizationId);
-      indexes.set(m.organizationId, wrapIndex(m.flat));
-      // The old sections are freed only once every thread has dropped them: collect soon.
-      if (replaced) collectGarbage();
-      installPending(); // a listing sent before this message counts for keysReady
-      post({ kind: 'ack', seq: m.seq, keysReady: keys.ready });
+    case 'index':
+      inOrder(() => applyIndex(m));
       break;
-    }
     case 'state':
-      state = m.state;
-      unavailable = new Map(m.state.unavailable);
-      installPending(); // a listing sent before this message counts for keysReady
-      post({ kind: 'ack', seq: m.seq, keysReady: keys.ready });
+      inOrder(() => {
+        state = m.state;
+        unavailable = new Map(m.state.unavailable);
+        ack(m.seq);
+      });
       break;
     case 'store-reply': {
       const c = calls.get(m.id);
@@ -185,9 +209,10 @@ port.on('message', (m: ToThread) => {
       void stop(m.timeoutMs);
       break;
     case 'flush':
-      flushObserved();
-      installPending(); // a listing sent before this message counts for keysReady
-      post({ kind: 'ack', seq: m.seq, keysReady: keys.ready });
+      inOrder(() => {
+        flushObserved();
+        ack(m.seq);
+      });
       break;
     case 'fault':
       if (faultHook)

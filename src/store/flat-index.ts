@@ -246,13 +246,20 @@ export function wrapIndex(flat: FlatIndex): OrgIndex {
   return assemble(flat, tokenIds, pairIds);
 }
 
-/** wrapIndex in slices, calling `pause` between them so a request thread keeps answering. */
-export async function wrapIndexAsync(flat: FlatIndex, pause: () => Promise<unknown>): Promise<OrgIndex> {
+/**
+ * wrapIndex in slices of `slice` tokens, calling `pause` between them so a request thread keeps
+ * answering (a serving thread uses small slices: each is a pause of its requests).
+ */
+export async function wrapIndexAsync(
+  flat: FlatIndex,
+  pause: () => Promise<unknown>,
+  slice = MAP_SLICE,
+): Promise<OrgIndex> {
   const d = dictionaries(flat);
   const tokenIds = new Map<string, number>();
   const n = d.offsets.length - 1;
-  for (let start = 0; start < n; start += MAP_SLICE) {
-    const end = Math.min(n, start + MAP_SLICE);
+  for (let start = 0; start < n; start += slice) {
+    const end = Math.min(n, start + slice);
     for (let t = start; t < end; t++) tokenIds.set(d.text.toString('utf8', d.offsets[t], d.offsets[t + 1]), t);
     if (end < n) await pause();
   }
