@@ -162,7 +162,10 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
       }
     }
   }
-  const pairMinFrequency = options.pairMinFrequency ?? Math.max(1000, Math.ceil(n / 20));
+  // Tokens in 2% of the messages: at 1M (44k words) 96 tokens, 3.7k pairs, +31 MiB of sections
+  // (+13%); a phrase of two such words went from 2.9-3.8 ms (checked message by message, at 5%)
+  // to 0.19 ms (bench/RESULTS.md, issue 11 session 4).
+  const pairMinFrequency = options.pairMinFrequency ?? Math.max(1000, Math.ceil(n / 50));
   const pairIds = new Map<number, number>();
   // pairAt[k]: pseudo-token of (seq[k-1], seq[k]) within one message, or NONE
   const pairAt = new Uint32Array(seq.length).fill(NONE);
