@@ -14,17 +14,27 @@ const ISO_MAX = 253402300799999; // 9999-12-31T23:59:59.999Z
 const ZERO = 48;
 const ONE = new Float64Array(1);
 
-/** ASCII/UTF-8 bytes of a constant JSON piece. */
-export function utf8(s: string): Uint8Array {
-  return new Uint8Array(Buffer.from(s, 'utf8'));
+/**
+ * Bytes the writer copies: a DataView, read and written 4 bytes at a time (unaligned). A byte loop
+ * over a Uint8Array that arrives as a parameter ran at 3-4 ns a byte here (V8 reloads the array's
+ * base and length every byte); 4-byte DataView moves copy a 46-byte content in ~46 ns, 4× less,
+ * and allocate nothing (TypedArray#set needs a subarray view a copy; measured 130-220 ns each).
+ */
+export type Bytes = DataView;
+
+/** A DataView over a Uint8Array's bytes (made once per column, not per copy). */
+export function bytesOf(u: Uint8Array): Bytes {
+  return new DataView(u.buffer, u.byteOffset, u.byteLength);
 }
 
-// copies up to this size run as a plain loop: TypedArray#set needs a subarray view, an allocation
-// a message (measured: 80 MB of views in 6 s of load), and has a fixed cost of its own
-const SHORT_COPY = 512;
+/** UTF-8 bytes of a constant JSON piece. */
+export function utf8(s: string): Bytes {
+  return bytesOf(new Uint8Array(Buffer.from(s, 'utf8')));
+}
 
 export class BodyWriter {
   buf: Buffer = Buffer.allocUnsafe(1 << 20);
+  dv: DataView = bytesOf(this.buf);
   pos = 0;
 
   reset(): void {
@@ -37,28 +47,23 @@ export class BodyWriter {
     const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n));
     this.buf.copy(next, 0, 0, this.pos);
     this.buf = next;
+    this.dv = bytesOf(next);
   }
 
   /** A constant piece (reserved by the caller). */
-  raw(piece: Uint8Array): void {
-    const buf = this.buf;
-    let p = this.pos;
-    for (let i = 0; i < piece.length; i++) buf[p++] = piece[i];
-    this.pos = p;
+  raw(piece: Bytes): void {
+    this.slice(piece, 0, piece.byteLength);
   }
 
   /** bytes[from, to) of a column (reserved by the caller). */
-  slice(bytes: Uint8Array, from: number, to: number): void {
-    const n = to - from;
-    if (n < SHORT_COPY) {
-      const buf = this.buf;
-      let p = this.pos;
-      for (let i = from; i < to; i++) buf[p++] = bytes[i];
-      this.pos = p;
-    } else {
-      this.buf.set(bytes.subarray(from, to), this.pos);
-      this.pos += n;
-    }
+  slice(bytes: Bytes, from: number, to: number): void {
+    const dv = this.dv;
+    let p = this.pos;
+    let i = from;
+    // little-endian in and out: the bytes land in their order whatever the machine's
+    for (const end4 = to - 3; i < end4; i += 4, p += 4) dv.setUint32(p, bytes.getUint32(i, true), true);
+    for (; i < to; i++) dv.setUint8(p++, bytes.getUint8(i));
+    this.pos = p;
   }
 
   /** A JS string as UTF-8 (reserves it itself): for the small per-request echo. */
@@ -103,13 +108,15 @@ export class BodyWriter {
       return;
     }
     const days = Math.floor(ms / DAY);
-    const b = this.buf;
+    const dv = this.dv;
     const p = this.pos;
     // "YYYY-MM-DD" from a small direct-mapped cache: a page's timestamps share few days
     const slot = days & (DAY_CACHE - 1);
     if (cachedDay[slot] !== days) fillDay(days, slot);
     const from = slot * 10;
-    for (let i = 0; i < 10; i++) b[p + i] = dayBytes[from + i];
+    dv.setUint32(p, dayView.getUint32(from, true), true);
+    dv.setUint32(p + 4, dayView.getUint32(from + 4, true), true);
+    dv.setUint16(p + 8, dayView.getUint16(from + 8, true), true);
     let rest = ms - days * DAY; // 0 .. 86399999: int32 arithmetic from here
     const hour = (rest / 3600000) | 0;
     rest -= hour * 3600000;
@@ -117,22 +124,15 @@ export class BodyWriter {
     rest -= minute * 60000;
     const second = (rest / 1000) | 0;
     const milli = rest - second * 1000;
-    b[p + 10] = 84; // T
-    b[p + 11] = DIGITS[2 * hour];
-    b[p + 12] = DIGITS[2 * hour + 1];
-    b[p + 13] = 58; // :
-    b[p + 14] = DIGITS[2 * minute];
-    b[p + 15] = DIGITS[2 * minute + 1];
-    b[p + 16] = 58;
-    b[p + 17] = DIGITS[2 * second];
-    b[p + 18] = DIGITS[2 * second + 1];
-    b[p + 19] = 46; // .
     const mh = (milli / 100) | 0,
       mr = milli - mh * 100;
-    b[p + 20] = ZERO + mh;
-    b[p + 21] = DIGITS[2 * mr];
-    b[p + 22] = DIGITS[2 * mr + 1];
-    b[p + 23] = 90; // Z
+    // "THH:MM:SS.mmmZ" in four little-endian stores (every byte is ASCII, so no word goes negative)
+    const s2 = PAIR[second],
+      m2 = PAIR[mr];
+    dv.setUint32(p + 10, 84 | (PAIR[hour] << 8) | (58 << 24), true); // T h h :
+    dv.setUint32(p + 14, PAIR[minute] | (58 << 16) | ((s2 & 0xff) << 24), true); // m m : s
+    dv.setUint32(p + 18, (s2 >> 8) | (46 << 8) | ((ZERO + mh) << 16) | ((m2 & 0xff) << 24), true); // s . m m
+    dv.setUint16(p + 22, (m2 >> 8) | (90 << 8), true); // m Z
     this.pos = p + 24;
   }
 
@@ -148,10 +148,14 @@ for (let v = 0; v < 100; v++) {
   DIGITS[2 * v] = ZERO + Math.floor(v / 10);
   DIGITS[2 * v + 1] = ZERO + (v % 10);
 }
+/** "00" .. "99" as little-endian 16-bit words: tens digit in the low byte */
+const PAIR = new Uint16Array(100);
+for (let v = 0; v < 100; v++) PAIR[v] = DIGITS[2 * v] | (DIGITS[2 * v + 1] << 8);
 
 const DAY_CACHE = 1024;
 const cachedDay = new Float64Array(DAY_CACHE).fill(NaN);
 const dayBytes = new Uint8Array(DAY_CACHE * 10);
+const dayView = bytesOf(dayBytes);
 
 /** Writes "YYYY-MM-DD" of `days` since 1970-01-01 into cache slot `slot`. */
 function fillDay(days: number, slot: number): void {

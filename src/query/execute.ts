@@ -4,7 +4,7 @@ import type { OrgIndex } from '../index/org-index.js';
 import { smallestKeys } from '../index/select.js';
 import { CHANNELS } from '../model/records.js';
 import { filterMask } from './filter-mask.js';
-import { scratchFor, type Scratch } from './scratch.js';
+import { scratchFor, type Scratch, type TextViews } from './scratch.js';
 import { bodyWriter, utf8, type BodyWriter } from './body-writer.js';
 import type { SearchRequest, SearchResponse } from '../request/search-request.js';
 import { topPage } from './top-page.js';
@@ -337,9 +337,8 @@ function walkBySort(plan: Plan, s: Scratch, c: number, messagesLimit: number, w:
 }
 
 /** Writes one message object (spec 2.3, full form). */
-function writeMessage(out: BodyWriter, index: OrgIndex, o: number, first: boolean): void {
-  const { msgIdBytes, msgIdOffsets, msgContentBytes, msgContentOffsets, conversationIdBytes, conversationIdOffsets } =
-    index;
+function writeMessage(out: BodyWriter, index: OrgIndex, text: TextViews, o: number, first: boolean): void {
+  const { msgIdOffsets, msgContentOffsets, conversationIdOffsets } = index;
   const conv = index.msgConversation[o];
   const idFrom = msgIdOffsets[o],
     idTo = msgIdOffsets[o + 1];
@@ -349,11 +348,11 @@ function writeMessage(out: BodyWriter, index: OrgIndex, o: number, first: boolea
     textTo = msgContentOffsets[o + 1];
   out.reserve(MESSAGE_FIXED + (idTo - idFrom) + (convTo - convFrom) + (textTo - textFrom));
   out.raw(first ? MESSAGE_OPEN : NEXT_MESSAGE_OPEN);
-  out.slice(msgIdBytes, idFrom, idTo);
+  out.slice(text.msgId, idFrom, idTo);
   out.raw(CONVERSATION);
-  out.slice(conversationIdBytes, convFrom, convTo);
+  out.slice(text.conversationId, convFrom, convTo);
   out.raw(COMBO[index.msgCombo[o]]);
-  out.slice(msgContentBytes, textFrom, textTo);
+  out.slice(text.content, textFrom, textTo);
   out.raw(SENT_AT);
   out.isoAt(index.msgSentAt, o);
   out.raw(MESSAGE_CLOSE);
@@ -368,7 +367,7 @@ function writeItem(out: BodyWriter, plan: Plan, s: Scratch, c: number, messagesL
     to = index.contactJsonOffsets[c + 1];
   out.reserve(ITEM_FIXED + (to - from));
   out.raw(first ? ITEM_OPEN : NEXT_ITEM_OPEN);
-  out.slice(index.contactJsonBytes, from, to);
+  out.slice(s.text.contactJson, from, to);
   out.raw(MATCH_COUNT);
   out.uint(w.count);
   out.raw(CONVERSATIONS_COUNT);
@@ -378,8 +377,8 @@ function writeItem(out: BodyWriter, plan: Plan, s: Scratch, c: number, messagesL
   out.raw(LAST_MATCHED);
   out.isoAt(index.msgSentAt, w.newest);
   out.raw(MESSAGES_OPEN);
-  for (let i = 0; i < w.picked; i++) writeMessage(out, index, s.picked[i], i === 0);
-  out.reserve(ITEM_CLOSE.length);
+  for (let i = 0; i < w.picked; i++) writeMessage(out, index, s.text, s.picked[i], i === 0);
+  out.reserve(ITEM_CLOSE.byteLength);
   out.raw(ITEM_CLOSE);
 }
 
@@ -401,7 +400,7 @@ function writeTail(out: BodyWriter, req: SearchRequest, count: number, items: nu
   }
   out.raw(QUERY);
   out.text(echo(req));
-  out.reserve(BODY_CLOSE.length);
+  out.reserve(BODY_CLOSE.byteLength);
   out.raw(BODY_CLOSE);
   return out.view();
 }
@@ -409,7 +408,7 @@ function writeTail(out: BodyWriter, req: SearchRequest, count: number, items: nu
 function emptyBody(req: SearchRequest, count: number): Uint8Array {
   const out = bodyWriter;
   out.reset();
-  out.reserve(DATA_OPEN.length);
+  out.reserve(DATA_OPEN.byteLength);
   out.raw(DATA_OPEN);
   return writeTail(out, req, count, 0);
 }
@@ -426,7 +425,7 @@ function topListBody(plan: Plan, s: Scratch, req: SearchRequest): Uint8Array | n
   if (req.offset >= need) return emptyBody(req, count);
   const out = bodyWriter;
   out.reset();
-  out.reserve(DATA_OPEN.length);
+  out.reserve(DATA_OPEN.byteLength);
   out.raw(DATA_OPEN);
   for (let i = req.offset; i < need; i++) writeItem(out, plan, s, s.touched[i], req.messagesLimit, i === req.offset);
   return writeTail(out, req, count, need - req.offset);
@@ -471,7 +470,7 @@ export function searchBody(index: OrgIndex | null, req: SearchRequest): Uint8Arr
   const top = smallestKeys(s.keys, count, need, s.heap, req.offset);
   const out = bodyWriter;
   out.reset();
-  out.reserve(DATA_OPEN.length);
+  out.reserve(DATA_OPEN.byteLength);
   out.raw(DATA_OPEN);
   for (let i = req.offset; i < need; i++) {
     const c = index.contactByIdRank[top[i] % index.contactCount];

@@ -1,9 +1,18 @@
 import { bitmapWords } from '../index/layout.js';
 import type { OrgIndex } from '../index/org-index.js';
 import { MAX_TERMS } from '../request/terms.js';
+import { bytesOf, type Bytes } from './body-writer.js';
 
 // spec 8: messages_limit is at most 20 (searchBody grows picked for anything larger)
 const MAX_MESSAGES_LIMIT = 20;
+
+/** The index's byte columns a body copies from, as the views BodyWriter copies with. */
+export interface TextViews {
+  msgId: Bytes;
+  conversationId: Bytes;
+  content: Bytes;
+  contactJson: Bytes;
+}
 
 /**
  * Per-index working memory reused by every query on that index (queries run synchronously on
@@ -37,6 +46,7 @@ export interface Scratch {
   /** per term slot, a phrase view's positions (see termView), allocated on first use */
   viewContact: Array<Uint32Array | undefined>;
   viewEntry: Array<Uint32Array | undefined>;
+  text: TextViews;
 }
 
 const scratches = new WeakMap<OrgIndex, Scratch>();
@@ -62,6 +72,12 @@ export function scratchFor(index: OrgIndex): Scratch {
       picked: new Uint32Array(MAX_MESSAGES_LIMIT),
       viewContact: new Array<Uint32Array | undefined>(MAX_TERMS).fill(undefined),
       viewEntry: new Array<Uint32Array | undefined>(MAX_TERMS).fill(undefined),
+      text: {
+        msgId: bytesOf(index.msgIdBytes),
+        conversationId: bytesOf(index.conversationIdBytes),
+        content: bytesOf(index.msgContentBytes),
+        contactJson: bytesOf(index.contactJsonBytes),
+      },
     };
     scratches.set(index, s);
   }

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { BodyWriter } from '../../../src/query/body-writer.js';
+import { BodyWriter, bytesOf } from '../../../src/query/body-writer.js';
 
 const MIN = -62167219200000; // 0000-01-01T00:00:00.000Z
 const MAX = 253402300799999; // 9999-12-31T23:59:59.999Z
@@ -75,8 +75,35 @@ test('the buffer grows and keeps what was written', () => {
   const piece = new Uint8Array(1000).fill(65);
   for (let i = 0; i < 3000; i++) {
     w.reserve(piece.length);
-    w.slice(piece, 0, i % 2 === 0 ? 1000 : 10);
+    w.slice(bytesOf(piece), 0, i % 2 === 0 ? 1000 : 10);
   }
   assert.equal(w.view().length, 1500 * 1000 + 1500 * 10);
   assert.ok(w.view().every((b) => b === 65));
+});
+
+test('slice copies any run of a column at any output position, byte for byte (fast-check)', () => {
+  fc.assert(
+    fc.property(
+      fc.uint8Array({ minLength: 0, maxLength: 300 }),
+      fc.nat(300),
+      fc.nat(300),
+      fc.nat(7),
+      (bytes, a, b, lead) => {
+        const from = Math.min(a, b, bytes.length),
+          to = Math.min(Math.max(a, b), bytes.length);
+        // a column view that does not start at its buffer's first byte, as index sections do
+        const column = new Uint8Array(bytes.length + 3);
+        column.set(bytes, 3);
+        const w = new BodyWriter();
+        w.reserve(lead + to - from);
+        for (let i = 0; i < lead; i++) w.raw(bytesOf(new Uint8Array([120])));
+        w.slice(bytesOf(column.subarray(3)), from, to);
+        assert.deepEqual(
+          Buffer.from(w.view()),
+          Buffer.concat([Buffer.alloc(lead, 120), Buffer.from(bytes.subarray(from, to))]),
+        );
+      },
+    ),
+    { numRuns: 20_000 },
+  );
 });
