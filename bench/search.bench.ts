@@ -90,7 +90,8 @@ async function main(): Promise<void> {
   if (second.messageCount !== index.messageCount) throw new Error('bench: builds differ');
 
   // query terms chosen from the data: by document frequency
-  const byDf = [...index.tokenIds]
+  const tokenIds = index.tokenIds as Map<string, number>; // built here: a Map
+  const byDf = [...tokenIds]
     .map(([t, id]) => ({ t, df: tokenFrequency(index, id) }))
     .filter((x) => x.t.length >= 3 && !/^\d+$/.test(x.t))
     .sort((a, b) => b.df - a.df);
@@ -98,8 +99,8 @@ async function main(): Promise<void> {
   const rare = byDf.find((x) => x.df <= 20)?.t ?? byDf[byDf.length - 1].t;
   const mid = byDf.slice(20, 40).map((x) => x.t);
   // a frequent adjacent pair from the first messages' token sequences
-  const inverse = new Array<string>(index.tokenIds.size);
-  for (const [t, id] of index.tokenIds) inverse[id] = t;
+  const inverse = new Array<string>(tokenIds.size);
+  for (const [t, id] of tokenIds) inverse[id] = t;
   const [p0, p1] = messageTokenIds(index, 0);
   const phrase = `${inverse[p0]} ${inverse[p1]}`;
   const dateFrom = new Date(index.msgSentAt[Math.floor(MESSAGES * 0.6)]).toISOString().slice(0, 10);

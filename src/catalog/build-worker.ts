@@ -6,6 +6,7 @@
  * keeps. See worker-protocol.ts for the messages.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import { deriveDictionaries } from '../store/flat-index.js';
 import { openStores } from '../store/open-store.js';
 import type { SnapshotRef } from '../store/snapshot-store.js';
 import type { StoreConfig, Stores } from '../store/stores.js';
@@ -21,6 +22,8 @@ async function handle(id: number, ref: SnapshotRef): Promise<void> {
     throw err;
   });
   const flat = await (await stores).snapshots.loadFlatIndex(ref);
+  // the dictionaries' lookup sections are derived here, off the threads that answer requests
+  deriveDictionaries(flat);
   port.postMessage({ id, kind: 'done', flat } satisfies WorkerReply);
 }
 

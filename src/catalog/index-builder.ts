@@ -9,10 +9,9 @@
  * the builder logs that once and builds on the main thread instead.
  */
 import type { Worker } from 'node:worker_threads';
-import { setImmediate as yieldToRequests } from 'node:timers/promises';
 import type { OrgIndex } from '../index/org-index.js';
 import type { OrgData } from '../model/records.js';
-import { type FlatIndex, wrapIndex, wrapIndexAsync } from '../store/flat-index.js';
+import { type FlatIndex, wrapIndex } from '../store/flat-index.js';
 import { OlderFormatError, type SnapshotRef, type SnapshotStore } from '../store/snapshot-store.js';
 import type { StoreConfig } from '../store/stores.js';
 import type { WorkerReply, WorkerRequest } from './worker-protocol.js';
@@ -101,7 +100,7 @@ export class IndexBuilder {
       // whose shared buffers outlived reloads). Only an older snapshot needs a build: a worker.
       try {
         const flat = await this.store.loadFlatIndex(ref, { build: false });
-        const index = await wrapIndexAsync(flat, yieldToRequests);
+        const index = wrapIndex(flat);
         this.where = 'snapshot';
         // `flat` goes along: serving threads get these same shared sections, not a copy of them.
         return { index, flat, messages: flat.messageCount, contacts: flat.contactCount };
@@ -211,9 +210,10 @@ export class IndexBuilder {
       return;
     }
     const flat = reply.flat;
-    wrapIndexAsync(flat, yieldToRequests).then(
-      (index) => p.resolve({ index, flat, messages: flat.messageCount, contacts: flat.contactCount }),
-      p.reject,
-    );
+    try {
+      p.resolve({ index: wrapIndex(flat), flat, messages: flat.messageCount, contacts: flat.contactCount });
+    } catch (err) {
+      p.reject(err as Error);
+    }
   }
 }

@@ -9,6 +9,8 @@
  * postings[entryPostStart[e] .. entryPostStart[e+1]], ascending ordinals. Queries therefore work
  * per matching contact, not per matching message, and a contact's newest match is its first.
  */
+import type { PairLookup, TokenLookup } from './shared-dictionary.js';
+
 export interface OrgIndex {
   readonly organizationId: string;
   readonly messageCount: number;
@@ -48,13 +50,13 @@ export interface OrgIndex {
   readonly conversationIdOffsets: Uint32Array;
 
   // ---- text ----
-  /** token text -> token id */
-  readonly tokenIds: ReadonlyMap<string, number>;
+  /** token text -> token id (a Map when built here, the shared table when loaded: shared-dictionary.ts) */
+  readonly tokenIds: TokenLookup;
   /**
    * (a * vocabulary + b) -> pseudo-token id (>= vocabulary) for adjacent tokens a b that are
    * both in at least pairMinFrequency messages; pseudo-tokens have entries like tokens.
    */
-  readonly pairIds: ReadonlyMap<number, number>;
+  readonly pairIds: PairLookup;
   readonly pairMinFrequency: number;
   /** entries of token or pseudo-token t: entryStart[t] .. entryStart[t+1] */
   readonly entryStart: Uint32Array;

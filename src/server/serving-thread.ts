@@ -6,7 +6,6 @@
  * process (FIELD-NOTES): it is logged, the listen socket closed, and the thread exits; the main
  * thread replaces it.
  */
-import { setImmediate as yieldToRequests } from 'node:timers/promises';
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { KeyCache } from '../auth/key-cache.js';
 import { RateLimiter } from '../auth/rate-limit.js';
@@ -16,13 +15,11 @@ import { inFlight } from '../http/respond.js';
 import { loadUws, type us_listen_socket } from '../http/uws.js';
 import { createLogger } from '../log/logger.js';
 import { collectGarbage } from '../runtime/collect-garbage.js';
-import { wrapIndexAsync } from '../store/flat-index.js';
+import { wrapIndex } from '../store/flat-index.js';
 import type { ServingKeyStore } from '../auth/key-store.js';
 import type { FromThread, KeyListingMessage, ServingState, ServingThreadData, ToThread } from './thread-protocol.js';
 
 const port = parentPort!;
-// Tokens of the term dictionary rebuilt between two turns of the event loop (~1 ms each).
-const DICTIONARY_SLICE = 4096;
 const { config, faultHook, rateLimit, keyLookups, keysPort, keyGeneration } = workerData as ServingThreadData;
 const logger = createLogger(config.logLevel).child({ thread: process.env.SERVING_THREAD_NAME ?? 'serving' });
 const post = (m: FromThread) => port.postMessage(m);
@@ -170,8 +167,9 @@ function inOrder(apply: () => void | Promise<void>): void {
   });
 }
 
-async function applyIndex(m: Extract<ToThread, { kind: 'index' }>): Promise<void> {
-  const index = await wrapIndexAsync(m.flat, yieldToRequests, DICTIONARY_SLICE);
+function applyIndex(m: Extract<ToThread, { kind: 'index' }>): void {
+  // No dictionary to rebuild: the main thread derived its lookup sections before posting them.
+  const index = wrapIndex(m.flat);
   // One Map.set: a request sees the old index or the new one, never a mix.
   const replaced = indexes.has(m.organizationId);
   indexes.set(m.organizationId, index);

@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import type { BuiltIndex } from '../catalog/index-builder.js';
 import type { Config } from '../config/config.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { type FlatIndex, flattenIndex, shareFlat } from '../store/flat-index.js';
+import { deriveDictionaries, type FlatIndex, flattenIndex, shareFlat } from '../store/flat-index.js';
 import type { ServingKeyStore } from '../auth/key-store.js';
 import { startModuleWorker } from '../runtime/module-worker.js';
 import type { FromThread, KeyListingMessage, ServingState, ServingThreadData, ToThread } from './thread-protocol.js';
@@ -91,6 +91,8 @@ export class ThreadPool {
   async loaded(organizationId: string, version: number, built: BuiltIndex): Promise<void> {
     // An index built on this thread (tests' builder) has no shared sections yet: make them once.
     const full = built.flat ?? shareFlat(flattenIndex(built.index));
+    // the dictionaries' lookup sections, made once here rather than by every thread
+    deriveDictionaries(full);
     // The sections only: the contact records (for tools, never a request) would be cloned into
     // every thread on each post (20k objects at 1M: a pause of the receiving thread).
     const flat: FlatIndex = { ...full, contacts: [] };

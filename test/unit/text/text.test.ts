@@ -219,7 +219,7 @@ test('build and query tokens come from the same function: text/analyze.ts tokens
         Date.parse(sentAt),
       );
       const index = buildIndex(b.build());
-      const text = [...index.tokenIds.keys()];
+      const text = [...(index.tokenIds as Map<string, number>).keys()];
       const built = messageTokenIds(index, 0).map((id) => text[id]);
       assert.deepEqual(built, tokensOf(content));
       const term = analyzeTerm(content, Number.MAX_SAFE_INTEGER);

@@ -1,0 +1,70 @@
+/** The shared dictionaries of a loaded index answer exactly as the Maps of the built index. */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import fc from 'fast-check';
+import {
+  buildTokenTable,
+  SharedPairDictionary,
+  SharedTokenDictionary,
+  sortPairs,
+} from '../../../src/index/shared-dictionary.js';
+
+/** The token column flattenIndex writes: UTF-8 of each token, by id. */
+function column(tokens: string[]): { bytes: Uint8Array; offsets: Uint32Array } {
+  const offsets = new Uint32Array(tokens.length + 1);
+  const parts = tokens.map((t) => Buffer.from(t, 'utf8'));
+  for (let t = 0; t < tokens.length; t++) offsets[t + 1] = offsets[t] + parts[t].length;
+  return { bytes: new Uint8Array(Buffer.concat(parts)), offsets };
+}
+
+function dictionary(tokens: string[]): SharedTokenDictionary {
+  const { bytes, offsets } = column(tokens);
+  return new SharedTokenDictionary(bytes, offsets, buildTokenTable(bytes, offsets));
+}
+
+// letters and digits of several scripts and planes, as the tokenizer keeps them
+const letter = fc.constantFrom(...'abcxyz019çãéßσςиж中文한😀𝒜'.match(/./gu)!);
+const token = fc.array(letter, { minLength: 1, maxLength: 6 }).map((cs) => cs.join(''));
+
+test('every token is found with its id, and other strings are not (fast-check)', () => {
+  fc.assert(
+    fc.property(fc.uniqueArray(token, { maxLength: 300 }), fc.array(token, { maxLength: 50 }), (tokens, probes) => {
+      const map = new Map(tokens.map((t, id) => [t, id]));
+      const shared = dictionary(tokens);
+      assert.equal(shared.size, map.size);
+      for (const t of tokens) assert.equal(shared.get(t), map.get(t), t);
+      for (const p of probes) assert.equal(shared.get(p), map.get(p), p);
+    }),
+    { numRuns: 500 },
+  );
+});
+
+test('prefixes, extensions, the empty string, lone surrogates and long strings are not tokens', () => {
+  const shared = dictionary(['pedido', 'pedidos', 'ab', '😀']);
+  assert.equal(shared.get('pedido'), 0);
+  assert.equal(shared.get('pedidos'), 1);
+  assert.equal(shared.get('pedid'), undefined);
+  assert.equal(shared.get('pedidoss'), undefined);
+  assert.equal(shared.get(''), undefined);
+  assert.equal(shared.get('\ud83d'), undefined); // the high half of 😀 alone
+  assert.equal(shared.get('\ude00'), undefined);
+  assert.equal(shared.get('😀'), 3);
+  assert.equal(shared.get('x'.repeat(5000)), undefined);
+  assert.equal(dictionary([]).get('a'), undefined);
+});
+
+test('the table lives in shared memory, and pairs are found by key after sorting (fast-check)', () => {
+  const { bytes, offsets } = column(['a', 'b']);
+  assert.ok(buildTokenTable(bytes, offsets).buffer instanceof SharedArrayBuffer);
+  fc.assert(
+    fc.property(fc.uniqueArray(fc.nat(2 ** 40), { maxLength: 200 }), fc.array(fc.nat(2 ** 40)), (keys, probes) => {
+      const values = keys.map((_, i) => 1000 + i);
+      const map = new Map(keys.map((k, i) => [k, values[i]]));
+      const sorted = sortPairs(Float64Array.from(keys), Uint32Array.from(values));
+      const shared = new SharedPairDictionary(sorted.keys, sorted.values);
+      assert.equal(shared.size, map.size);
+      for (const k of [...keys, ...probes]) assert.equal(shared.get(k), map.get(k));
+    }),
+    { numRuns: 300 },
+  );
+});
