@@ -5,12 +5,27 @@
  * `workerData.store`, the validated store part of the configuration, which it opens once and
  * keeps. See worker-protocol.ts for the messages.
  */
+import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { deriveDictionaries } from '../store/flat-index.js';
 import { openStores } from '../store/open-store.js';
 import type { SnapshotRef } from '../store/snapshot-store.js';
 import type { StoreConfig, Stores } from '../store/stores.js';
 import type { WorkerReply, WorkerRequest } from './worker-protocol.js';
+
+/**
+ * Nice value of this thread: a reload's read, verify and copy yield the CPU to the threads that
+ * answer requests. On Linux the nice value is per thread and pid 0 names the calling thread, so
+ * only this worker is lowered; a serving thread woken on the core it runs on then preempts it at
+ * once instead of waiting out its time slice. Where that is not allowed, loads keep the
+ * process's priority.
+ */
+const LOADER_NICE = 10;
+try {
+  setPriority(0, LOADER_NICE);
+} catch {
+  // not permitted here: loads run at the process's priority
+}
 
 const port = parentPort!;
 const config = (workerData as { store: StoreConfig }).store;
