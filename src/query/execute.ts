@@ -234,7 +234,7 @@ function counted(index: OrgIndex, s: Scratch, w: Walk, o: number, messagesLimit:
 }
 
 /** Walks one matching contact's counting messages, newest first: a merge over every term. */
-function walkContact(plan: Plan, s: Scratch, c: number, messagesLimit: number, w: Walk): void {
+function walkContact(plan: Plan, s: Scratch, c: number, messagesLimit: number, w: Walk, entry: number): void {
   const { index, views } = plan;
   const k = views.length;
   const { postings, entryPostStart, msgCombo } = index;
@@ -242,9 +242,9 @@ function walkContact(plan: Plan, s: Scratch, c: number, messagesLimit: number, w
   w.count = w.conversations = w.picked = 0;
   w.newest = w.oldest = -1;
   if (k === 1) {
-    // one term: its list for this contact, no merge
+    // one term: its list for this contact, no merge (a top-list page knows the entry already)
     const v = views[0];
-    const e = positionOf(v, c);
+    const e = entry >= 0 ? entry : positionOf(v, c);
     const g = v.entry === null ? e : v.entry[e];
     const end = entryPostStart[g + 1];
     let p = plan.lo > 0 ? lowerBound(postings, entryPostStart[g], end, plan.lo) : entryPostStart[g];
@@ -359,10 +359,18 @@ function writeMessage(out: BodyWriter, index: OrgIndex, text: TextViews, o: numb
 }
 
 /** Writes the result item of one matching contact (spec 2.2). */
-function writeItem(out: BodyWriter, plan: Plan, s: Scratch, c: number, messagesLimit: number, first: boolean): void {
+function writeItem(
+  out: BodyWriter,
+  plan: Plan,
+  s: Scratch,
+  c: number,
+  messagesLimit: number,
+  first: boolean,
+  entry = -1,
+): void {
   const { index } = plan;
   const w = s.walk;
-  walkContact(plan, s, c, messagesLimit, w);
+  walkContact(plan, s, c, messagesLimit, w, entry);
   const from = index.contactJsonOffsets[c],
     to = index.contactJsonOffsets[c + 1];
   out.reserve(ITEM_FIXED + (to - from));
@@ -427,7 +435,10 @@ function topListBody(plan: Plan, s: Scratch, req: SearchRequest): Uint8Array | n
   out.reset();
   out.reserve(DATA_OPEN.byteLength);
   out.raw(DATA_OPEN);
-  for (let i = req.offset; i < need; i++) writeItem(out, plan, s, s.touched[i], req.messagesLimit, i === req.offset);
+  // one term: topPage left each page contact's entry in s.pageEntry (no search for it again)
+  const one = plan.views.length === 1;
+  for (let i = req.offset; i < need; i++)
+    writeItem(out, plan, s, s.touched[i], req.messagesLimit, i === req.offset, one ? s.pageEntry[i] : -1);
   return writeTail(out, req, count, need - req.offset);
 }
 

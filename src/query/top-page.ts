@@ -99,7 +99,8 @@ export function topPage(
       }
     }
     if (best < 0) break;
-    const c = entryContact[topEntries[pos[best]]];
+    const e = topEntries[pos[best]];
+    const c = entryContact[e];
     const p = ++pos[best];
     heads[best] =
       p < end[best]
@@ -108,6 +109,7 @@ export function topPage(
     if (stamp[c] === gen) continue;
     stamp[c] = gen;
     if (all && k > 1 && ((bits[c >>> 5] >>> (c & 31)) & 1) === 0) continue;
+    s.pageEntry[n] = e;
     s.touched[n++] = c;
   }
   if (n < need) {
