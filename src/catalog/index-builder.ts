@@ -1,7 +1,7 @@
 /**
  * Loads a snapshot's index. A format-2 snapshot (the built index) is read, verified and copied
- * into shared memory on this thread, chunk by chunk, and its term dictionary rebuilt in slices,
- * with the event loop free between steps, so searches keep being answered. An older format-1
+ * into shared memory on this thread, chunk by chunk, with the event loop free between steps, so
+ * searches keep being answered; its dictionaries are read in place (shared-dictionary.ts). An older format-1
  * snapshot needs its index built: off the request path, in a worker thread that opens its own
  * connection to the same store and hands the flat index back in shared memory (no copy).
  *
@@ -70,8 +70,8 @@ export class IndexBuilder {
   private where: 'snapshot' | 'worker' | 'main' | null = null;
   /**
    * Set once the server answers requests. Before (cold start) a snapshot is read right here:
-   * fastest, nothing to protect. After, the worker reads it, so the request thread only
-   * rebuilds the dictionary (measured at 1M: reload p99 12.9x steady when read here).
+   * fastest, nothing to protect. After, the worker reads it, so the request thread only wraps
+   * the sections (measured at 1M: reload p99 12.9x steady when read here).
    */
   serving = false;
 
@@ -95,8 +95,8 @@ export class IndexBuilder {
   async load(ref: SnapshotRef): Promise<BuiltIndex> {
     if (this.build === null && (!this.serving || this.buildsIn() === 'main')) {
       // A format-2 snapshot is read, verified and copied into shared memory right here, one
-      // chunk per step with the event loop free between them; only the dictionaries are rebuilt,
-      // in slices. Measured faster and leaner than a worker (whose start alone took 1-2 s, and
+      // chunk per step with the event loop free between them, then wrapped (nothing rebuilt).
+      // Measured faster and leaner than a worker (whose start alone took 1-2 s, and
       // whose shared buffers outlived reloads). Only an older snapshot needs a build: a worker.
       try {
         const flat = await this.store.loadFlatIndex(ref, { build: false });

@@ -3,7 +3,8 @@
  *
  * The index travels as a FlatIndex (src/store/flat-index.ts): its sections sit in
  * SharedArrayBuffers, so posting them shares the memory (no copy, no transfer); the contacts and
- * scalars are structured-cloned. The request thread then wraps it (rebuilds the dictionaries).
+ * scalars are structured-cloned. The worker has derived its dictionary lookup sections; the
+ * request thread only wraps it.
  */
 import type { FlatIndex } from '../store/flat-index.js';
 import type { SnapshotRef } from '../store/snapshot-store.js';

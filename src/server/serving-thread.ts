@@ -155,18 +155,8 @@ const app = createPublicApp({
   },
 });
 
-// Index, state and flush messages are applied one after another, in the order sent: an index is
-// wrapped over several turns of the event loop (requests are answered between its slices), and
-// the acks must not overtake one another. A failure is rethrown as uncaught: the thread is replaced.
-let applying: Promise<void> = Promise.resolve();
-function inOrder(apply: () => void | Promise<void>): void {
-  applying = applying.then(apply).catch((err: unknown) => {
-    setImmediate(() => {
-      throw err;
-    });
-  });
-}
-
+// Index, state and flush messages are each applied at once, synchronously, in the order sent, so
+// their acks go out in that order. A failure is an uncaught exception: the thread is replaced.
 function applyIndex(m: Extract<ToThread, { kind: 'index' }>): void {
   // No dictionary to rebuild: the main thread derived its lookup sections before posting them.
   const index = wrapIndex(m.flat);
@@ -186,14 +176,12 @@ function ack(seq: number): void {
 port.on('message', (m: ToThread) => {
   switch (m.kind) {
     case 'index':
-      inOrder(() => applyIndex(m));
+      applyIndex(m);
       break;
     case 'state':
-      inOrder(() => {
-        state = m.state;
-        unavailable = new Map(m.state.unavailable);
-        ack(m.seq);
-      });
+      state = m.state;
+      unavailable = new Map(m.state.unavailable);
+      ack(m.seq);
       break;
     case 'store-reply': {
       const c = calls.get(m.id);
@@ -207,10 +195,8 @@ port.on('message', (m: ToThread) => {
       void stop(m.timeoutMs);
       break;
     case 'flush':
-      inOrder(() => {
-        flushObserved();
-        ack(m.seq);
-      });
+      flushObserved();
+      ack(m.seq);
       break;
     case 'fault':
       if (faultHook)

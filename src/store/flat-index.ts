@@ -212,26 +212,18 @@ export function orgDataOf(flat: FlatIndex): OrgData {
 }
 
 /**
- * Sections a loaded index derives from its stored ones, once, in shared memory (see
- * shared-dictionary.ts): the token hash table and the pair keys sorted. They travel with the
- * other sections to every serving thread, and are never written to a snapshot.
- */
-export const DERIVED_SECTIONS = ['tokenTable', 'pairKeysSorted', 'pairValuesSorted'] as const;
-
-/**
- * Adds the DERIVED_SECTIONS to a loaded flat that lacks them (the build worker calls it, so the
- * threads that answer requests never do the work). Throws on a malformed dictionary.
+ * Adds to a loaded flat, once, the sections its dictionaries are read through (see
+ * shared-dictionary.ts): `tokenTable`, the hash table over the token column, and `pairKeysSorted`
+ * / `pairValuesSorted`. They are SharedArrayBuffers like the others and travel with them to every
+ * serving thread; a flat that has them is left as it is. The build worker calls this, so the
+ * threads that answer requests do not do the work. Throws on a malformed dictionary.
  */
 export function deriveDictionaries(flat: FlatIndex): void {
-  dictionaries(flat);
-}
-
-function dictionaries(flat: FlatIndex): { tokenIds: TokenLookup; pairIds: PairLookup } {
   const s = flat.sections;
-  const bytes = s.tokenBytes as Uint8Array,
-    offsets = s.tokenOffsets as Uint32Array;
-  const keys = s.pairKeys as Float64Array,
-    values = s.pairValues as Uint32Array;
+  const bytes = s.tokenBytes,
+    offsets = s.tokenOffsets;
+  const keys = s.pairKeys,
+    values = s.pairValues;
   if (
     !(bytes instanceof Uint8Array) ||
     !(offsets instanceof Uint32Array) ||
@@ -243,18 +235,12 @@ function dictionaries(flat: FlatIndex): { tokenIds: TokenLookup; pairIds: PairLo
   ) {
     throw new Error(`snapshot: malformed dictionary of organization ${flat.organizationId}`);
   }
-  // Derived once, by the first thread that wraps these sections (the main thread, before it
-  // posts them to the serving threads): the others find them here.
   if (!(s.tokenTable instanceof Uint32Array)) s.tokenTable = buildTokenTable(bytes, offsets);
   if (!(s.pairKeysSorted instanceof Float64Array) || !(s.pairValuesSorted instanceof Uint32Array)) {
     const sorted = sortPairs(keys, values);
     s.pairKeysSorted = sorted.keys;
     s.pairValuesSorted = sorted.values;
   }
-  return {
-    tokenIds: new SharedTokenDictionary(bytes, offsets, s.tokenTable as Uint32Array),
-    pairIds: new SharedPairDictionary(s.pairKeysSorted as Float64Array, s.pairValuesSorted as Uint32Array),
-  };
 }
 
 /**
@@ -265,7 +251,8 @@ function dictionaries(flat: FlatIndex): { tokenIds: TokenLookup; pairIds: PairLo
  * as they are.
  */
 export function wrapIndex(flat: FlatIndex): OrgIndex {
-  const { tokenIds, pairIds } = dictionaries(flat);
+  deriveDictionaries(flat);
+  const s = flat.sections;
   const index: Record<string, unknown> = {
     organizationId: flat.organizationId,
     messageCount: flat.messageCount,
@@ -276,8 +263,12 @@ export function wrapIndex(flat: FlatIndex): OrgIndex {
     if (a === undefined) throw new Error(`snapshot: organization ${flat.organizationId} has no section ${f}`);
     index[f] = a;
   }
-  index.tokenIds = tokenIds;
-  index.pairIds = pairIds;
+  index.tokenIds = new SharedTokenDictionary(
+    s.tokenBytes as Uint8Array,
+    s.tokenOffsets as Uint32Array,
+    s.tokenTable as Uint32Array,
+  );
+  index.pairIds = new SharedPairDictionary(s.pairKeysSorted as Float64Array, s.pairValuesSorted as Uint32Array);
   index.pairMinFrequency = flat.pairMinFrequency;
   return fastProperties(index) as unknown as OrgIndex;
 }
