@@ -115,6 +115,9 @@ async function main(): Promise<void> {
     phrase: `q=${enc(phrase)}`,
     'channel + date filter': `q=${enc(mid[8])}&channel=whatsapp&from=${dateFrom}&to=${dateTo}`,
     'deep offset': `q=${enc(common)}&limit=100&offset=5000`,
+    // direction defaults to inbound; these read the other newest-message paths of the index
+    'common term, direction all': `q=${enc(common)}&direction=all`,
+    'deep offset outbound': `q=${enc(common)}&direction=outbound&limit=100&offset=5000`,
     '10 common terms any, max limits': `keywords=${byDf
       .slice(0, 10)
       .map((x) => enc(x.t))

@@ -1,7 +1,7 @@
 import type { Contact, OrgData } from '../model/records.js';
 import { tokensOf } from '../text/analyze.js';
-import { CHANNEL_COUNT, comboOf, INBOUND_COMBOS, NONE, timeRanks } from './layout.js';
-import type { OrgIndex } from './org-index.js';
+import { CHANNEL_COUNT, comboOf, NONE, OUT_FAR, OUT_SHIFT, OUT_UNTIED, timeRanks } from './layout.js';
+import { contactColumn, type OrgIndex } from './org-index.js';
 import { jsonEscaped, StringColumnBuilder, wellFormed } from './string-column.js';
 import { buildTopLists, TOP_LIST_DEFAULTS, type TopListOptions } from './top-lists.js';
 import { encodeTokenSeq, frequencyRanks } from './token-seq.js';
@@ -216,9 +216,9 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     postStartOfKey[t + 1] = postStartOfKey[t] + keyDf[t];
   }
   const entryCount = entryStart[keyCount];
-  const entryContact = new Uint32Array(entryCount);
+  const entryContact = contactColumn(contactCount, entryCount);
   const entryPostStart = new Uint32Array(entryCount + 1);
-  const entryMask = new Uint16Array(entryCount);
+  const entryFlags = new Uint16Array(entryCount);
   const postings = new Uint32Array(postStartOfKey[keyCount]);
   const entryFill = entryStart.slice(0, keyCount);
   const postFill = postStartOfKey.slice(0, keyCount);
@@ -235,7 +235,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
       entryContact[e] = c;
       entryPostStart[e] = postFill[t];
     }
-    entryMask[currentEntry[t]] |= bit;
+    entryFlags[currentEntry[t]] |= bit;
     postings[postFill[t]++] = o;
   };
   for (let c = 0; c < contactCount; c++) {
@@ -250,33 +250,44 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   }
   entryPostStart[entryCount] = postings.length;
 
-  // Per entry, the time rank of its newest inbound and newest outbound message (NONE if none):
-  // an unfiltered-by-channel, undated query then decides a contact without reading postings.
+  // Per entry, the time rank of its newest inbound message (NONE if none), and in its flags where
+  // its newest outbound message is (layout.ts): an unfiltered-by-channel, undated query then
+  // decides a contact from one sequential read (inbound, the default) or one posting more.
   // The time rank of ordinal o is the first ordinal with the same sent_at, so equal times tie.
   const entryNewestIn = new Uint32Array(entryCount).fill(NONE);
-  const entryNewestOut = new Uint32Array(entryCount).fill(NONE);
   // One linear pass (build scratch, not kept): walking back per entry was quadratic when many
   // messages share one sent_at (bulk-migrated data stamped with a date).
   const timeRank = timeRanks(msgSentAt);
   for (let e = 0; e < entryCount; e++) {
-    let needIn = (entryMask[e] & INBOUND_COMBOS) !== 0;
-    let needOut = entryMask[e] >> CHANNEL_COUNT !== 0;
-    for (let p = entryPostStart[e]; p < entryPostStart[e + 1] && (needIn || needOut); p++) {
+    const from = entryPostStart[e],
+      end = entryPostStart[e + 1];
+    let needIn = true,
+      needOut = true;
+    for (let p = from; p < end && (needIn || needOut); p++) {
       const o = postings[p];
       if (msgCombo[o] < CHANNEL_COUNT) {
-        if (needIn) {
-          entryNewestIn[e] = timeRank[o];
-          needIn = false;
-        }
+        if (needIn) entryNewestIn[e] = timeRank[o];
+        needIn = false;
       } else if (needOut) {
-        entryNewestOut[e] = timeRank[o];
         needOut = false;
+        entryFlags[e] |= (Math.min(p - from + 1, OUT_FAR) << OUT_SHIFT) | (timeRank[o] === o ? OUT_UNTIED : 0);
       }
     }
   }
 
   const top = buildTopLists(
-    { entryStart, entryContact, entryNewestIn, entryNewestOut, contactIdRank, contactByIdRank },
+    {
+      entryStart,
+      entryContact,
+      entryNewestIn,
+      entryFlags,
+      entryPostStart,
+      postings,
+      msgCombo,
+      msgSentAt,
+      contactIdRank,
+      contactByIdRank,
+    },
     options.topLists ?? TOP_LIST_DEFAULTS,
   );
 
@@ -304,9 +315,8 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     entryStart,
     entryContact,
     entryPostStart,
-    entryMask,
+    entryFlags,
     entryNewestIn,
-    entryNewestOut,
     postings,
     tokenRank,
     seqByteStart,

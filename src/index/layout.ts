@@ -15,8 +15,70 @@ export function comboOf(direction: number, channel: number): number {
   return direction * CHANNEL_COUNT + channel;
 }
 
-/** Bits of the inbound combos in a combo mask (entryMask, a filter mask); the rest are outbound. */
+/** Bits of the inbound combos in a combo mask (entryFlags, a filter mask); the rest are outbound. */
 export const INBOUND_COMBOS = (1 << CHANNEL_COUNT) - 1;
+
+/**
+ * entryFlags (one Uint16 an entry) holds, besides the combo mask in its low 2 * CHANNEL_COUNT bits,
+ * where the entry's newest outbound message is, so that it needs no column of its own (a Uint32
+ * column was 4 bytes an entry, 13 B a message at 1M). Inbound is the default direction of a query,
+ * so its newest keeps a column (entryNewestIn); outbound and both read one posting more.
+ * - OUT_SHIFT.. (5 bits): 0 no outbound message; 1 .. OUT_FAR - 1: it is posting (code - 1) of the
+ *   entry; OUT_FAR: posting OUT_FAR - 1 or later (a long run of inbound messages first; scan).
+ * - OUT_UNTIED (bit 15): its sent_at differs from the message before it, so its time rank is its
+ *   ordinal and no sent_at is read (the common case; ties take timeRank).
+ */
+export const COMBO_BITS = (1 << (2 * CHANNEL_COUNT)) - 1;
+export const OUT_SHIFT = 2 * CHANNEL_COUNT;
+export const OUT_FAR = 31;
+export const OUT_UNTIED = 0x8000;
+if (OUT_SHIFT + 5 > 15) throw new Error('layout: the combos leave no room for entryFlags');
+
+/** The columns newestOutbound and newestOfEntry read (an OrgIndex has them; the build passes its own). */
+export interface EntryNewestColumns {
+  readonly entryNewestIn: Uint32Array;
+  readonly entryFlags: Uint16Array;
+  readonly entryPostStart: Uint32Array;
+  readonly postings: Uint32Array;
+  readonly msgCombo: Uint8Array;
+  readonly msgSentAt: Float64Array;
+}
+
+/**
+ * Time rank of entry e's newest outbound message, or -1 (never NONE: a value outside the
+ * small-integer range returned from a call is boxed). One posting read, near the entry's start.
+ */
+export function newestOutbound(x: EntryNewestColumns, e: number): number {
+  const f = x.entryFlags[e];
+  const code = (f >>> OUT_SHIFT) & OUT_FAR;
+  if (code === 0) return -1;
+  const postings = x.postings;
+  let p = x.entryPostStart[e] + code - 1;
+  if (code === OUT_FAR) {
+    // rare: 30 or more newer inbound messages first; the flags say an outbound one follows
+    const { msgCombo } = x;
+    const end = x.entryPostStart[e + 1];
+    while (p < end && msgCombo[postings[p]] < CHANNEL_COUNT) p++;
+    if (p === end) return -1;
+  }
+  const o = postings[p];
+  return (f & OUT_UNTIED) !== 0 ? o : timeRank(x.msgSentAt, o);
+}
+
+/** Time rank of entry e's newest message in either direction (every entry has one). */
+export function newestOfEntry(x: EntryNewestColumns, e: number): number {
+  // the newest outbound is the entry's first posting exactly when it is the newest message
+  return ((x.entryFlags[e] >>> OUT_SHIFT) & OUT_FAR) === 1 ? newestOutbound(x, e) : x.entryNewestIn[e];
+}
+
+/** Time rank of entry e's newest message of `direction` (INBOUND, OUTBOUND, BOTH), or -1. */
+export function newestOf(x: EntryNewestColumns, e: number, direction: number): number {
+  if (direction === INBOUND) {
+    const r = x.entryNewestIn[e];
+    return r === NONE ? -1 : r;
+  }
+  return direction === OUTBOUND ? newestOutbound(x, e) : newestOfEntry(x, e);
+}
 
 /** Direction modes of a top list and of a query: inbound, outbound, both. */
 export const INBOUND = 0;

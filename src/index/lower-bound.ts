@@ -1,5 +1,5 @@
 /** First position in list[start, end) whose value is >= value (list ascending there). */
-export function lowerBound(list: Uint32Array, start: number, end: number, value: number): number {
+export function lowerBound(list: Uint16Array | Uint32Array, start: number, end: number, value: number): number {
   let lo = start,
     hi = end;
   while (lo < hi) {

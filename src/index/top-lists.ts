@@ -1,5 +1,6 @@
-import { bitmapWords, INBOUND, NONE, OUTBOUND, TOP_MODES } from './layout.js';
+import { bitmapWords, COMBO_BITS, type EntryNewestColumns, INBOUND_COMBOS, newestOf, TOP_MODES } from './layout.js';
 import { lowerBound } from './lower-bound.js';
+import type { ContactColumn } from './org-index.js';
 import { smallestKeys } from './select.js';
 
 /**
@@ -40,17 +41,15 @@ export const TOP_LIST_DEFAULTS: TopListOptions = { minEntries: 1024, length: 256
 
 /** Builds the top lists from the entry columns (see OrgIndex); pure, linear in the entries listed. */
 export function buildTopLists(
-  columns: {
+  columns: EntryNewestColumns & {
     entryStart: Uint32Array;
-    entryContact: Uint32Array;
-    entryNewestIn: Uint32Array;
-    entryNewestOut: Uint32Array;
+    entryContact: ContactColumn;
     contactIdRank: Uint32Array;
     contactByIdRank: Uint32Array;
   },
   options: TopListOptions = TOP_LIST_DEFAULTS,
 ): TopLists {
-  const { entryStart, entryContact, entryNewestIn, entryNewestOut, contactIdRank, contactByIdRank } = columns;
+  const { entryStart, entryContact, entryFlags, contactIdRank, contactByIdRank } = columns;
   const contactCount = contactIdRank.length;
   const keyCount = entryStart.length - 1;
   const topSlot = new Int32Array(keyCount).fill(-1);
@@ -81,17 +80,15 @@ export function buildTopLists(
       outBits = inBits + words;
     for (let e = from; e < to; e++) {
       const c = entryContact[e];
-      if (entryNewestIn[e] !== NONE) topBits[inBits + (c >>> 5)] |= 1 << (c & 31);
-      if (entryNewestOut[e] !== NONE) topBits[outBits + (c >>> 5)] |= 1 << (c & 31);
+      if ((entryFlags[e] & INBOUND_COMBOS) !== 0) topBits[inBits + (c >>> 5)] |= 1 << (c & 31);
+      if ((entryFlags[e] & COMBO_BITS & ~INBOUND_COMBOS) !== 0) topBits[outBits + (c >>> 5)] |= 1 << (c & 31);
     }
     for (let m = 0; m < TOP_MODES; m++) {
       // the key of matchContacts: time rank of the newest message in the direction, then id rank
       let n = 0;
       for (let e = from; e < to; e++) {
-        const a = m === OUTBOUND ? NONE : entryNewestIn[e];
-        const b = m === INBOUND ? NONE : entryNewestOut[e];
-        const r = a < b ? a : b;
-        if (r !== NONE) keys[n++] = r * contactCount + contactIdRank[entryContact[e]];
+        const r = newestOf(columns, e, m);
+        if (r >= 0) keys[n++] = r * contactCount + contactIdRank[entryContact[e]];
       }
       const need = Math.min(n, options.length);
       const top = smallestKeys(keys, n, need, heap);

@@ -1,4 +1,16 @@
-import { BOTH, CHANNEL_COUNT, INBOUND, NONE, OUTBOUND, timeRank } from '../index/layout.js';
+import {
+  BOTH,
+  CHANNEL_COUNT,
+  INBOUND,
+  NONE,
+  newestOf,
+  newestOutbound,
+  OUT_FAR,
+  OUT_SHIFT,
+  OUT_UNTIED,
+  OUTBOUND,
+  timeRank,
+} from '../index/layout.js';
 import { lowerBound } from '../index/lower-bound.js';
 import type { OrgIndex } from '../index/org-index.js';
 import { smallestKeys } from '../index/select.js';
@@ -54,7 +66,7 @@ interface Plan {
 function newestCounting(plan: Plan, v: TermView, e: number): number {
   const { index } = plan;
   const g = v.entry === null ? e : v.entry[e];
-  if ((index.entryMask[g] & plan.mask) === 0) return -1;
+  if ((index.entryFlags[g] & plan.mask) === 0) return -1;
   const { msgCombo, postings } = index;
   const end = index.entryPostStart[g + 1];
   let p = index.entryPostStart[g];
@@ -74,12 +86,8 @@ function newestCounting(plan: Plan, v: TermView, e: number): number {
  */
 function newestRank(plan: Plan, v: TermView, e: number): number {
   if (plan.precomputed && v.entry === null && v.phrase === null) {
-    // no date or channel filter and a plain token: read the precomputed newest per direction
-    const { entryNewestIn, entryNewestOut } = plan.index;
-    const a = plan.direction === OUTBOUND ? NONE : entryNewestIn[e];
-    const b = plan.direction === INBOUND ? NONE : entryNewestOut[e];
-    const r = a < b ? a : b;
-    return r === NONE ? -1 : r;
+    // no date or channel filter and a plain token: the precomputed newest (of a direction)
+    return newestOf(plan.index, e, plan.direction);
   }
   const o = newestCounting(plan, v, e);
   return o < 0 ? -1 : timeRank(plan.index.msgSentAt, o);
@@ -97,14 +105,36 @@ function matchContacts(plan: Plan, s: Scratch): number {
   let n = 0;
   if (views.length === 1) {
     const v = views[0];
-    if (plan.precomputed && v.entry === null && v.phrase === null && plan.direction !== BOTH) {
-      // The commonest query, one plain token and no filter but the direction: one read an entry,
-      // with newestRank's tests hoisted out of a loop that may run over every contact.
-      const newest = plan.direction === INBOUND ? index.entryNewestIn : index.entryNewestOut;
+    if (plan.precomputed && v.entry === null && v.phrase === null) {
+      // The commonest query, one plain token and no filter but the direction (inbound by
+      // default): two sequential reads an entry, with newestRank's tests hoisted out of a loop
+      // that may run over every contact.
       const contact = v.contact;
+      const direction = plan.direction;
+      if (direction === INBOUND) {
+        const newestIn = index.entryNewestIn;
+        for (let e = v.from; e < v.to; e++) {
+          const r = newestIn[e];
+          if (r !== NONE) keys[n++] = r * contactCount + idRank[contact[e]];
+        }
+        return n;
+      }
+      if (direction === OUTBOUND) {
+        // most entries: the newest outbound is one of the entry's first postings, its own time rank
+        const { entryFlags: flags, entryPostStart: start, postings } = index;
+        for (let e = v.from; e < v.to; e++) {
+          const f = flags[e];
+          const code = (f >>> OUT_SHIFT) & OUT_FAR;
+          if (code === 0) continue;
+          const r =
+            code !== OUT_FAR && (f & OUT_UNTIED) !== 0 ? postings[start[e] + code - 1] : newestOutbound(index, e);
+          if (r >= 0) keys[n++] = r * contactCount + idRank[contact[e]];
+        }
+        return n;
+      }
       for (let e = v.from; e < v.to; e++) {
-        const r = newest[e];
-        if (r !== NONE) keys[n++] = r * contactCount + idRank[contact[e]];
+        const r = newestOf(index, e, direction);
+        if (r >= 0) keys[n++] = r * contactCount + idRank[contact[e]];
       }
       return n;
     }
@@ -132,10 +162,8 @@ function matchSeveral(plan: Plan, s: Scratch): number {
   const { contactStamp: stamp, contactBest: best, contactHits: hits, touched } = s;
   const order = all ? [...views].sort((a, b) => a.to - a.from - (b.to - b.from)) : views;
   const k = order.length;
-  // a plain token without date or channel filter reads its rank from the precomputed columns,
-  // hoisted here: this loop runs over every entry of every term
-  const newestIn = plan.direction === OUTBOUND ? null : index.entryNewestIn;
-  const newestOut = plan.direction === INBOUND ? null : index.entryNewestOut;
+  // a plain token without date or channel filter reads its rank from the precomputed columns
+  const direction = plan.direction;
   let t = 0;
   for (let j = 0; j < k; j++) {
     const v = order[j];
@@ -147,10 +175,8 @@ function matchSeveral(plan: Plan, s: Scratch): number {
       if (all && j > 0 && (!seen || hits[c] !== j)) continue;
       let r: number;
       if (plain) {
-        const a = newestIn === null ? NONE : newestIn[e];
-        const b = newestOut === null ? NONE : newestOut[e];
-        if (a === NONE && b === NONE) continue;
-        r = a < b ? a : b;
+        r = newestOf(index, e, direction);
+        if (r < 0) continue;
       } else {
         r = newestRank(plan, v, e);
         if (r < 0) continue;

@@ -1,5 +1,5 @@
 import { bitmapWords } from '../index/layout.js';
-import type { OrgIndex } from '../index/org-index.js';
+import type { ContactColumn, OrgIndex } from '../index/org-index.js';
 import { MAX_TERMS } from '../request/terms.js';
 import { bytesOf, type Bytes } from './body-writer.js';
 
@@ -46,7 +46,7 @@ export interface Scratch {
   walk: { count: number; conversations: number; newest: number; oldest: number; picked: number };
   picked: Uint32Array;
   /** per term slot, a phrase view's positions (see termView), allocated on first use */
-  viewContact: Array<Uint32Array | undefined>;
+  viewContact: Array<ContactColumn | undefined>;
   viewEntry: Array<Uint32Array | undefined>;
   text: TextViews;
 }
@@ -73,7 +73,7 @@ export function scratchFor(index: OrgIndex): Scratch {
       bits: new Int32Array(bitmapWords(index.contactCount)),
       walk: { count: 0, conversations: 0, newest: -1, oldest: -1, picked: 0 },
       picked: new Uint32Array(MAX_MESSAGES_LIMIT),
-      viewContact: new Array<Uint32Array | undefined>(MAX_TERMS).fill(undefined),
+      viewContact: new Array<ContactColumn | undefined>(MAX_TERMS).fill(undefined),
       viewEntry: new Array<Uint32Array | undefined>(MAX_TERMS).fill(undefined),
       text: {
         msgId: bytesOf(index.msgIdBytes),

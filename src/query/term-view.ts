@@ -1,4 +1,4 @@
-import { tokenFrequency, type OrgIndex } from '../index/org-index.js';
+import { type ContactColumn, contactColumn, tokenFrequency, type OrgIndex } from '../index/org-index.js';
 import { containsTokens, encodePhrase } from '../index/token-seq.js';
 import { tokensOf } from '../text/analyze.js';
 import type { Scratch } from './scratch.js';
@@ -10,7 +10,8 @@ import type { Scratch } from './scratch.js';
  * its tokens; its adjacency is checked lazily (`matches`), only on messages a query looks at.
  */
 export interface TermView {
-  contact: Uint32Array;
+  /** entryContact itself, or a phrase's positions in a column of its type (one element kind a loop) */
+  contact: ContactColumn;
   entry: Uint32Array | null;
   from: number;
   to: number;
@@ -84,7 +85,7 @@ export function termView(index: OrgIndex, term: string, s: Scratch, slot: number
   const first = entryStart[d],
     last = entryStart[d + 1];
   // a token has at most one entry a contact, so contactCount positions always suffice
-  const contact = (s.viewContact[slot] ??= new Uint32Array(index.contactCount));
+  const contact = (s.viewContact[slot] ??= contactColumn(index.contactCount, index.contactCount));
   const entry = (s.viewEntry[slot] ??= new Uint32Array(index.contactCount));
   let n = 0;
   next: for (let e = first; e < last; e++) {

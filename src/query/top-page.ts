@@ -1,5 +1,5 @@
 import type { OrgIndex } from '../index/org-index.js';
-import { bitmapWords, INBOUND, NONE, OUTBOUND, TOP_MODES } from '../index/layout.js';
+import { bitmapWords, INBOUND, newestOf, OUTBOUND, TOP_MODES } from '../index/layout.js';
 import { nextGeneration, type Scratch } from './scratch.js';
 import type { TermView } from './term-view.js';
 
@@ -32,7 +32,7 @@ export function topPage(
   s: Scratch,
 ): number {
   const k = views.length;
-  const { topSlot, topStart, topCount, topEntries, topBits, entryContact, entryNewestIn, entryNewestOut } = index;
+  const { topSlot, topStart, topCount, topEntries, topBits, entryContact } = index;
   const { pos, end, heads } = s;
   for (let j = 0; j < k; j++) {
     const t = views[j].token;
@@ -73,10 +73,7 @@ export function topPage(
     pos[j] = topStart[list];
     end[j] = topStart[list + 1];
     if (end[j] - pos[j] < topCount[list]) shortened |= 1 << j;
-    heads[j] =
-      pos[j] < end[j]
-        ? keyOf(entryNewestIn, entryNewestOut, direction, topEntries[pos[j]], entryContact, idRank, contactCount)
-        : Infinity;
+    heads[j] = pos[j] < end[j] ? keyOf(index, direction, topEntries[pos[j]], idRank, contactCount) : Infinity;
   }
   const stamp = s.contactStamp;
   const gen = s.generation;
@@ -102,10 +99,7 @@ export function topPage(
     const e = topEntries[pos[best]];
     const c = entryContact[e];
     const p = ++pos[best];
-    heads[best] =
-      p < end[best]
-        ? keyOf(entryNewestIn, entryNewestOut, direction, topEntries[p], entryContact, idRank, contactCount)
-        : Infinity;
+    heads[best] = p < end[best] ? keyOf(index, direction, topEntries[p], idRank, contactCount) : Infinity;
     if (stamp[c] === gen) continue;
     stamp[c] = gen;
     if (all && k > 1 && ((bits[c >>> 5] >>> (c & 31)) & 1) === 0) continue;
@@ -120,16 +114,7 @@ export function topPage(
 }
 
 /** The answer's sort key of entry e (as matchContacts makes it): newest time rank, then id rank. */
-function keyOf(
-  newestIn: Uint32Array,
-  newestOut: Uint32Array,
-  direction: number,
-  e: number,
-  entryContact: Uint32Array,
-  idRank: Uint32Array,
-  contactCount: number,
-): number {
-  const a = direction === OUTBOUND ? NONE : newestIn[e];
-  const b = direction === INBOUND ? NONE : newestOut[e];
-  return (a < b ? a : b) * contactCount + idRank[entryContact[e]];
+function keyOf(index: OrgIndex, direction: number, e: number, idRank: Uint32Array, contactCount: number): number {
+  // an entry of a direction's top list has a message of that direction, so the rank is >= 0
+  return newestOf(index, e, direction) * contactCount + idRank[index.entryContact[e]];
 }

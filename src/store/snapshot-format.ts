@@ -17,6 +17,7 @@ import { crc32 } from 'node:zlib';
 import { endianness } from 'node:os';
 import { Packr, Unpackr } from 'msgpackr';
 import { buildIndex } from '../index/build.js';
+import { contactColumnType } from '../index/org-index.js';
 import { OlderFormatError, type LoadFlatOptions } from './snapshot-store.js';
 import { CHANNELS, DIRECTIONS, type Contact, type OrgData } from '../model/records.js';
 import {
@@ -376,7 +377,8 @@ class SectionsDecoder {
         throw new Error(`snapshot: malformed manifest for ${this.what}`);
       }
       names.add(name);
-      const want = expected.get(name);
+      // entryContact's width follows the contact count (contactColumnType): hold the manifest to it
+      const want = name === 'entryContact' ? contactColumnType(manifest.contacts) : expected.get(name);
       if (name !== 'sourceOrder' && want !== type) {
         throw new Error(
           `snapshot: ${this.what} has ${want === undefined ? 'an unknown' : 'a differently typed'} section ${name} ` +

@@ -108,6 +108,17 @@ export function snapshotStoreCases(store: () => SnapshotStore, tamper: Tamper): 
         store().loadFlatIndex(ref),
         /a differently typed section entryStart \(another index layout\)/,
       );
+      // 3 contacts: entryContact must be 16 bits wide (contactColumnType), 32 is another layout
+      await tamper.setFormat(ref, (m) => ({
+        ...m,
+        sections: m.sections!.map(([n, t, l]) =>
+          n === 'entryContact' || n === 'entryStart' ? [n, 'Uint32Array', l] : [n, t, l],
+        ),
+      }));
+      await assert.rejects(
+        store().loadFlatIndex(ref),
+        /a differently typed section entryContact \(another index layout\)/,
+      );
       assert.equal((await store().loadFlatIndex(old)).messageCount, 40);
     });
 
