@@ -4,6 +4,7 @@
  * src/index/token-seq.ts.)
  * Run: node --import tsx bench/compression-estimate.ts DATA_DIR
  */
+import { type PostStarts, postStart } from '../src/index/post-starts.js';
 import { EmbeddedStore } from '../src/store/embedded-store.js';
 
 const varint = (v: number): number => (v < 0x80 ? 1 : v < 0x4000 ? 2 : v < 0x200000 ? 3 : v < 0x10000000 ? 4 : 5);
@@ -14,9 +15,10 @@ await store.close();
 const s = flat.sections as Record<string, Uint32Array>;
 const n = flat.messageCount;
 let post = 0;
-for (let e = 0; e + 1 < s.entryPostStart.length; e++) {
+const starts = flat.sections as unknown as PostStarts;
+for (let e = 0; e + 1 < starts.entryPostOffset.length; e++) {
   let prev = 0;
-  for (let p = s.entryPostStart[e]; p < s.entryPostStart[e + 1]; p++) {
+  for (let p = postStart(starts, e); p < postStart(starts, e + 1); p++) {
     post += varint(s.postings[p] - prev);
     prev = s.postings[p];
   }

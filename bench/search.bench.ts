@@ -123,6 +123,11 @@ async function main(): Promise<void> {
       .map((x) => enc(x.t))
       .join(',')}&limit=100&messages_limit=20&direction=all`,
   };
+  console.log(
+    `queries: ${Object.entries(classes)
+      .map(([name, q]) => `${name}: ${q}`)
+      .join('; ')}`,
+  );
   const requests: Record<string, SearchRequest> = {};
   for (const [name, q] of Object.entries(classes)) {
     const r = parseSearchParams(`organization_id=${orgId}&${q}`);

@@ -2,6 +2,7 @@ import type { Contact, OrgData } from '../model/records.js';
 import { tokensOf } from '../text/analyze.js';
 import { CHANNEL_COUNT, comboOf, NONE, OUT_FAR, OUT_SHIFT, OUT_UNTIED, timeRanks } from './layout.js';
 import { contactColumn, type OrgIndex } from './org-index.js';
+import { encodePostStarts } from './post-starts.js';
 import { jsonEscaped, StringColumnBuilder, wellFormed } from './string-column.js';
 import { buildTopLists, TOP_LIST_DEFAULTS, type TopListOptions } from './top-lists.js';
 import { encodeTokenSeq, frequencyRanks } from './token-seq.js';
@@ -275,13 +276,14 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     }
   }
 
+  const postStarts = encodePostStarts(entryPostStart);
   const top = buildTopLists(
     {
       entryStart,
       entryContact,
       entryNewestIn,
       entryFlags,
-      entryPostStart,
+      ...postStarts,
       postings,
       msgCombo,
       msgSentAt,
@@ -314,7 +316,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     pairMinFrequency,
     entryStart,
     entryContact,
-    entryPostStart,
+    ...postStarts,
     entryFlags,
     entryNewestIn,
     postings,

@@ -3,6 +3,7 @@
  * query reads them, so both import them from here.
  */
 import { CHANNELS } from '../model/records.js';
+import { type PostStarts, postStart } from './post-starts.js';
 
 /** The "nothing" of a Uint32Array column: no newest message in a direction, no pair, not seen. */
 export const NONE = 0xffffffff;
@@ -35,10 +36,9 @@ export const OUT_UNTIED = 0x8000;
 if (OUT_SHIFT + 5 > 15) throw new Error('layout: the combos leave no room for entryFlags');
 
 /** The columns newestOutbound and newestOfEntry read (an OrgIndex has them; the build passes its own). */
-export interface EntryNewestColumns {
+export interface EntryNewestColumns extends PostStarts {
   readonly entryNewestIn: Uint32Array;
   readonly entryFlags: Uint16Array;
-  readonly entryPostStart: Uint32Array;
   readonly postings: Uint32Array;
   readonly msgCombo: Uint8Array;
   readonly msgSentAt: Float64Array;
@@ -53,11 +53,11 @@ export function newestOutbound(x: EntryNewestColumns, e: number): number {
   const code = (f >>> OUT_SHIFT) & OUT_FAR;
   if (code === 0) return -1;
   const postings = x.postings;
-  let p = x.entryPostStart[e] + code - 1;
+  let p = postStart(x, e) + code - 1;
   if (code === OUT_FAR) {
     // rare: 30 or more newer inbound messages first; the flags say an outbound one follows
     const { msgCombo } = x;
-    const end = x.entryPostStart[e + 1];
+    const end = postStart(x, e + 1);
     while (p < end && msgCombo[postings[p]] < CHANNEL_COUNT) p++;
     if (p === end) return -1;
   }

@@ -6,9 +6,10 @@
  *
  * Postings are grouped by (token, contact): the entries of token t are
  * entryStart[t] .. entryStart[t+1], sorted by contact ordinal; entry e's messages are
- * postings[entryPostStart[e] .. entryPostStart[e+1]], ascending ordinals. Queries therefore work
+ * postings[postStart(e) .. postStart(e+1)] (post-starts.ts), ascending ordinals. Queries therefore work
  * per matching contact, not per matching message, and a contact's newest match is its first.
  */
+import { postStart } from './post-starts.js';
 import type { PairLookup, TokenLookup } from './shared-dictionary.js';
 
 export interface OrgIndex {
@@ -62,8 +63,10 @@ export interface OrgIndex {
   readonly entryStart: Uint32Array;
   /** contact ordinal of each entry, 16 bits wide when every ordinal fits (see contactColumnType) */
   readonly entryContact: ContactColumn;
-  /** length entries + 1: the last value closes the last group */
-  readonly entryPostStart: Uint32Array;
+  /** where each entry's postings start, 2 bytes an entry (post-starts.ts, postStart); entries + 1 values */
+  readonly entryPostBase: Int32Array;
+  readonly entryPostOffset: Uint16Array;
+  readonly entryPostFar: Uint32Array;
   /**
    * low bits: bit (combo, layout.ts) set when the entry's group has such a message (COMBO_BITS);
    * high bits: where its newest outbound message is (layout.ts, newestOutbound)
@@ -107,7 +110,7 @@ export function contactColumn(contactCount: number, length: number): ContactColu
 
 /** Messages of token t in the whole organization (its document frequency). */
 export function tokenFrequency(index: OrgIndex, t: number): number {
-  return index.entryPostStart[index.entryStart[t + 1]] - index.entryPostStart[index.entryStart[t]];
+  return postStart(index, index.entryStart[t + 1]) - postStart(index, index.entryStart[t]);
 }
 
 /** Fields of OrgIndex that are typed arrays: what a worker thread transfers (not copies). */
@@ -128,7 +131,9 @@ export const TYPED_ARRAY_FIELDS = [
   'conversationIdOffsets',
   'entryStart',
   'entryContact',
-  'entryPostStart',
+  'entryPostBase',
+  'entryPostOffset',
+  'entryPostFar',
   'entryFlags',
   'entryNewestIn',
   'postings',

@@ -11,7 +11,8 @@ import {
   OUTBOUND,
   timeRank,
 } from '../index/layout.js';
-import { lowerBound } from '../index/lower-bound.js';
+import { lowerBound, postingsLowerBound } from '../index/lower-bound.js';
+import { postStart } from '../index/post-starts.js';
 import type { OrgIndex } from '../index/org-index.js';
 import { smallestKeys } from '../index/select.js';
 import { CHANNELS } from '../model/records.js';
@@ -67,10 +68,13 @@ function newestCounting(plan: Plan, v: TermView, e: number): number {
   const { index } = plan;
   const g = v.entry === null ? e : v.entry[e];
   if ((index.entryFlags[g] & plan.mask) === 0) return -1;
+  // inbound (the default): an entry whose newest inbound message is older than the date window
+  // has none in it, decided without reading its postings (a quarter of a common word's entries)
+  if (plan.direction === INBOUND && index.entryNewestIn[g] >= plan.hi) return -1;
   const { msgCombo, postings } = index;
-  const end = index.entryPostStart[g + 1];
-  let p = index.entryPostStart[g];
-  if (plan.lo > 0) p = lowerBound(postings, p, end, plan.lo);
+  const end = postStart(index, g + 1);
+  let p = postStart(index, g);
+  if (plan.lo > 0) p = postingsLowerBound(postings, p, end, plan.lo);
   for (; p < end; p++) {
     const o = postings[p];
     if (o >= plan.hi) return -1;
@@ -121,13 +125,15 @@ function matchContacts(plan: Plan, s: Scratch): number {
       }
       if (direction === OUTBOUND) {
         // most entries: the newest outbound is one of the entry's first postings, its own time rank
-        const { entryFlags: flags, entryPostStart: start, postings } = index;
+        const { entryFlags: flags, postings } = index;
         for (let e = v.from; e < v.to; e++) {
           const f = flags[e];
           const code = (f >>> OUT_SHIFT) & OUT_FAR;
           if (code === 0) continue;
           const r =
-            code !== OUT_FAR && (f & OUT_UNTIED) !== 0 ? postings[start[e] + code - 1] : newestOutbound(index, e);
+            code !== OUT_FAR && (f & OUT_UNTIED) !== 0
+              ? postings[postStart(index, e) + code - 1]
+              : newestOutbound(index, e);
           if (r >= 0) keys[n++] = r * contactCount + idRank[contact[e]];
         }
         return n;
@@ -263,7 +269,7 @@ function counted(index: OrgIndex, s: Scratch, w: Walk, o: number, messagesLimit:
 function walkContact(plan: Plan, s: Scratch, c: number, messagesLimit: number, w: Walk, entry: number): void {
   const { index, views } = plan;
   const k = views.length;
-  const { postings, entryPostStart, msgCombo } = index;
+  const { postings, msgCombo } = index;
   const { mask, hi } = plan;
   w.count = w.conversations = w.picked = 0;
   w.newest = w.oldest = -1;
@@ -272,8 +278,9 @@ function walkContact(plan: Plan, s: Scratch, c: number, messagesLimit: number, w
     const v = views[0];
     const e = entry >= 0 ? entry : positionOf(v, c);
     const g = v.entry === null ? e : v.entry[e];
-    const end = entryPostStart[g + 1];
-    let p = plan.lo > 0 ? lowerBound(postings, entryPostStart[g], end, plan.lo) : entryPostStart[g];
+    const end = postStart(index, g + 1);
+    const start = postStart(index, g);
+    let p = plan.lo > 0 ? postingsLowerBound(postings, start, end, plan.lo) : start;
     const phrase = v.phrase;
     for (; p < end; p++) {
       const o = postings[p];
@@ -296,8 +303,9 @@ function walkContact(plan: Plan, s: Scratch, c: number, messagesLimit: number, w
       continue;
     }
     const g = v.entry === null ? e : v.entry[e];
-    end[j] = entryPostStart[g + 1];
-    pos[j] = plan.lo > 0 ? lowerBound(postings, entryPostStart[g], end[j], plan.lo) : entryPostStart[g];
+    end[j] = postStart(index, g + 1);
+    const start = postStart(index, g);
+    pos[j] = plan.lo > 0 ? postingsLowerBound(postings, start, end[j], plan.lo) : start;
   }
   for (;;) {
     // next ordinal over the contact's lists of every term; a message counts once
@@ -326,15 +334,16 @@ const UNION_BY_SORT = 3;
  */
 function walkBySort(plan: Plan, s: Scratch, c: number, messagesLimit: number, w: Walk): void {
   const { index, views, mask, hi } = plan;
-  const { postings, entryPostStart, msgCombo } = index;
+  const { postings, msgCombo } = index;
   let n = 0;
   for (let j = 0; j < views.length; j++) {
     const v = views[j];
     const e = positionOf(v, c);
     if (e < 0) continue;
     const g = v.entry === null ? e : v.entry[e];
-    const end = entryPostStart[g + 1];
-    let p = plan.lo > 0 ? lowerBound(postings, entryPostStart[g], end, plan.lo) : entryPostStart[g];
+    const end = postStart(index, g + 1);
+    const start = postStart(index, g);
+    let p = plan.lo > 0 ? postingsLowerBound(postings, start, end, plan.lo) : start;
     if (n + end - p > s.gather.length) {
       const grown = new Uint32Array(Math.max(2 * s.gather.length, n + end - p));
       grown.set(s.gather.subarray(0, n));

@@ -11,6 +11,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { buildIndex } from '../../../src/index/build.js';
 import { BOTH, CHANNEL_COUNT, INBOUND, NONE, newestOf, OUTBOUND, timeRank } from '../../../src/index/layout.js';
+import { postStart } from '../../../src/index/post-starts.js';
 import { OrgDataBuilder } from '../../../src/model/org-data-builder.js';
 import type { Contact, MessageLine } from '../../../src/model/records.js';
 import { searchBody } from '../../../src/query/execute.js';
@@ -91,10 +92,10 @@ describe('entry flags', () => {
     fc.assert(
       fc.property(orgArb, (k) => {
         const index = buildIndex(org(k).data);
-        const entries = index.entryPostStart.length - 1;
+        const entries = index.entryContact.length;
         for (let e = 0; e < entries; e++) {
           const best = [-1, -1];
-          for (let p = index.entryPostStart[e]; p < index.entryPostStart[e + 1]; p++) {
+          for (let p = postStart(index, e); p < postStart(index, e + 1); p++) {
             const o = index.postings[p];
             const out = index.msgCombo[o] >= CHANNEL_COUNT ? 1 : 0;
             if (best[out] < 0) best[out] = timeRank(index.msgSentAt, o);
