@@ -421,7 +421,7 @@ function writeItem(
   out.isoAt(index.msgSentAt, w.newest);
   out.raw(MESSAGES_OPEN);
   for (let i = 0; i < w.picked; i++) writeMessage(out, index, s.text, s.picked[i], i === 0);
-  out.reserve(ITEM_CLOSE.byteLength);
+  out.reserve(ITEM_CLOSE.length);
   out.raw(ITEM_CLOSE);
 }
 
@@ -443,7 +443,7 @@ function writeTail(out: BodyWriter, req: SearchRequest, count: number, items: nu
   }
   out.raw(QUERY);
   out.text(echo(req));
-  out.reserve(BODY_CLOSE.byteLength);
+  out.reserve(BODY_CLOSE.length);
   out.raw(BODY_CLOSE);
   return out.view();
 }
@@ -451,7 +451,7 @@ function writeTail(out: BodyWriter, req: SearchRequest, count: number, items: nu
 function emptyBody(req: SearchRequest, count: number): Uint8Array {
   const out = bodyWriter;
   out.reset();
-  out.reserve(DATA_OPEN.byteLength);
+  out.reserve(DATA_OPEN.length);
   out.raw(DATA_OPEN);
   return writeTail(out, req, count, 0);
 }
@@ -468,7 +468,7 @@ function topListBody(plan: Plan, s: Scratch, req: SearchRequest): Uint8Array | n
   if (req.offset >= need) return emptyBody(req, count);
   const out = bodyWriter;
   out.reset();
-  out.reserve(DATA_OPEN.byteLength);
+  out.reserve(DATA_OPEN.length);
   out.raw(DATA_OPEN);
   // one term: topPage left each page contact's entry in s.pageEntry (no search for it again)
   const one = plan.views.length === 1;
@@ -516,7 +516,7 @@ export function searchBody(index: OrgIndex | null, req: SearchRequest): Uint8Arr
   const top = smallestKeys(s.keys, count, need, s.heap, req.offset);
   const out = bodyWriter;
   out.reset();
-  out.reserve(DATA_OPEN.byteLength);
+  out.reserve(DATA_OPEN.length);
   out.raw(DATA_OPEN);
   for (let i = req.offset; i < need; i++) {
     const c = index.contactByIdRank[top[i] % index.contactCount];
