@@ -9,6 +9,7 @@
 import { civilFromDays } from '../time/civil-date.js';
 
 const DAY = 86400000;
+const PER_DAY = 1 / DAY;
 const ISO_MIN = -62167219200000; // 0000-01-01T00:00:00.000Z
 const ISO_MAX = 253402300799999; // 9999-12-31T23:59:59.999Z
 const ZERO = 48;
@@ -84,20 +85,22 @@ export class BodyWriter {
 
   /** A non-negative integer as JSON writes it (reserved: up to 16 bytes). */
   uint(n: number): void {
-    if (n > 0xffffffff || n !== Math.floor(n)) {
+    if (!(n >= 0 && n <= 0x7fffffff) || n !== Math.floor(n)) {
       this.text(String(n));
       return;
     }
+    // int32 from here, so each division by 10 compiles to a multiplication, not a float division
+    let x = n | 0;
     const buf = this.buf;
     let digits = 1;
-    for (let x = n; x >= 10; x = Math.floor(x / 10)) digits++;
+    for (let y = x; y >= 10; y = (y / 10) | 0) digits++;
     let p = this.pos + digits;
     this.pos = p;
     do {
-      const q = Math.floor(n / 10);
-      buf[--p] = ZERO + n - q * 10;
-      n = q;
-    } while (n > 0);
+      const q = (x / 10) | 0;
+      buf[--p] = ZERO + x - q * 10;
+      x = q;
+    } while (x > 0);
   }
 
   /** `new Date(ms).toISOString()` as bytes (see isoAt). */
@@ -117,7 +120,12 @@ export class BodyWriter {
       this.text(new Date(ms).toISOString());
       return;
     }
-    const days = Math.floor(ms / DAY);
+    // a multiplication by 1 / DAY, corrected by one where it rounds across midnight: a division
+    // costs several times more, and this runs for every timestamp of a page
+    let days = Math.floor(ms * PER_DAY);
+    const since = ms - days * DAY;
+    if (since < 0) days--;
+    else if (since >= DAY) days++;
     const dv = this.dv;
     const p = this.pos;
     // "YYYY-MM-DD" from a small direct-mapped cache: a page's timestamps share few days
@@ -127,7 +135,7 @@ export class BodyWriter {
     dv.setUint32(p, dayView.getUint32(from, true), true);
     dv.setUint32(p + 4, dayView.getUint32(from + 4, true), true);
     dv.setUint16(p + 8, dayView.getUint16(from + 8, true), true);
-    let rest = ms - days * DAY; // 0 .. 86399999: int32 arithmetic from here
+    let rest = (ms - days * DAY) | 0; // 0 .. 86399999: int32 arithmetic from here
     const hour = (rest / 3600000) | 0;
     rest -= hour * 3600000;
     const minute = (rest / 60000) | 0;

@@ -41,6 +41,25 @@ test('iso equals toISOString at range ends, day edges and outside the range', ()
   }
 });
 
+test('iso equals toISOString on both sides of midnight over the whole range', () => {
+  // the day is found by a multiplication by 1 / DAY corrected by one: check where it rounds
+  const DAY = 86400000;
+  const days: number[] = [];
+  for (let d = Math.ceil(MIN / DAY); d * DAY <= MAX; d += 997) days.push(d);
+  for (let d = -800; d <= 800; d++) days.push(d); // 1967-1972
+  for (let d = 18000; d <= 22000; d++) days.push(d); // 2019-2030
+  for (const d of days) {
+    for (const ms of [d * DAY - 1, d * DAY, d * DAY + 1, d * DAY + DAY - 1]) {
+      if (ms < MIN || ms > MAX) continue;
+      assert.equal(
+        written((w) => w.iso(ms)),
+        new Date(ms).toISOString(),
+        String(ms),
+      );
+    }
+  }
+});
+
 test('iso equals toISOString on random instants (fast-check)', () => {
   fc.assert(
     fc.property(fc.integer({ min: MIN - 1e12, max: MAX + 1e12 }), (ms) => {
@@ -54,7 +73,21 @@ test('iso equals toISOString on random instants (fast-check)', () => {
 });
 
 test('uint equals String() for page numbers, 2^32 edges and 2^53 - 1', () => {
-  for (const n of [0, 1, 9, 10, 99, 100, 12345, 0xffffffff, 0x100000000, 2 ** 53 - 1, 2 ** 53 + 99])
+  for (const n of [
+    0,
+    1,
+    9,
+    10,
+    99,
+    100,
+    12345,
+    0x7fffffff,
+    0x80000000,
+    0xffffffff,
+    0x100000000,
+    2 ** 53 - 1,
+    2 ** 53 + 99,
+  ])
     assert.equal(
       written((w) => w.uint(n)),
       String(n),
