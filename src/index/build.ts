@@ -304,7 +304,6 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     ...columns('contactJson', contactJsonColumn),
     contactIdRank,
     contactByIdRank,
-    msgContact,
     msgConversation,
     msgCombo,
     msgSentAt,

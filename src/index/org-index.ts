@@ -29,8 +29,8 @@ export interface OrgIndex {
   /** inverse of contactIdRank */
   readonly contactByIdRank: Uint32Array;
 
-  // ---- per-message columns, indexed by message ordinal ----
-  readonly msgContact: Uint32Array;
+  // ---- per-message columns, indexed by message ordinal (no contact: no query reads it; the
+  // snapshot keeps it as an export section, store/flat-index.ts) ----
   /** conversation ordinal, interned per (contact, conversation_id) so it belongs to one contact */
   readonly msgConversation: Uint32Array;
   /** direction * CHANNEL_COUNT + channel (comboOf, layout.ts): one bit position of a filter mask */
@@ -119,7 +119,6 @@ export const TYPED_ARRAY_FIELDS = [
   'contactJsonOffsets',
   'contactIdRank',
   'contactByIdRank',
-  'msgContact',
   'msgConversation',
   'msgCombo',
   'msgSentAt',

@@ -41,8 +41,31 @@ export const SECTION_TYPES = {
 } as const;
 export type SectionType = keyof typeof SECTION_TYPES;
 
-/** Sections that are not index fields: the dictionaries, and the source order of the messages. */
-export const EXTRA_SECTIONS = ['tokenBytes', 'tokenOffsets', 'pairKeys', 'pairValues', 'sourceOrder'] as const;
+/**
+ * Sections a snapshot carries only so that the import can be given back (loadSnapshot): the
+ * messages' import order and their contacts. A server never loads them: no query reads them
+ * (msgContact was 4 bytes a message of every replica's memory).
+ */
+export const EXPORT_SECTIONS = ['sourceOrder', 'msgContact'] as const;
+
+/** The export sections of one build: see EXPORT_SECTIONS. */
+export interface ExportColumns {
+  /** ordinal -> position of the message in the import */
+  readonly sourceOrder: Uint32Array;
+  /** ordinal -> contact ordinal */
+  readonly msgContact: Uint32Array;
+}
+
+/** The export sections of `data` built in answer order `order` (BuildOptions.onOrder). */
+export function exportColumns(data: OrgData, order: Uint32Array): ExportColumns {
+  const contact = data.messages.contact;
+  const msgContact = new Uint32Array(order.length);
+  for (let o = 0; o < order.length; o++) msgContact[o] = contact[order[o]];
+  return { sourceOrder: order, msgContact };
+}
+
+/** Sections that are not index fields: the dictionaries, and the export sections. */
+export const EXTRA_SECTIONS = ['tokenBytes', 'tokenOffsets', 'pairKeys', 'pairValues', ...EXPORT_SECTIONS] as const;
 
 export interface FlatIndex {
   organizationId: string;
@@ -54,7 +77,7 @@ export interface FlatIndex {
   /**
    * Every TYPED_ARRAY_FIELDS field, plus tokenBytes/tokenOffsets (token id t is the string
    * tokenBytes[tokenOffsets[t] .. tokenOffsets[t+1])), pairKeys/pairValues (the pairIds Map) and,
-   * when known, sourceOrder (ordinal -> position in the import, so the import can be given back).
+   * when known, the EXPORT_SECTIONS (so the import can be given back).
    */
   sections: Record<string, Section>;
 }
@@ -73,7 +96,7 @@ function builtMap<K>(lookup: TokenLookup | PairLookup, what: string): Map<K, num
 }
 
 /** The flat form of a built `index`: typed arrays by reference (no copy), the Maps as columns. */
-export function flattenIndex(index: OrgIndex, sourceOrder?: Uint32Array): FlatIndex {
+export function flattenIndex(index: OrgIndex, exported?: ExportColumns): FlatIndex {
   const sections: Record<string, Section> = {};
   for (const f of TYPED_ARRAY_FIELDS) sections[f] = index[f] as Section;
   const tokenIds = builtMap<string>(index.tokenIds, 'term');
@@ -104,7 +127,10 @@ export function flattenIndex(index: OrgIndex, sourceOrder?: Uint32Array): FlatIn
   }
   sections.pairKeys = pairKeys;
   sections.pairValues = pairValues;
-  if (sourceOrder !== undefined) sections.sourceOrder = sourceOrder;
+  if (exported !== undefined) {
+    sections.sourceOrder = exported.sourceOrder;
+    sections.msgContact = exported.msgContact;
+  }
   return {
     organizationId: index.organizationId,
     messageCount: index.messageCount,
@@ -152,9 +178,9 @@ export function allocateShared(specs: readonly (readonly [string, SectionType, n
   return out;
 }
 
-/** Every section of `flat` (but sourceOrder) copied into shared memory, ready to share between threads. */
+/** Every section of `flat` (but the export sections) copied into shared memory, ready to share between threads. */
 export function shareFlat(flat: FlatIndex): FlatIndex {
-  const entries = Object.entries(flat.sections).filter(([k]) => k !== 'sourceOrder');
+  const entries = Object.entries(flat.sections).filter(([k]) => !isExportSection(k));
   const sections = allocateShared(entries.map(([k, a]) => [k, sectionType(a), a.length] as const));
   for (const [k, a] of entries) {
     new Uint8Array(sections[k].buffer, sections[k].byteOffset, a.byteLength).set(
@@ -162,6 +188,11 @@ export function shareFlat(flat: FlatIndex): FlatIndex {
     );
   }
   return { ...flat, sections };
+}
+
+/** Whether section `name` is one of EXPORT_SECTIONS. */
+export function isExportSection(name: string): boolean {
+  return (EXPORT_SECTIONS as readonly string[]).includes(name);
 }
 
 /**
@@ -182,8 +213,13 @@ export function orgDataOf(flat: FlatIndex): OrgData {
   const idAt = col('msgIdBytes', 'msgIdOffsets'),
     contentAt = col('msgContentBytes', 'msgContentOffsets');
   const convAt = col('conversationIdBytes', 'conversationIdOffsets');
-  const msgContact = s.msgContact as Uint32Array,
+  const msgContact = s.msgContact as Uint32Array | undefined,
     msgConversation = s.msgConversation as Uint32Array;
+  if (msgContact === undefined) {
+    throw new Error(
+      `snapshot: organization ${flat.organizationId} has no msgContact section, so its import cannot be given back; publish it again with \`npm run snapshot -- import\``,
+    );
+  }
   const msgCombo = s.msgCombo as Uint8Array,
     msgSentAt = s.msgSentAt as Float64Array;
   const order = s.sourceOrder as Uint32Array | undefined;

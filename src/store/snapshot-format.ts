@@ -27,6 +27,8 @@ import {
   sectionType,
   SECTION_TYPES,
   shareFlat,
+  exportColumns,
+  isExportSection,
   type FlatIndex,
   type Section,
   type SectionType,
@@ -179,7 +181,7 @@ export function prepareSnapshot(data: OrgData, format: 1 | 2 = SNAPSHOT_FORMAT_V
       order = o;
     },
   });
-  return { format: 2, flat: flattenIndex(index, order) };
+  return { format: 2, flat: flattenIndex(index, exportColumns(data, order!)) };
 }
 
 /**
@@ -379,7 +381,8 @@ class SectionsDecoder {
       names.add(name);
       // entryContact's width follows the contact count (contactColumnType): hold the manifest to it
       const want = name === 'entryContact' ? contactColumnType(manifest.contacts) : expected.get(name);
-      if (name !== 'sourceOrder' && want !== type) {
+      const exportOnly = isExportSection(name);
+      if (exportOnly ? type !== 'Uint32Array' : want !== type) {
         throw new Error(
           `snapshot: ${this.what} has ${want === undefined ? 'an unknown' : 'a differently typed'} section ${name} ` +
             `(another index layout); ${UPGRADE}`,
@@ -388,8 +391,8 @@ class SectionsDecoder {
       const Ctor = SECTION_TYPES[type as SectionType];
       // A manifest cannot make us allocate more than its chunks could fill.
       if (length * Ctor.BYTES_PER_ELEMENT > total) throw new Error(`snapshot: malformed manifest for ${this.what}`);
-      if (name === 'sourceOrder') {
-        // Only serves finishData: ordinary memory, not shared.
+      if (exportOnly) {
+        // Only serves finishData: ordinary memory, not shared, and dropped when serving.
         const array = new (Ctor as unknown as new (n: number) => Section)(length);
         this.sections.set(name, { bytes: new Uint8Array(array.buffer), array, filled: 0 });
       } else {
@@ -460,7 +463,7 @@ class SectionsDecoder {
     const sections: Record<string, Section> = {};
     for (const [name, s] of this.sections) {
       if (s.filled !== s.bytes.length) throw this.corrupt(`section ${name} incomplete`);
-      if (name !== 'sourceOrder' || withSourceOrder) sections[name] = s.array;
+      if (!isExportSection(name) || withSourceOrder) sections[name] = s.array;
     }
     const n = m.messages;
     // Cheap shape checks, so a bad snapshot fails here and not inside a query.

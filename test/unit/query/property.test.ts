@@ -12,7 +12,7 @@ import { CHANNELS, type Channel, type Contact, type MessageLine } from '../../..
 import { OrgDataBuilder } from '../../../src/model/org-data-builder.js';
 import { searchBody } from '../../../src/query/execute.js';
 import type { SearchRequest, SearchResponse } from '../../../src/request/search-request.js';
-import { flattenIndex, wrapIndex } from '../../../src/store/flat-index.js';
+import { exportColumns, flattenIndex, wrapIndex } from '../../../src/store/flat-index.js';
 import {
   encodeSnapshot,
   parseManifest,
@@ -356,7 +356,7 @@ function loadedIndexOf(org: Pick<Org, 'contacts' | 'messages'>, format: 1 | 2, o
         order = o;
       },
     });
-    prepared = { format: 2, flat: flattenIndex(built, order) };
+    prepared = { format: 2, flat: flattenIndex(built, exportColumns(data, order!)) };
   }
   const enc = encodeSnapshot(prepared, 3);
   const chunks = [...enc.chunks];

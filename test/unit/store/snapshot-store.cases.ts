@@ -122,6 +122,24 @@ export function snapshotStoreCases(store: () => SnapshotStore, tamper: Tamper): 
       assert.equal((await store().loadFlatIndex(old)).messageCount, 40);
     });
 
+    test('the export sections give the import back but are not in the served index', async () => {
+      const data = orgData(generate(14, 4, 120, 1));
+      const ref = await store().publishSnapshot(data);
+      assert.deepEqual(await store().loadSnapshot(ref), data);
+      const served = await store().loadFlatIndex(ref);
+      assert.equal(served.sections.msgContact, undefined);
+      assert.equal(served.sections.sourceOrder, undefined);
+      assert.ok(served.sections.postings.buffer instanceof SharedArrayBuffer);
+      // a manifest that drops the section its chunks still carry is corrupt, named as such
+      await tamper.setFormat(ref, (m) => ({ ...m, sections: m.sections!.filter(([name]) => name !== 'msgContact') }));
+      await assert.rejects(
+        store().loadFlatIndex(ref),
+        new RegExp(
+          `^Error: snapshot: corrupt snapshot of organization ${uuid(14, 0)} version ${ref.version}: chunk \\d+: malformed part`,
+        ),
+      );
+    });
+
     test('a truncated chunk is refused with organization and version', async () => {
       const ref = await store().publishSnapshot(orgData(generate(13, 3, 40, 1)));
       await tamper.setFormat(ref, (m) => ({ ...m, chunks: m.chunks.map((c) => ({ ...c, length: c.length + 10 })) }));
