@@ -1,6 +1,16 @@
 import type { Contact, OrgData } from '../model/records.js';
 import { tokensOf } from '../text/analyze.js';
-import { CHANNEL_COUNT, comboOf, NONE, OUT_FAR, OUT_SHIFT, OUT_UNTIED, timeRanks } from './layout.js';
+import {
+  CHANNEL_COUNT,
+  comboOf,
+  INBOUND_COMBOS,
+  NONE,
+  OUT_FAR,
+  OUT_SHIFT,
+  OUT_UNTIED,
+  OUTBOUND_COMBOS,
+  timeRanks,
+} from './layout.js';
 import { contactColumn, type OrgIndex } from './org-index.js';
 import { encodePostStarts } from './post-starts.js';
 import { jsonEscaped, StringColumnBuilder, wellFormed } from './string-column.js';
@@ -262,8 +272,9 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   for (let e = 0; e < entryCount; e++) {
     const from = entryPostStart[e],
       end = entryPostStart[e + 1];
-    let needIn = true,
-      needOut = true;
+    // the combo bits say which directions the entry has: the walk stops once both are found
+    let needIn = (entryFlags[e] & INBOUND_COMBOS) !== 0,
+      needOut = (entryFlags[e] & OUTBOUND_COMBOS) !== 0;
     for (let p = from; p < end && (needIn || needOut); p++) {
       const o = postings[p];
       if (msgCombo[o] < CHANNEL_COUNT) {

@@ -30,6 +30,8 @@ export const INBOUND_COMBOS = (1 << CHANNEL_COUNT) - 1;
  *   ordinal and no sent_at is read (the common case; ties take timeRank).
  */
 export const COMBO_BITS = (1 << (2 * CHANNEL_COUNT)) - 1;
+/** Bits of the outbound combos in a combo mask. */
+export const OUTBOUND_COMBOS = COMBO_BITS & ~INBOUND_COMBOS;
 export const OUT_SHIFT = 2 * CHANNEL_COUNT;
 export const OUT_FAR = 31;
 export const OUT_UNTIED = 0x8000;

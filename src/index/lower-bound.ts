@@ -11,22 +11,12 @@ export function lowerBound(list: Uint16Array | Uint32Array, start: number, end: 
 }
 
 /**
- * lowerBound over postings (always a Uint32Array: one element kind, so the inlined reads need no
- * map check). A short range is scanned: an entry holds a dozen postings on average, and a scan's
- * branch is predictable where a bisection's is a coin toss each step.
+ * lowerBound over an entry's postings: a short range is scanned, since an entry holds a dozen
+ * postings on average and a scan's branch is predictable where a bisection's is a coin toss.
  */
 export function postingsLowerBound(list: Uint32Array, start: number, end: number, value: number): number {
-  if (end - start <= 16) {
-    let p = start;
-    while (p < end && list[p] < value) p++;
-    return p;
-  }
-  let lo = start,
-    hi = end;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (list[mid] < value) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+  if (end - start > 16) return lowerBound(list, start, end, value);
+  let p = start;
+  while (p < end && list[p] < value) p++;
+  return p;
 }

@@ -1,4 +1,11 @@
-import { bitmapWords, COMBO_BITS, type EntryNewestColumns, INBOUND_COMBOS, newestOf, TOP_MODES } from './layout.js';
+import {
+  bitmapWords,
+  type EntryNewestColumns,
+  INBOUND_COMBOS,
+  newestOf,
+  OUTBOUND_COMBOS,
+  TOP_MODES,
+} from './layout.js';
 import { lowerBound } from './lower-bound.js';
 import type { ContactColumn } from './org-index.js';
 import { smallestKeys } from './select.js';
@@ -81,7 +88,7 @@ export function buildTopLists(
     for (let e = from; e < to; e++) {
       const c = entryContact[e];
       if ((entryFlags[e] & INBOUND_COMBOS) !== 0) topBits[inBits + (c >>> 5)] |= 1 << (c & 31);
-      if ((entryFlags[e] & COMBO_BITS & ~INBOUND_COMBOS) !== 0) topBits[outBits + (c >>> 5)] |= 1 << (c & 31);
+      if ((entryFlags[e] & OUTBOUND_COMBOS) !== 0) topBits[outBits + (c >>> 5)] |= 1 << (c & 31);
     }
     for (let m = 0; m < TOP_MODES; m++) {
       // the key of matchContacts: time rank of the newest message in the direction, then id rank

@@ -20,6 +20,11 @@ export function anaContact(org: string, contactId: string): Contact {
   };
 }
 
+/** A contact with an id, maybe a name, and nothing else: what generated test organizations hold. */
+export function bareContact(org: string, id: string, name: string | null = null): Contact {
+  return { id, organization_id: org, name, phone: null, email: null, avatar_url: null, source: null };
+}
+
 export function oneContactData(org: string, contactId: string, contents: string[] = []): OrgData {
   const b = new OrgDataBuilder(org);
   b.addContact(anaContact(org, contactId));

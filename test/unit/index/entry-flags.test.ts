@@ -17,6 +17,7 @@ import type { Contact, MessageLine } from '../../../src/model/records.js';
 import { searchBody } from '../../../src/query/execute.js';
 import type { SearchRequest } from '../../../src/request/search-request.js';
 import { parseRfc3339 } from '../../../src/time/rfc3339.js';
+import { bareContact } from '../../helpers/one-contact.js';
 import { referenceSearch } from '../../reference/brute-force.js';
 
 const SEED = process.env.PROPERTY_SEED !== undefined ? Number(process.env.PROPERTY_SEED) : Date.now() % 2 ** 31;
@@ -53,15 +54,9 @@ const orgArb = fc.record({
 type OrgCase = typeof orgArb extends fc.Arbitrary<infer T> ? T : never;
 
 function org(k: OrgCase) {
-  const contacts: Contact[] = k.contacts.map((_, i) => ({
-    id: `c${(i * 5) % k.contacts.length}-${i}`,
-    organization_id: ORG,
-    name: `n${i}`,
-    phone: null,
-    email: null,
-    avatar_url: null,
-    source: null,
-  }));
+  const contacts: Contact[] = k.contacts.map((_, i) =>
+    bareContact(ORG, `c${(i * 5) % k.contacts.length}-${i}`, `n${i}`),
+  );
   const messages: MessageLine[] = [];
   k.contacts.forEach((runs, c) => {
     let step = 0;
@@ -148,15 +143,9 @@ describe('entry flags', () => {
 describe('contact column width', () => {
   it('is 16 bits up to 65,536 contacts and 32 beyond, and answers like the reference either way', () => {
     for (const contactCount of [300, 65_600]) {
-      const contacts: Contact[] = Array.from({ length: contactCount }, (_, i) => ({
-        id: `k${(i * 7919) % contactCount}`,
-        organization_id: ORG,
-        name: null,
-        phone: null,
-        email: null,
-        avatar_url: null,
-        source: null,
-      }));
+      const contacts: Contact[] = Array.from({ length: contactCount }, (_, i) =>
+        bareContact(ORG, `k${(i * 7919) % contactCount}`),
+      );
       // messages on contacts spread over the whole ordinal range, the top ones past 16 bits
       const messages: MessageLine[] = Array.from({ length: 3000 }, (_, i) => ({
         id: `m${i}`,
