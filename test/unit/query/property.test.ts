@@ -184,31 +184,39 @@ function materialize(org: string, contacts: Contact[], specs: MessageSpec[], tag
   });
 }
 
-const orgArb = fc
-  .record({
-    ids: fc.uniqueArray(fc.constantFrom(...CONTACT_IDS), { minLength: 1, maxLength: 6 }),
-    otherIds: fc.uniqueArray(fc.constantFrom(...OTHER_CONTACT_IDS), { minLength: 1, maxLength: 3 }),
-    specs: fc.array(messageSpecArb, { maxLength: 40, size: 'medium' }),
-    otherSpecs: fc.array(messageSpecArb, { maxLength: 8 }),
-    interleave: fc.nat(),
-  })
-  .chain((o) =>
-    fc
-      .tuple(
-        fc.tuple(...o.ids.map((id) => contactArb(id, ORG))),
-        fc.tuple(...o.otherIds.map((id) => contactArb(id, OTHER))),
-      )
-      .map(([contacts, others]) => {
-        const messages = materialize(ORG, contacts, o.specs, '');
-        const otherMessages = materialize(OTHER, others, o.otherSpecs, 'x');
-        // Mix the other organization's lines in; the reference must filter them itself.
-        const all = [...messages];
-        otherMessages.forEach((m, i) => {
-          all.splice((o.interleave + i * 7) % (all.length + 1), 0, m);
-        });
-        return { contacts, others, messages, allContacts: [...others, ...contacts], allMessages: all };
-      }),
-  );
+/** Organizations of up to `maxContacts` contacts and `maxMessages` messages (and another one's lines mixed in). */
+const orgArbOf = (maxContacts: number, maxMessages: number) =>
+  fc
+    .record({
+      ids: fc.uniqueArray(fc.constantFrom(...CONTACT_IDS), { minLength: 1, maxLength: maxContacts }),
+      otherIds: fc.uniqueArray(fc.constantFrom(...OTHER_CONTACT_IDS), { minLength: 1, maxLength: 3 }),
+      specs: fc.array(messageSpecArb, { maxLength: maxMessages, size: 'medium' }),
+      otherSpecs: fc.array(messageSpecArb, { maxLength: 8 }),
+      interleave: fc.nat(),
+    })
+    .chain((o) =>
+      fc
+        .tuple(
+          fc.tuple(...o.ids.map((id) => contactArb(id, ORG))),
+          fc.tuple(...o.otherIds.map((id) => contactArb(id, OTHER))),
+        )
+        .map(([contacts, others]) => {
+          const messages = materialize(ORG, contacts, o.specs, '');
+          const otherMessages = materialize(OTHER, others, o.otherSpecs, 'x');
+          // Mix the other organization's lines in; the reference must filter them itself.
+          const all = [...messages];
+          otherMessages.forEach((m, i) => {
+            all.splice((o.interleave + i * 7) % (all.length + 1), 0, m);
+          });
+          return { contacts, others, messages, allContacts: [...others, ...contacts], allMessages: all };
+        }),
+    );
+const orgArb = orgArbOf(6, 40);
+/**
+ * Few contacts with many messages each: a contact holds a token in several messages of several
+ * channels and directions, the entries the filtered walks settle without a scan or must scan.
+ */
+const denseOrgArb = orgArbOf(3, 80);
 type Org = typeof orgArb extends fc.Arbitrary<infer T> ? T : never;
 
 // ---- requests: terms mostly from the organization's own tokens and adjacent pairs ----
@@ -246,6 +254,24 @@ const requestSpecArb = fc.record({
   messagesLimit: fc.integer({ min: 0, max: 4 }),
 });
 type RequestSpec = typeof requestSpecArb extends fc.Arbitrary<infer T> ? T : never;
+/** One or two plain tokens under a channel filter (mostly) and date bounds: the filtered walks. */
+const filteredSpecArb = fc
+  .record({
+    spec: requestSpecArb,
+    tokens: fc.integer({ min: 1, max: 2 }),
+    direction: fc.constantFrom('inbound' as const, 'inbound' as const, 'outbound' as const, 'all' as const),
+    channel: fc.option(fc.constantFrom(...CHANNELS), { freq: 4, nil: null }),
+    from: boundArb,
+    to: boundArb,
+  })
+  .map(({ spec, tokens, direction, channel, from, to }) => ({
+    ...spec,
+    recipes: spec.recipes.slice(0, tokens).map((r) => ({ ...r, kind: 'token' as const })),
+    direction,
+    channel,
+    from,
+    to,
+  }));
 
 function rawTerm(org: Pick<Org, 'messages'>, r: { kind: string; a: number; b: number }): string {
   const seqs = org.messages.map((m) => referenceTokens(m.content)).filter((t) => t.length > 0);
@@ -387,6 +413,16 @@ describe('product vs brute-force reference', () => {
         const req = makeRequest(org, spec);
         const expected = referenceSearch(org.allContacts, org.allMessages, req);
         assertBody(searchBody(loadedIndexOf(org, k++ % 3 === 2 ? 1 : 2), req), expected);
+      }),
+      SEARCH_RUNS / 2,
+    );
+  });
+
+  it(`filtered walks: plain tokens under channel and date filters, dense contacts (${SEARCH_RUNS / 2} cases)`, () => {
+    check(
+      fc.property(denseOrgArb, filteredSpecArb, (org, spec) => {
+        const req = makeRequest(org, spec);
+        assertBody(searchBody(indexOf(org), req), referenceSearch(org.allContacts, org.allMessages, req));
       }),
       SEARCH_RUNS / 2,
     );
