@@ -83,6 +83,14 @@ export class BodyWriter {
     this.pos += this.buf.write(s, this.pos, 'utf8');
   }
 
+  /** A string known to be ASCII, e.g. a validated UUID (reserved by the caller): no encoder call. */
+  ascii(s: string): void {
+    const buf = this.buf;
+    const p = this.pos;
+    for (let i = 0; i < s.length; i++) buf[p + i] = s.charCodeAt(i);
+    this.pos = p + s.length;
+  }
+
   /** A non-negative integer as JSON writes it (reserved: up to 16 bytes). */
   uint(n: number): void {
     if (!(n >= 0 && n <= 0x7fffffff) || n !== Math.floor(n)) {

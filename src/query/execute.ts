@@ -19,7 +19,7 @@ import { smallestKeys } from '../index/select.js';
 import { CHANNELS } from '../model/records.js';
 import { filterMask } from './filter-mask.js';
 import { scratchFor, type Scratch, type TextViews } from './scratch.js';
-import { bodyWriter, utf8, type BodyWriter } from './body-writer.js';
+import { bodyWriter, utf8, type BodyWriter, type Piece } from './body-writer.js';
 import type { SearchRequest, SearchResponse } from '../request/search-request.js';
 import { topPage } from './top-page.js';
 import { containsPhrase, termView, type TermView } from './term-view.js';
@@ -34,19 +34,6 @@ function firstOrdinal(sentAt: Float64Array, ms: number, strict: boolean): number
     else hi = mid;
   }
   return lo;
-}
-
-/** The `query` object (spec 2.5): a few short strings a request, so JSON.stringify writes it. */
-function echo(req: SearchRequest): string {
-  return JSON.stringify({
-    organization_id: req.organizationId,
-    terms: req.terms,
-    match: req.match,
-    direction: req.direction,
-    channel: req.channel,
-    from: req.from === null ? null : new Date(req.from).toISOString(),
-    to: req.to === null ? null : new Date(req.to).toISOString(),
-  });
 }
 
 /** The query's fixed inputs for one execution. */
@@ -305,8 +292,23 @@ const OFFSET = utf8(',"offset":');
 const COUNT = utf8(',"count":');
 const HAS_MORE_TRUE = utf8(',"has_more":true,"next_offset":');
 const HAS_MORE_FALSE = utf8(',"has_more":false,"next_offset":null');
-const QUERY = utf8('},"query":');
-const BODY_CLOSE = utf8('}');
+/** the `query` object (spec 2.5): its fixed pieces by value, so no object, Date or stringify a request */
+const QUERY_ORG = utf8('},"query":{"organization_id":"');
+const QUERY_TERMS = utf8('","terms":');
+const QUERY_MATCH = { any: utf8(',"match":"any","direction":"'), all: utf8(',"match":"all","direction":"') };
+const QUERY_DIRECTION = {
+  inbound: utf8('inbound","channel":'),
+  outbound: utf8('outbound","channel":'),
+  all: utf8('all","channel":'),
+};
+const QUERY_CHANNEL = new Map<string | null, Piece>([
+  [null, utf8('null,"from":')],
+  ...CHANNELS.map((c): [string, Piece] => [c, utf8(`"${c}","from":`)]),
+]);
+const NULL = utf8('null');
+const QUOTE = utf8('"');
+const QUERY_TO = utf8(',"to":');
+const BODY_CLOSE = utf8('}}');
 /** bound on an item's or message's bytes besides its strings (keys, numbers, timestamps) */
 const ITEM_FIXED = 320;
 const MESSAGE_FIXED = 200;
@@ -524,11 +526,40 @@ function writeTail(out: BodyWriter, req: SearchRequest, count: number, items: nu
   } else {
     out.raw(HAS_MORE_FALSE);
   }
-  out.raw(QUERY);
-  out.text(echo(req));
-  out.reserve(BODY_CLOSE.length);
-  out.raw(BODY_CLOSE);
+  writeQuery(out, req);
   return out.view();
+}
+
+/** The `query` object (spec 2.5) and the body's close. */
+function writeQuery(out: BodyWriter, req: SearchRequest): void {
+  // the organization id is a validated lower-case UUID: nothing in it to escape
+  out.reserve(QUERY_ORG.length + req.organizationId.length + QUERY_TERMS.length);
+  out.raw(QUERY_ORG);
+  out.ascii(req.organizationId);
+  out.raw(QUERY_TERMS);
+  // terms are the user's text: JSON.stringify escapes them (a few short strings)
+  out.text(JSON.stringify(req.terms));
+  const channel = QUERY_CHANNEL.get(req.channel);
+  if (channel === undefined) throw new Error(`query: unknown channel ${req.channel}`);
+  out.reserve(200);
+  out.raw(QUERY_MATCH[req.match]);
+  out.raw(QUERY_DIRECTION[req.direction]);
+  out.raw(channel);
+  writeInstant(out, req.from);
+  out.raw(QUERY_TO);
+  writeInstant(out, req.to);
+  out.raw(BODY_CLOSE);
+}
+
+/** null, or the instant as toISOString writes it, quoted (reserved by the caller). */
+function writeInstant(out: BodyWriter, ms: number | null): void {
+  if (ms === null) {
+    out.raw(NULL);
+    return;
+  }
+  out.raw(QUOTE);
+  out.iso(ms);
+  out.raw(QUOTE);
 }
 
 function emptyBody(req: SearchRequest, count: number): Uint8Array {

@@ -468,6 +468,25 @@ describe('product vs brute-force reference', () => {
     );
   });
 
+  it('the query echo: every match, direction and channel, instants across and beyond years 0000-9999', () => {
+    // an RFC 3339 offset carries a bound an hour past either end of the 4-digit years
+    const edges = [-62167219200000 - 3600000, -62167219200000, -1, 0, 253402300799999, 253402300799999 + 3600000];
+    const instant = fc.oneof(
+      fc.constant(null),
+      fc.constantFrom(...edges),
+      fc.integer({ min: -62167219200000 - 86400000, max: 253402300799999 + 86400000 }),
+    );
+    check(
+      fc.property(orgArb, requestSpecArb, instant, instant, (org, spec, a, b) => {
+        const req = makeRequest(org, spec);
+        [req.from, req.to] = a !== null && b !== null && a > b ? [b, a] : [a, b];
+        assertBody(searchBody(null, req), referenceSearch([], [], req));
+        assertBody(searchBody(indexOf(org), req), referenceSearch(org.allContacts, org.allMessages, req));
+      }),
+      300,
+    );
+  });
+
   it('an organization without an index answers data [] and count 0', () => {
     check(
       fc.property(orgArb, requestSpecArb, (org, spec) => {
