@@ -18,6 +18,7 @@ import {
   parseManifest,
   prepareSnapshot,
   SnapshotDecoder,
+  type DecodePurpose,
   type PreparedSnapshot,
 } from './snapshot-format.js';
 import { isDir, pidAlive, storeError, syncDir, tempName, withLock, writeFileAtomic } from './file-utils.js';
@@ -220,7 +221,7 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
   }
 
   async loadFlatIndex(ref: SnapshotRef, options: LoadFlatOptions = {}): Promise<FlatIndex> {
-    const decoder = await this.readSnapshot(ref, options);
+    const decoder = await this.readSnapshot(ref, options, 'serve');
     try {
       return decoder.finishFlat();
     } catch (err) {
@@ -228,7 +229,11 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
     }
   }
 
-  private async readSnapshot(ref: SnapshotRef, options: LoadFlatOptions = {}): Promise<SnapshotDecoder> {
+  private async readSnapshot(
+    ref: SnapshotRef,
+    options: LoadFlatOptions = {},
+    purpose: DecodePurpose = 'export',
+  ): Promise<SnapshotDecoder> {
     const file = snapshotFile(this.dataDir, ref);
     let fh: fs.FileHandle;
     try {
@@ -249,7 +254,7 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
       if (manifestAt < 0)
         throw new Error(`snapshot: bad footer for organization ${ref.organizationId} version ${ref.version}`);
       const manifest = parseManifest(await readAt(fh, manifestAt, manifestLength), ref);
-      const decoder = new SnapshotDecoder(manifest, options);
+      const decoder = new SnapshotDecoder(manifest, options, purpose);
       let at = 0;
       // One buffer reused for every chunk (the decoder copies what it keeps): a fresh 4 MiB
       // buffer a chunk was a whole snapshot of garbage that the C heap seldom gave back.

@@ -15,7 +15,13 @@
 import type { OrgData } from '../model/records.js';
 import type { FlatIndex } from './flat-index.js';
 import type { RedisConnection } from './redis-connection.js';
-import { encodeSnapshot, parseManifest, prepareSnapshot, SnapshotDecoder } from './snapshot-format.js';
+import {
+  type DecodePurpose,
+  encodeSnapshot,
+  parseManifest,
+  prepareSnapshot,
+  SnapshotDecoder,
+} from './snapshot-format.js';
 import type { LatestListing, LoadFlatOptions, PublishOptions, SnapshotRef, SnapshotStore } from './snapshot-store.js';
 import { isCanonicalOrganizationId } from '../model/organization-id.js';
 
@@ -148,18 +154,22 @@ export class RedisSnapshotStore implements SnapshotStore {
 
   async loadFlatIndex(ref: SnapshotRef, options: LoadFlatOptions = {}): Promise<FlatIndex> {
     return this.conn.run(`loading organization ${ref.organizationId} version ${ref.version}`, async () =>
-      (await this.readSnapshot(ref, options)).finishFlat(),
+      (await this.readSnapshot(ref, options, 'serve')).finishFlat(),
     );
   }
 
-  private async readSnapshot(ref: SnapshotRef, options: LoadFlatOptions = {}): Promise<SnapshotDecoder> {
+  private async readSnapshot(
+    ref: SnapshotRef,
+    options: LoadFlatOptions = {},
+    purpose: DecodePurpose = 'export',
+  ): Promise<SnapshotDecoder> {
     {
       const key = versionKey(ref);
       const mbytes = await this.conn.client.hgetBuffer(key, 'manifest');
       if (mbytes === null)
         throw new Error(`store: no snapshot version ${ref.version} of organization ${ref.organizationId}`);
       const manifest = parseManifest(mbytes, ref);
-      const decoder = new SnapshotDecoder(manifest, options);
+      const decoder = new SnapshotDecoder(manifest, options, purpose);
       // A sliding window: chunk i + WINDOW is asked for as chunk i is verified, so Redis sends
       // while this thread checks and copies (before, each batch of 8 waited for the last).
       const n = manifest.chunks.length;

@@ -292,15 +292,22 @@ export function parseManifest(bytes: Uint8Array, ref: { organizationId: string; 
 export class SnapshotDecoder {
   private readonly v1: RecordColumnsDecoder | null;
   private readonly v2: SectionsDecoder | null;
+  private readonly purpose: DecodePurpose;
 
-  constructor(manifest: Manifest, options: LoadFlatOptions = {}) {
+  /**
+   * `purpose` 'serve': only finishFlat will be asked for, so the export sections (the import's
+   * own order and each message's contact, which no query reads) are neither allocated nor copied
+   * (8 bytes a message less at the peak of a load); 'export' keeps them for finishData.
+   */
+  constructor(manifest: Manifest, options: LoadFlatOptions = {}, purpose: DecodePurpose = 'export') {
+    this.purpose = purpose;
     if (manifest.format === 1 && options.build === false) {
       throw new OlderFormatError(
         `snapshot: organization ${manifest.organizationId} version ${manifest.version} is format 1: its index must be built`,
       );
     }
     this.v1 = manifest.format === 1 ? new RecordColumnsDecoder(manifest) : null;
-    this.v2 = manifest.format === 1 ? null : new SectionsDecoder(manifest);
+    this.v2 = manifest.format === 1 ? null : new SectionsDecoder(manifest, purpose === 'export');
   }
 
   add(index: number, chunk: Uint8Array): void {
@@ -314,6 +321,7 @@ export class SnapshotDecoder {
   }
 
   finishData(): OrgData {
+    if (this.purpose !== 'export') throw new Error('snapshot: a decoder made to serve cannot give the import back');
     return this.v1 ? this.v1.finish() : orgDataOf(this.v2!.finish(true));
   }
 }
@@ -346,6 +354,9 @@ function expectedLayout(): Map<string, SectionType> {
 
 const UPGRADE = 'publish it again with `npm run snapshot -- import`';
 
+/** What a SnapshotDecoder is made for: see its constructor. */
+export type DecodePurpose = 'serve' | 'export';
+
 /** Format 2: each section copied once from the chunk bytes into its own SharedArrayBuffer. */
 class SectionsDecoder {
   private readonly manifest: Manifest;
@@ -355,7 +366,10 @@ class SectionsDecoder {
   private contactsFilled = 0;
   private readonly seen: boolean[];
 
-  constructor(manifest: Manifest) {
+  /** byte length of each export section not kept: its parts are checked, not copied */
+  private readonly skipped = new Map<string, number>();
+
+  constructor(manifest: Manifest, keepExport: boolean) {
     this.manifest = manifest;
     this.what = `organization ${manifest.organizationId} version ${manifest.version}`;
     this.contacts = new Array(manifest.contacts);
@@ -383,15 +397,18 @@ class SectionsDecoder {
       const want = name === 'entryContact' ? contactColumnType(manifest.contacts) : expected.get(name);
       const exportOnly = isExportSection(name);
       if (exportOnly ? type !== 'Uint32Array' : want !== type) {
+        const known = exportOnly || want !== undefined;
         throw new Error(
-          `snapshot: ${this.what} has ${want === undefined ? 'an unknown' : 'a differently typed'} section ${name} ` +
+          `snapshot: ${this.what} has ${known ? 'a differently typed' : 'an unknown'} section ${name} ` +
             `(another index layout); ${UPGRADE}`,
         );
       }
       const Ctor = SECTION_TYPES[type as SectionType];
       // A manifest cannot make us allocate more than its chunks could fill.
       if (length * Ctor.BYTES_PER_ELEMENT > total) throw new Error(`snapshot: malformed manifest for ${this.what}`);
-      if (exportOnly) {
+      if (exportOnly && !keepExport) {
+        this.skipped.set(name, length * Ctor.BYTES_PER_ELEMENT);
+      } else if (exportOnly) {
         // Only serves finishData: ordinary memory, not shared, and dropped when serving.
         const array = new (Ctor as unknown as new (n: number) => Section)(length);
         this.sections.set(name, { bytes: new Uint8Array(array.buffer), array, filled: 0 });
@@ -439,14 +456,16 @@ class SectionsDecoder {
       } else if (p[0] === 'a') {
         const [, name, offset, bytes] = p;
         const s = this.sections.get(name);
+        const length = s !== undefined ? s.bytes.length : this.skipped.get(name);
         if (
-          s === undefined ||
+          length === undefined ||
           !(bytes instanceof Uint8Array) ||
           !Number.isSafeInteger(offset) ||
           offset < 0 ||
-          offset + bytes.length > s.bytes.length
+          offset + bytes.length > length
         )
           throw bad();
+        if (s === undefined) continue; // an export section this decoder does not keep
         // The one copy: from the chunk (msgpackr's view into it) into the section's own memory.
         s.bytes.set(bytes, offset);
         s.filled += bytes.length;

@@ -386,14 +386,22 @@ function loadedIndexOf(org: Pick<Org, 'contacts' | 'messages'>, format: 1 | 2, o
   }
   const enc = encodeSnapshot(prepared, 3);
   const chunks = [...enc.chunks];
-  const decoder = new SnapshotDecoder(parseManifest(enc.manifest(), { organizationId: orgId, version: 3 }));
+  // a server's decoder skips the export sections; a tool's keeps them: both must serve the same
+  const purpose = purposeVariant++ % 2 === 0 ? 'serve' : 'export';
+  const decoder = new SnapshotDecoder(
+    parseManifest(enc.manifest(), { organizationId: orgId, version: 3 }),
+    {},
+    purpose,
+  );
   // in reverse: chunks may arrive in any order
   for (let i = chunks.length - 1; i >= 0; i--) decoder.add(i, chunks[i]);
   const flat = decoder.finishFlat();
   for (const a of Object.values(flat.sections))
     assert.ok(a.buffer instanceof SharedArrayBuffer, 'every section is shared memory');
+  if (purpose === 'serve') assert.throws(() => decoder.finishData(), /a decoder made to serve/);
   return wrapIndex(flat);
 }
+let purposeVariant = 0;
 
 describe('product vs brute-force reference', () => {
   it(`the body bytes equal JSON.stringify of referenceSearch (${SEARCH_RUNS} organizations x 1 request)`, () => {

@@ -138,6 +138,15 @@ export function snapshotStoreCases(store: () => SnapshotStore, tamper: Tamper): 
           `^Error: snapshot: corrupt snapshot of organization ${uuid(14, 0)} version ${ref.version}: chunk \\d+: malformed part`,
         ),
       );
+      // an export section of another element type is a known section typed differently
+      await tamper.setFormat(ref, (m) => ({
+        ...m,
+        sections: [...m.sections!, ['msgContact', 'Uint16Array', data.messages.count]],
+      }));
+      await assert.rejects(
+        store().loadFlatIndex(ref),
+        /a differently typed section msgContact \(another index layout\)/,
+      );
     });
 
     test('a truncated chunk is refused with organization and version', async () => {
