@@ -5,6 +5,7 @@
  * snapshot stores and what the build worker hands the request thread; `wrapIndex` turns it back
  * into the OrgIndex the query code reads (the dictionaries read in place), `flattenIndex` the reverse.
  */
+import { CHANNEL_COUNT } from '../index/layout.js';
 import { TYPED_ARRAY_FIELDS, type OrgIndex } from '../index/org-index.js';
 import {
   buildTokenTable,
@@ -236,8 +237,8 @@ export function orgDataOf(flat: FlatIndex): OrgData {
     content[i] = contentAt(o);
     conversationId[i] = convAt(msgConversation[o]);
     contact[i] = msgContact[o];
-    channel[i] = msgCombo[o] % 5;
-    direction[i] = Math.floor(msgCombo[o] / 5);
+    channel[i] = msgCombo[o] % CHANNEL_COUNT; // comboOf's inverse
+    direction[i] = Math.floor(msgCombo[o] / CHANNEL_COUNT);
     sentAt[i] = msgSentAt[o];
   }
   return {

@@ -14,6 +14,7 @@ import { searchBody } from '../../../src/query/execute.js';
 import type { SearchRequest } from '../../../src/request/search-request.js';
 import { parseRfc3339 } from '../../../src/time/rfc3339.js';
 import { referenceSearch } from '../../reference/brute-force.js';
+import { bareContact } from '../../helpers/one-contact.js';
 
 const SEED = process.env.PROPERTY_SEED !== undefined ? Number(process.env.PROPERTY_SEED) : Date.now() % 2 ** 31;
 const RUNS = process.env.PROPERTY_RUNS !== undefined ? Number(process.env.PROPERTY_RUNS) : 1500;
@@ -50,15 +51,9 @@ describe('top lists', () => {
   it('answer byte for byte like the reference, lists short or whole', () => {
     fc.assert(
       fc.property(caseArb, (k) => {
-        const contacts: Contact[] = Array.from({ length: k.contacts }, (_, i) => ({
-          id: `c${(i * 7) % k.contacts}-${i}`,
-          organization_id: ORG,
-          name: `n${i}`,
-          phone: null,
-          email: null,
-          avatar_url: null,
-          source: null,
-        }));
+        const contacts: Contact[] = Array.from({ length: k.contacts }, (_, i) =>
+          bareContact(ORG, `c${(i * 7) % k.contacts}-${i}`, `n${i}`),
+        );
         const messages: MessageLine[] = k.messages.map((m, i) => ({
           id: `m${i}`,
           organization_id: ORG,

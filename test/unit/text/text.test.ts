@@ -12,6 +12,7 @@ import { analyzeTerm, codePointLength, tokensOf } from '../../../src/text/analyz
 import { hasToken } from '../../../src/text/fast-tokens.js';
 import { normalize, TOKEN } from '../../../src/text/normalize.js';
 import { testSeed } from '../../helpers/seed.js';
+import { bareContact } from '../../helpers/one-contact.js';
 
 const SEED = testSeed('TEXT_SEED', 'test/unit/text/text.test.ts');
 
@@ -194,15 +195,7 @@ test('build and query tokens come from the same function: text/analyze.ts tokens
     fc.property(fc.array(piece, { maxLength: 30 }), (parts) => {
       const content = parts.join('');
       const b = new OrgDataBuilder(ORG);
-      const contact = {
-        id: '0a0a0a0a-0000-4000-8000-0000000000c1',
-        organization_id: ORG,
-        name: null,
-        phone: null,
-        email: null,
-        avatar_url: null,
-        source: null,
-      };
+      const contact = bareContact(ORG, '0a0a0a0a-0000-4000-8000-0000000000c1');
       b.addContact(contact);
       const sentAt = '2025-01-01T00:00:00.000Z';
       b.addMessage(
