@@ -12,6 +12,7 @@ import {
   timeRanks,
 } from './layout.js';
 import { contactColumn, type OrgIndex } from './org-index.js';
+import { buildEntrySummaries, SUMMARY_MIN_DEFAULT } from './entry-summaries.js';
 import { encodePostStarts } from './post-starts.js';
 import { jsonEscaped, StringColumnBuilder, wellFormed } from './string-column.js';
 import { buildTopLists, TOP_LIST_DEFAULTS, type TopListOptions } from './top-lists.js';
@@ -87,6 +88,8 @@ export interface BuildOptions {
   onOrder?: (order: Uint32Array) => void;
   /** which tokens get precomputed first pages, and how long (tests shrink both) */
   topLists?: TopListOptions;
+  /** entries of at least this many postings get summaries (entry-summaries.ts; tests lower it) */
+  summaryMin?: number;
 }
 
 /** Builds the immutable index of one organization from its snapshot columns. */
@@ -288,6 +291,10 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   }
 
   const postStarts = encodePostStarts(entryPostStart);
+  const summaries = buildEntrySummaries(
+    { ...postStarts, entryCount, postings, msgCombo, msgConversation, conversationCount: conversationOrdinal.size },
+    options.summaryMin ?? SUMMARY_MIN_DEFAULT,
+  );
   const top = buildTopLists(
     {
       entryStart,
@@ -330,6 +337,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     entryFlags,
     entryNewestIn,
     postings,
+    ...summaries,
     tokenRank,
     seqByteStart,
     tokenSeqBytes,

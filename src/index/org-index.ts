@@ -9,10 +9,11 @@
  * postings[postStart(e) .. postStart(e+1)] (post-starts.ts), ascending ordinals. Queries therefore work
  * per matching contact, not per matching message, and a contact's newest match is its first.
  */
+import type { EntrySummaries } from './entry-summaries.js';
 import { postStart } from './post-starts.js';
 import type { PairLookup, TokenLookup } from './shared-dictionary.js';
 
-export interface OrgIndex {
+export interface OrgIndex extends EntrySummaries {
   readonly organizationId: string;
   readonly messageCount: number;
   readonly contactCount: number;
@@ -136,6 +137,9 @@ export const TYPED_ARRAY_FIELDS = [
   'entryFlags',
   'entryNewestIn',
   'postings',
+  'summaryMin',
+  'summaryEntries',
+  'summaryValues',
   'tokenRank',
   'seqByteStart',
   'tokenSeqBytes',

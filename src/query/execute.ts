@@ -13,6 +13,7 @@ import {
   timeRank,
 } from '../index/layout.js';
 import { lowerBound, postingsLowerBound } from '../index/lower-bound.js';
+import { summaryAt } from '../index/entry-summaries.js';
 import { postStart } from '../index/post-starts.js';
 import type { OrgIndex } from '../index/org-index.js';
 import { smallestKeys } from '../index/select.js';
@@ -350,8 +351,15 @@ function walkContact(plan: Plan, s: Scratch, c: number, messagesLimit: number, w
     const g = v.entry === null ? e : v.entry[e];
     const end = postStart(index, g + 1);
     const start = postStart(index, g);
-    let p = plan.lo > 0 ? postingsLowerBound(postings, start, end, plan.lo) : start;
     const phrase = v.phrase;
+    if (plan.precomputed && v.entry === null && phrase === null && end - start >= index.summaryMin[0]) {
+      const at = summaryAt(index, g);
+      if (at >= 0) {
+        walkSummarized(plan, s, start, end, messagesLimit, w, at);
+        return;
+      }
+    }
+    let p = plan.lo > 0 ? postingsLowerBound(postings, start, end, plan.lo) : start;
     for (; p < end; p++) {
       const o = postings[p];
       if (o >= hi) break;
@@ -391,6 +399,35 @@ function walkContact(plan: Plan, s: Scratch, c: number, messagesLimit: number, w
       if (passes && !matched) matched = phrase === null || containsPhrase(index, o, phrase);
     }
     if (matched) counted(index, s, w, o, messagesLimit);
+  }
+}
+
+/**
+ * walkContact for one plain token without date or channel filter, on an entry with a summary
+ * (entry-summaries.ts, values from `at`): the counts and the oldest come from it, and only the
+ * postings up to the last picked message (or the newest, when none is picked) are read.
+ */
+function walkSummarized(
+  plan: Plan,
+  s: Scratch,
+  start: number,
+  end: number,
+  messagesLimit: number,
+  w: Walk,
+  at: number,
+): void {
+  const { index, mask } = plan;
+  const { postings, msgCombo, summaryValues } = index;
+  const v = at + plan.direction * 3;
+  w.count = summaryValues[v];
+  w.conversations = summaryValues[v + 1];
+  w.oldest = summaryValues[v + 2];
+  for (let p = start; p < end; p++) {
+    const o = postings[p];
+    if (((1 << msgCombo[o]) & mask) === 0) continue;
+    if (w.newest < 0) w.newest = o;
+    if (w.picked >= messagesLimit) return;
+    s.picked[w.picked++] = o;
   }
 }
 

@@ -181,14 +181,18 @@ export function allocateShared(specs: readonly (readonly [string, SectionType, n
 
 /** Every section of `flat` (but the export sections) copied into shared memory, ready to share between threads. */
 export function shareFlat(flat: FlatIndex): FlatIndex {
-  const entries = Object.entries(flat.sections).filter(([k]) => !isExportSection(k));
+  return { ...flat, sections: shareSections(Object.entries(flat.sections).filter(([k]) => !isExportSection(k))) };
+}
+
+/** Copies of the given sections in one SharedArrayBuffer (allocateShared). */
+export function shareSections(entries: readonly (readonly [string, Section])[]): Record<string, Section> {
   const sections = allocateShared(entries.map(([k, a]) => [k, sectionType(a), a.length] as const));
   for (const [k, a] of entries) {
     new Uint8Array(sections[k].buffer, sections[k].byteOffset, a.byteLength).set(
       new Uint8Array(a.buffer, a.byteOffset, a.byteLength),
     );
   }
-  return { ...flat, sections };
+  return sections;
 }
 
 /** Whether section `name` is one of EXPORT_SECTIONS. */

@@ -17,6 +17,7 @@ import { crc32 } from 'node:zlib';
 import { endianness } from 'node:os';
 import { Packr, Unpackr } from 'msgpackr';
 import { buildIndex } from '../index/build.js';
+import { buildEntrySummaries, SUMMARY_MIN_DEFAULT } from '../index/entry-summaries.js';
 import { contactColumnType } from '../index/org-index.js';
 import { OlderFormatError, type LoadFlatOptions } from './snapshot-store.js';
 import { CHANNELS, DIRECTIONS, type Contact, type OrgData } from '../model/records.js';
@@ -27,6 +28,7 @@ import {
   sectionType,
   SECTION_TYPES,
   shareFlat,
+  shareSections,
   exportColumns,
   isExportSection,
   type FlatIndex,
@@ -354,6 +356,32 @@ function expectedLayout(): Map<string, SectionType> {
 
 const UPGRADE = 'publish it again with `npm run snapshot -- import`';
 
+/**
+ * Sections a snapshot of the layout before them lacks: derived on load from the sections it has
+ * (the long-entry summaries: a pass over 5% of the postings, ~10 ms at 1M messages), so such
+ * snapshots keep loading, at full speed, without being published again.
+ */
+const DERIVED_SECTIONS: readonly string[] = ['summaryMin', 'summaryEntries', 'summaryValues'];
+
+/** The summary sections of a snapshot written without them, in shared memory. */
+function deriveSummaries(s: Record<string, Section>): Record<string, Section> {
+  const offsets = s.entryPostOffset as Uint16Array;
+  const summaries = buildEntrySummaries(
+    {
+      entryPostBase: s.entryPostBase as Int32Array,
+      entryPostOffset: offsets,
+      entryPostFar: s.entryPostFar as Uint32Array,
+      entryCount: offsets.length - 1,
+      postings: s.postings as Uint32Array,
+      msgCombo: s.msgCombo as Uint8Array,
+      msgConversation: s.msgConversation as Uint32Array,
+      conversationCount: s.conversationIdOffsets.length - 1,
+    },
+    SUMMARY_MIN_DEFAULT,
+  );
+  return shareSections(Object.entries(summaries));
+}
+
 /** What a SnapshotDecoder is made for: see its constructor. */
 export type DecodePurpose = 'serve' | 'export';
 
@@ -424,9 +452,15 @@ class SectionsDecoder {
       });
     }
     for (const name of expected.keys()) {
-      if (!names.has(name))
+      if (!names.has(name) && !DERIVED_SECTIONS.includes(name))
         throw new Error(`snapshot: ${this.what} has no section ${name} (another index layout); ${UPGRADE}`);
     }
+    // derived sections come all together (written by this layout) or not at all (by the one before)
+    const derived = DERIVED_SECTIONS.filter((name) => names.has(name)).length;
+    if (derived !== 0 && derived !== DERIVED_SECTIONS.length)
+      throw new Error(
+        `snapshot: ${this.what} has some summary sections but not all (another index layout); ${UPGRADE}`,
+      );
   }
 
   private corrupt(detail: string): Error {
@@ -494,6 +528,7 @@ class SectionsDecoder {
     ) {
       throw this.corrupt('sections disagree with the counts');
     }
+    if (sections.summaryMin === undefined) Object.assign(sections, deriveSummaries(sections));
     return {
       organizationId: m.organizationId,
       messageCount: n,

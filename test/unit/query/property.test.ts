@@ -332,7 +332,11 @@ function indexOf(org: Pick<Org, 'contacts' | 'messages'>, orgId = ORG) {
   for (const m of org.messages) b.addMessage(m, parseRfc3339(m.sent_at)!);
   // every other index indexes the pairs of all adjacent tokens, so the pair postings that large
   // organizations use for phrases of common words are compared with the reference too
-  return buildIndex(b.build(), { pairMinFrequency: pairVariant++ % 2 === 0 ? undefined : 1, topLists: topLists() });
+  return buildIndex(b.build(), {
+    pairMinFrequency: pairVariant++ % 2 === 0 ? undefined : 1,
+    topLists: topLists(),
+    summaryMin: summaryMin(),
+  });
 }
 let pairVariant = 0;
 
@@ -346,6 +350,16 @@ function topLists(): TopListOptions | undefined {
   return v === 0 ? undefined : { minEntries: 1, length: v === 1 ? 2 : 1_000_000 };
 }
 let topVariant = 0;
+
+/**
+ * Long-entry summaries (entry-summaries.ts) cycle through: every entry summarized, entries of 2
+ * or more, of 3 or more (so that summarized and walked contacts share a page), and the default
+ * (which these small organizations seldom reach).
+ */
+function summaryMin(): number | undefined {
+  return [1, 2, 3, undefined][summaryVariant++ % 4];
+}
+let summaryVariant = 0;
 
 /**
  * The whole 200 body, byte for byte: the product's bytes against the UTF-8 of JSON.stringify of
@@ -378,11 +392,19 @@ function loadedIndexOf(org: Pick<Org, 'contacts' | 'messages'>, format: 1 | 2, o
     const built = buildIndex(data, {
       pairMinFrequency: pairVariant++ % 2 === 0 ? undefined : 1,
       topLists: topLists(),
+      summaryMin: summaryMin(),
       onOrder: (o) => {
         order = o;
       },
     });
-    prepared = { format: 2, flat: flattenIndex(built, exportColumns(data, order!)) };
+    const flat = flattenIndex(built, exportColumns(data, order!));
+    // the layout before long-entry summaries: the loader derives them
+    if (previousLayoutVariant++ % 3 === 2) {
+      delete flat.sections.summaryMin;
+      delete flat.sections.summaryEntries;
+      delete flat.sections.summaryValues;
+    }
+    prepared = { format: 2, flat };
   }
   const enc = encodeSnapshot(prepared, 3);
   const chunks = [...enc.chunks];
@@ -402,6 +424,7 @@ function loadedIndexOf(org: Pick<Org, 'contacts' | 'messages'>, format: 1 | 2, o
   return wrapIndex(flat);
 }
 let purposeVariant = 0;
+let previousLayoutVariant = 0;
 
 describe('product vs brute-force reference', () => {
   it(`the body bytes equal JSON.stringify of referenceSearch (${SEARCH_RUNS} organizations x 1 request)`, () => {
