@@ -1,5 +1,5 @@
 import type { OrgIndex } from '../index/org-index.js';
-import { bitmapWords, INBOUND, newestOf, OUTBOUND, TOP_MODES } from '../index/layout.js';
+import { BOTH, bitmapWords, INBOUND, newestOf, OUTBOUND, TOP_MODES } from '../index/layout.js';
 import { nextGeneration, type Scratch } from './scratch.js';
 import type { TermView } from './term-view.js';
 
@@ -42,25 +42,7 @@ export function topPage(
   }
   let count = 0;
   if (k === 1) count = topCount[pos[0] * TOP_MODES + direction];
-  else {
-    const words = bitmapWords(index.contactCount);
-    const bits = s.bits;
-    for (let w = 0; w < words; w++) {
-      let acc = all ? -1 : 0;
-      for (let j = 0; j < k; j++) {
-        const at = 2 * pos[j] * words + w;
-        const word =
-          direction === INBOUND
-            ? topBits[at]
-            : direction === OUTBOUND
-              ? topBits[at + words]
-              : topBits[at] | topBits[at + words];
-        acc = all ? acc & word : acc | word;
-      }
-      bits[w] = acc;
-      count += popcount(acc);
-    }
-  }
+  else count = combineBits(index, k, all, direction, s);
   const need = Math.min(count, offset + limit);
   if (need <= offset) return count;
 
@@ -110,6 +92,35 @@ export function topPage(
     nextGeneration(s);
     return -1; // cannot happen with whole lists; the scan is the safe answer anyway
   }
+  return count;
+}
+
+/**
+ * The contacts matching every (all) or any term as one bitmap into s.bits, from the tokens'
+ * bitmaps of the direction (slots in s.pos); returns how many. One sequential pass a term over
+ * the words: a pass a word over the terms, testing the direction each time, took half as long
+ * again for two terms (50 -> 43 µs for a whole 2-term page at 20k contacts).
+ */
+function combineBits(index: OrgIndex, k: number, all: boolean, direction: number, s: Scratch): number {
+  const { topBits } = index;
+  const words = bitmapWords(index.contactCount);
+  const { bits, pos } = s;
+  // inbound bits of slot t at 2 * t * words, outbound right after them
+  const shift = direction === OUTBOUND ? words : 0;
+  const both = direction === BOTH;
+  for (let j = 0; j < k; j++) {
+    const a = 2 * pos[j] * words + shift;
+    const o = a + words; // the slot's outbound bits, read for both directions
+    if (!both) {
+      if (j === 0) for (let w = 0; w < words; w++) bits[w] = topBits[a + w];
+      else if (all) for (let w = 0; w < words; w++) bits[w] &= topBits[a + w];
+      else for (let w = 0; w < words; w++) bits[w] |= topBits[a + w];
+    } else if (j === 0) for (let w = 0; w < words; w++) bits[w] = topBits[a + w] | topBits[o + w];
+    else if (all) for (let w = 0; w < words; w++) bits[w] &= topBits[a + w] | topBits[o + w];
+    else for (let w = 0; w < words; w++) bits[w] |= topBits[a + w] | topBits[o + w];
+  }
+  let count = 0;
+  for (let w = 0; w < words; w++) count += popcount(bits[w]);
   return count;
 }
 
