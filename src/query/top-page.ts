@@ -1,5 +1,5 @@
 import type { OrgIndex } from '../index/org-index.js';
-import { BOTH, bitmapWords, INBOUND, newestOf, OUTBOUND, TOP_MODES } from '../index/layout.js';
+import { BOTH, bitmapWords, newestOf, OUTBOUND, TOP_MODES } from '../index/layout.js';
 import { nextGeneration, type Scratch } from './scratch.js';
 import type { TermView } from './term-view.js';
 
@@ -32,7 +32,7 @@ export function topPage(
   s: Scratch,
 ): number {
   const k = views.length;
-  const { topSlot, topStart, topCount, topEntries, topBits, entryContact } = index;
+  const { topSlot, topStart, topCount, topEntries, entryContact } = index;
   const { pos, end, heads } = s;
   for (let j = 0; j < k; j++) {
     const t = views[j].token;

@@ -40,7 +40,7 @@ describe('a snapshot written before long-entry summaries', () => {
     const manifest = parseManifest(enc.manifest(), { organizationId: orgId, version: 1 });
     assert.ok(!manifest.sections!.some(([name]) => (SUMMARIES as readonly string[]).includes(name)));
     const decoder = new SnapshotDecoder(manifest, {}, 'serve');
-    chunks.forEach((chunk, i) => decoder.add(i, chunk));
+    for (const [i, chunk] of chunks.entries()) decoder.add(i, chunk);
     const loaded = decoder.finishFlat();
     for (const name of SUMMARIES) {
       const a = loaded.sections[name];
