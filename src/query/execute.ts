@@ -336,8 +336,19 @@ function counted(index: OrgIndex, s: Scratch, w: Walk, o: number, messagesLimit:
   if (w.picked < messagesLimit) s.picked[w.picked++] = o;
 }
 
-/** Walks one matching contact's counting messages, newest first: a merge over every term. */
-function walkContact(plan: Plan, s: Scratch, c: number, messagesLimit: number, w: Walk, entry: number): void {
+/**
+ * Walks one matching contact's counting messages, newest first: a merge over every term. `entry`,
+ * when >= 0, is the contact's entry of term `term` (a top-list page knows it): no search for it.
+ */
+function walkContact(
+  plan: Plan,
+  s: Scratch,
+  c: number,
+  messagesLimit: number,
+  w: Walk,
+  entry: number,
+  term: number,
+): void {
   const { index, views } = plan;
   const k = views.length;
   const { postings, msgCombo } = index;
@@ -369,13 +380,13 @@ function walkContact(plan: Plan, s: Scratch, c: number, messagesLimit: number, w
     return;
   }
   if (k >= UNION_BY_SORT) {
-    walkBySort(plan, s, c, messagesLimit, w);
+    walkBySort(plan, s, c, messagesLimit, w, entry, term);
     return;
   }
   const { pos, end } = s;
   for (let j = 0; j < k; j++) {
     const v = views[j];
-    const e = positionOf(v, c);
+    const e = j === term && entry >= 0 && v.entry === null ? entry : positionOf(v, c);
     if (e < 0) {
       pos[j] = end[j] = 0;
       continue;
@@ -441,13 +452,21 @@ const INSERTION_SORT_MAX = 32;
  * sorted once (a native numeric sort), then read in groups of one ordinal: a few operations a
  * posting, where the k-way merge spent 2k a message (measured 60% of the 10-term largest page).
  */
-function walkBySort(plan: Plan, s: Scratch, c: number, messagesLimit: number, w: Walk): void {
+function walkBySort(
+  plan: Plan,
+  s: Scratch,
+  c: number,
+  messagesLimit: number,
+  w: Walk,
+  entry: number,
+  term: number,
+): void {
   const { index, views, mask, hi } = plan;
   const { postings, msgCombo } = index;
   let n = 0;
   for (let j = 0; j < views.length; j++) {
     const v = views[j];
-    const e = positionOf(v, c);
+    const e = j === term && entry >= 0 && v.entry === null ? entry : positionOf(v, c);
     if (e < 0) continue;
     const g = v.entry === null ? e : v.entry[e];
     const end = postStart(index, g + 1);
@@ -524,10 +543,11 @@ function writeItem(
   messagesLimit: number,
   first: boolean,
   entry = -1,
+  term = 0,
 ): void {
   const { index } = plan;
   const w = s.walk;
-  walkContact(plan, s, c, messagesLimit, w, entry);
+  walkContact(plan, s, c, messagesLimit, w, entry, term);
   const from = index.contactJsonOffsets[c],
     to = index.contactJsonOffsets[c + 1];
   out.reserve(ITEM_FIXED + (to - from));
@@ -621,10 +641,9 @@ function topListBody(plan: Plan, s: Scratch, req: SearchRequest): Uint8Array | n
   out.reset();
   out.reserve(DATA_OPEN.length);
   out.raw(DATA_OPEN);
-  // one term: topPage left each page contact's entry in s.pageEntry (no search for it again)
-  const one = plan.views.length === 1;
+  // topPage left each page contact's entry of one term in s.pageEntry (no search for it again)
   for (let i = req.offset; i < need; i++)
-    writeItem(out, plan, s, s.touched[i], req.messagesLimit, i === req.offset, one ? s.pageEntry[i] : -1);
+    writeItem(out, plan, s, s.touched[i], req.messagesLimit, i === req.offset, s.pageEntry[i], s.pageTerm[i]);
   return writeTail(out, req, count, need - req.offset);
 }
 

@@ -31,8 +31,9 @@ export interface Scratch {
   contactHits: Uint8Array;
   /** contact ordinals seen by this query, in first-seen order */
   touched: Uint32Array;
-  /** a top-list page's (top-page.ts) entry of each contact in touched, position for position */
+  /** a top-list page's (top-page.ts) entry of each contact in touched, and the term whose list gave it */
   pageEntry: Uint32Array;
+  pageTerm: Uint8Array;
   /** per term of a several-term walk: position and end in postings (or in a top list) */
   pos: Uint32Array;
   end: Uint32Array;
@@ -66,6 +67,7 @@ export function scratchFor(index: OrgIndex): Scratch {
       contactHits: new Uint8Array(index.contactCount),
       touched: new Uint32Array(index.contactCount),
       pageEntry: new Uint32Array(index.contactCount),
+      pageTerm: new Uint8Array(index.contactCount),
       pos: new Uint32Array(MAX_TERMS),
       end: new Uint32Array(MAX_TERMS),
       gather: new Uint32Array(4096),

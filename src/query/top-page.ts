@@ -86,6 +86,7 @@ export function topPage(
     stamp[c] = gen;
     if (all && k > 1 && ((bits[c >>> 5] >>> (c & 31)) & 1) === 0) continue;
     s.pageEntry[n] = e;
+    s.pageTerm[n] = best;
     s.touched[n++] = c;
   }
   if (n < need) {
