@@ -17,7 +17,7 @@ import { crc32 } from 'node:zlib';
 import { endianness } from 'node:os';
 import { Packr, Unpackr } from 'msgpackr';
 import { buildIndex } from '../index/build.js';
-import { buildEntrySummaries, SUMMARY_MIN_DEFAULT } from '../index/entry-summaries.js';
+import { buildEntrySummaries, SUMMARY_MIN_DEFAULT, SUMMARY_WIDTH } from '../index/entry-summaries.js';
 import { contactColumnType } from '../index/org-index.js';
 import { OlderFormatError, type LoadFlatOptions } from './snapshot-store.js';
 import { CHANNELS, DIRECTIONS, type Contact, type OrgData } from '../model/records.js';
@@ -382,6 +382,22 @@ function deriveSummaries(s: Record<string, Section>): Record<string, Section> {
   return shareSections(Object.entries(summaries));
 }
 
+/**
+ * Whether stored summaries have their shape: one minimum >= 1, ascending entry ids below the
+ * entry count, SUMMARY_WIDTH values each (a query reads them without checks).
+ */
+function summariesFit(s: Record<string, Section>): boolean {
+  const min = s.summaryMin,
+    entries = s.summaryEntries,
+    values = s.summaryValues;
+  const entryCount = s.entryPostOffset.length - 1;
+  if (min.length !== 1 || min[0] < 1 || values.length !== entries.length * SUMMARY_WIDTH) return false;
+  for (let i = 0; i < entries.length; i++) {
+    if (entries[i] >= entryCount || (i > 0 && entries[i] <= entries[i - 1])) return false;
+  }
+  return true;
+}
+
 /** What a SnapshotDecoder is made for: see its constructor. */
 export type DecodePurpose = 'serve' | 'export';
 
@@ -529,6 +545,7 @@ class SectionsDecoder {
       throw this.corrupt('sections disagree with the counts');
     }
     if (sections.summaryMin === undefined) Object.assign(sections, deriveSummaries(sections));
+    else if (!summariesFit(sections)) throw this.corrupt('the summary sections disagree with the entries');
     return {
       organizationId: m.organizationId,
       messageCount: n,

@@ -57,6 +57,25 @@ describe('a snapshot written before long-entry summaries', () => {
     }
   });
 
+  it('stored summaries of the wrong shape are refused as corrupt', () => {
+    const { contacts, messages } = generateDataset({ messages: 3000, contacts: 6, organizations: 1, seed: 9 });
+    const orgId = contacts[0].organization_id;
+    const b = new OrgDataBuilder(orgId);
+    for (const c of contacts) b.addContact(c);
+    for (const m of messages) b.addMessage(m, parseRfc3339(m.sent_at)!);
+    const flat = flattenIndex(buildIndex(b.build()));
+    const values = flat.sections.summaryValues as Uint32Array;
+    assert.ok(values.length > 0, 'the data has long entries');
+    flat.sections.summaryValues = values.slice(0, values.length - 1);
+    const enc = encodeSnapshot({ format: 2, flat }, 5);
+    const chunks = [...enc.chunks];
+    const decoder = new SnapshotDecoder(parseManifest(enc.manifest(), { organizationId: orgId, version: 5 }));
+    for (const [i, chunk] of chunks.entries()) decoder.add(i, chunk);
+    assert.throws(() => decoder.finishFlat(), {
+      message: `snapshot: corrupt snapshot of organization ${orgId} version 5: the summary sections disagree with the entries`,
+    });
+  });
+
   it('is refused when it has some summary sections but not all', () => {
     const { contacts, messages } = generateDataset({ messages: 200, contacts: 4, organizations: 1, seed: 8 });
     const orgId = contacts[0].organization_id;
