@@ -8,6 +8,7 @@ import { describe, it } from 'node:test';
 import { generateDataset } from '../../../scripts/gen-lib.js';
 import { buildIndex } from '../../../src/index/build.js';
 import { OrgDataBuilder } from '../../../src/model/org-data-builder.js';
+import type { OrgData } from '../../../src/model/records.js';
 import { searchBody } from '../../../src/query/execute.js';
 import { parseSearchParams } from '../../../src/request/parse-params.js';
 import { exportColumns, flattenIndex, wrapIndex } from '../../../src/store/flat-index.js';
@@ -16,15 +17,25 @@ import { parseRfc3339 } from '../../../src/time/rfc3339.js';
 
 const SUMMARIES = ['summaryMin', 'summaryEntries', 'summaryValues'] as const;
 
+/** One generated organization's data (scripts/gen-lib.ts) and its id. */
+function generatedOrg(messageCount: number, contactCount: number, seed: number): { orgId: string; data: OrgData } {
+  const { contacts, messages } = generateDataset({
+    messages: messageCount,
+    contacts: contactCount,
+    organizations: 1,
+    seed,
+  });
+  const orgId = contacts[0].organization_id;
+  const b = new OrgDataBuilder(orgId);
+  for (const c of contacts) b.addContact(c);
+  for (const m of messages) b.addMessage(m, parseRfc3339(m.sent_at)!);
+  return { orgId, data: b.build() };
+}
+
 describe('a snapshot written before long-entry summaries', () => {
   it('loads with its summaries derived, equal to the built ones, and answers the same', () => {
     // few contacts, many messages: entries of 32 postings and more (the default minimum)
-    const { contacts, messages } = generateDataset({ messages: 6000, contacts: 12, organizations: 1, seed: 7 });
-    const orgId = contacts[0].organization_id;
-    const b = new OrgDataBuilder(orgId);
-    for (const c of contacts) b.addContact(c);
-    for (const m of messages) b.addMessage(m, parseRfc3339(m.sent_at)!);
-    const data = b.build();
+    const { orgId, data } = generatedOrg(6000, 12, 7);
     let order: Uint32Array | undefined;
     const built = buildIndex(data, {
       onOrder: (o) => {
@@ -58,12 +69,8 @@ describe('a snapshot written before long-entry summaries', () => {
   });
 
   it('stored summaries of the wrong shape are refused as corrupt', () => {
-    const { contacts, messages } = generateDataset({ messages: 3000, contacts: 6, organizations: 1, seed: 9 });
-    const orgId = contacts[0].organization_id;
-    const b = new OrgDataBuilder(orgId);
-    for (const c of contacts) b.addContact(c);
-    for (const m of messages) b.addMessage(m, parseRfc3339(m.sent_at)!);
-    const flat = flattenIndex(buildIndex(b.build()));
+    const { orgId, data } = generatedOrg(3000, 6, 9);
+    const flat = flattenIndex(buildIndex(data));
     const values = flat.sections.summaryValues as Uint32Array;
     assert.ok(values.length > 0, 'the data has long entries');
     flat.sections.summaryValues = values.slice(0, values.length - 1);
@@ -77,12 +84,8 @@ describe('a snapshot written before long-entry summaries', () => {
   });
 
   it('is refused when it has some summary sections but not all', () => {
-    const { contacts, messages } = generateDataset({ messages: 200, contacts: 4, organizations: 1, seed: 8 });
-    const orgId = contacts[0].organization_id;
-    const b = new OrgDataBuilder(orgId);
-    for (const c of contacts) b.addContact(c);
-    for (const m of messages) b.addMessage(m, parseRfc3339(m.sent_at)!);
-    const flat = flattenIndex(buildIndex(b.build()));
+    const { orgId, data } = generatedOrg(200, 4, 8);
+    const flat = flattenIndex(buildIndex(data));
     delete flat.sections.summaryValues;
     const enc = encodeSnapshot({ format: 2, flat }, 4);
     assert.ok([...enc.chunks].length > 0); // the manifest lists the chunks once they are made
