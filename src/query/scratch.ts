@@ -20,7 +20,7 @@ export interface TextViews {
  */
 export interface Scratch {
   generation: number;
-  /** sort keys of the matching contacts (see contactKey in execute.ts) */
+  /** sort keys of the matching contacts (see matchContacts in match.ts) */
   keys: Float64Array;
   /** max-heap for choosing the smallest keys of a page */
   heap: Float64Array;

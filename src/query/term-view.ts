@@ -1,3 +1,4 @@
+import { lowerBound } from '../index/lower-bound.js';
 import { type ContactColumn, contactColumn, tokenFrequency, type OrgIndex } from '../index/org-index.js';
 import { containsTokens, encodePhrase } from '../index/token-seq.js';
 import { tokensOf } from '../text/analyze.js';
@@ -102,4 +103,10 @@ export function termView(index: OrgIndex, term: string, s: Scratch, slot: number
   }
   if (n === 0) return null;
   return { contact, entry, from: 0, to: n, phrase, token: -1 };
+}
+
+/** Position of contact c in a view, or -1. */
+export function positionOf(v: TermView, c: number): number {
+  const e = lowerBound(v.contact, v.from, v.to, c);
+  return e < v.to && v.contact[e] === c ? e : -1;
 }

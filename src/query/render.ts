@@ -1,0 +1,180 @@
+/**
+ * The 200 body as bytes (spec 2.2-2.5, full forms, key order of the spec): constant pieces, the
+ * index's pre-escaped strings copied, numbers and timestamps written in place (body-writer.ts).
+ */
+import { CHANNEL_COUNT } from '../index/layout.js';
+import type { OrgIndex } from '../index/org-index.js';
+import { CHANNELS } from '../model/records.js';
+import type { SearchRequest } from '../request/search-request.js';
+import { bodyWriter, type BodyWriter, type Piece, utf8 } from './body-writer.js';
+import type { Plan } from './plan.js';
+import type { Scratch, TextViews } from './scratch.js';
+import { walkContact } from './walk.js';
+
+// ---- the body's fixed pieces (spec 2.2-2.5, full forms, key order of the spec) ----
+const DATA_OPEN = utf8('{"data":[');
+const ITEM_OPEN = utf8('{"contact":');
+const NEXT_ITEM_OPEN = utf8(',{"contact":');
+const MATCH_COUNT = utf8(',"match_count":');
+const CONVERSATIONS_COUNT = utf8(',"conversations_count":');
+const FIRST_MATCHED = utf8(',"first_matched_at":"');
+const LAST_MATCHED = utf8('","last_matched_at":"');
+const MESSAGES_OPEN = utf8('","messages":[');
+const ITEM_CLOSE = utf8(']}');
+const MESSAGE_OPEN = utf8('{"id":"');
+const NEXT_MESSAGE_OPEN = utf8(',{"id":"');
+const CONVERSATION = utf8('","conversation_id":"');
+/** per combo (direction * CHANNEL_COUNT + channel): the channel and direction fields and the opening of content */
+const COMBO = Array.from({ length: 2 * CHANNEL_COUNT }, (_, combo) =>
+  utf8(
+    `","channel":"${CHANNELS[combo % CHANNEL_COUNT]}","direction":"${combo < CHANNEL_COUNT ? 'inbound' : 'outbound'}","content":"`,
+  ),
+);
+const SENT_AT = utf8('","sent_at":"');
+const MESSAGE_CLOSE = utf8('"}');
+const PAGINATION = utf8('],"pagination":{"limit":');
+const OFFSET = utf8(',"offset":');
+const COUNT = utf8(',"count":');
+const HAS_MORE_TRUE = utf8(',"has_more":true,"next_offset":');
+const HAS_MORE_FALSE = utf8(',"has_more":false,"next_offset":null');
+/** the `query` object (spec 2.5): its fixed pieces by value, so no object, Date or stringify a request */
+const QUERY_ORG = utf8('},"query":{"organization_id":"');
+const QUERY_TERMS = utf8('","terms":');
+const QUERY_MATCH = { any: utf8(',"match":"any","direction":"'), all: utf8(',"match":"all","direction":"') };
+const QUERY_DIRECTION = {
+  inbound: utf8('inbound","channel":'),
+  outbound: utf8('outbound","channel":'),
+  all: utf8('all","channel":'),
+};
+const QUERY_CHANNEL = new Map<string | null, Piece>([
+  [null, utf8('null,"from":')],
+  ...CHANNELS.map((c): [string, Piece] => [c, utf8(`"${c}","from":`)]),
+]);
+const NULL = utf8('null');
+const QUOTE = utf8('"');
+const QUERY_TO = utf8(',"to":');
+const BODY_CLOSE = utf8('}}');
+/** bound on an item's or message's bytes besides its strings (keys, numbers, timestamps) */
+const ITEM_FIXED = 320;
+const MESSAGE_FIXED = 200;
+
+/** Writes one message object (spec 2.3, full form). */
+function writeMessage(out: BodyWriter, index: OrgIndex, text: TextViews, o: number, first: boolean): void {
+  const { msgIdOffsets, msgContentOffsets, conversationIdOffsets } = index;
+  const conv = index.msgConversation[o];
+  const idFrom = msgIdOffsets[o],
+    idTo = msgIdOffsets[o + 1];
+  const convFrom = conversationIdOffsets[conv],
+    convTo = conversationIdOffsets[conv + 1];
+  const textFrom = msgContentOffsets[o],
+    textTo = msgContentOffsets[o + 1];
+  out.reserve(MESSAGE_FIXED + (idTo - idFrom) + (convTo - convFrom) + (textTo - textFrom));
+  out.raw(first ? MESSAGE_OPEN : NEXT_MESSAGE_OPEN);
+  out.slice(text.msgId, idFrom, idTo);
+  out.raw(CONVERSATION);
+  out.slice(text.conversationId, convFrom, convTo);
+  out.raw(COMBO[index.msgCombo[o]]);
+  out.slice(text.content, textFrom, textTo);
+  out.raw(SENT_AT);
+  out.isoAt(index.msgSentAt, o);
+  out.raw(MESSAGE_CLOSE);
+}
+
+/** Writes the result item of one matching contact (spec 2.2). */
+export function writeItem(
+  out: BodyWriter,
+  plan: Plan,
+  s: Scratch,
+  c: number,
+  messagesLimit: number,
+  first: boolean,
+  entry = -1,
+  term = 0,
+): void {
+  const { index } = plan;
+  const w = s.walk;
+  walkContact(plan, s, c, messagesLimit, w, entry, term);
+  const from = index.contactJsonOffsets[c],
+    to = index.contactJsonOffsets[c + 1];
+  out.reserve(ITEM_FIXED + (to - from));
+  out.raw(first ? ITEM_OPEN : NEXT_ITEM_OPEN);
+  out.slice(s.text.contactJson, from, to);
+  out.raw(MATCH_COUNT);
+  out.uint(w.count);
+  out.raw(CONVERSATIONS_COUNT);
+  out.uint(w.conversations);
+  out.raw(FIRST_MATCHED);
+  out.isoAt(index.msgSentAt, w.oldest);
+  out.raw(LAST_MATCHED);
+  out.isoAt(index.msgSentAt, w.newest);
+  out.raw(MESSAGES_OPEN);
+  for (let i = 0; i < w.picked; i++) writeMessage(out, index, s.text, s.picked[i], i === 0);
+  out.reserve(ITEM_CLOSE.length);
+  out.raw(ITEM_CLOSE);
+}
+
+/** Closes `data` and writes `pagination` and `query`: the end of every 200 body. */
+export function writeTail(out: BodyWriter, req: SearchRequest, count: number, items: number): Uint8Array {
+  const hasMore = req.offset + items < count;
+  out.reserve(160);
+  out.raw(PAGINATION);
+  out.uint(req.limit);
+  out.raw(OFFSET);
+  out.uint(req.offset);
+  out.raw(COUNT);
+  out.uint(count);
+  if (hasMore) {
+    out.raw(HAS_MORE_TRUE);
+    out.uint(req.offset + req.limit);
+  } else {
+    out.raw(HAS_MORE_FALSE);
+  }
+  writeQuery(out, req);
+  return out.view();
+}
+
+/** The `query` object (spec 2.5) and the body's close. */
+function writeQuery(out: BodyWriter, req: SearchRequest): void {
+  // the organization id is a validated lower-case UUID: nothing in it to escape
+  out.reserve(QUERY_ORG.length + req.organizationId.length + QUERY_TERMS.length);
+  out.raw(QUERY_ORG);
+  out.ascii(req.organizationId);
+  out.raw(QUERY_TERMS);
+  // terms are the user's text: JSON.stringify escapes them (a few short strings)
+  out.text(JSON.stringify(req.terms));
+  const channel = QUERY_CHANNEL.get(req.channel);
+  if (channel === undefined) throw new Error(`query: unknown channel ${req.channel}`);
+  out.reserve(200);
+  out.raw(QUERY_MATCH[req.match]);
+  out.raw(QUERY_DIRECTION[req.direction]);
+  out.raw(channel);
+  writeInstant(out, req.from);
+  out.raw(QUERY_TO);
+  writeInstant(out, req.to);
+  out.raw(BODY_CLOSE);
+}
+
+/** null, or the instant as toISOString writes it, quoted (reserved by the caller). */
+function writeInstant(out: BodyWriter, ms: number | null): void {
+  if (ms === null) {
+    out.raw(NULL);
+    return;
+  }
+  out.raw(QUOTE);
+  out.iso(ms);
+  out.raw(QUOTE);
+}
+
+/** This thread's writer, reset, with the body's opening written: items follow, then writeTail. */
+export function openBody(): BodyWriter {
+  const out = bodyWriter;
+  out.reset();
+  out.reserve(DATA_OPEN.length);
+  out.raw(DATA_OPEN);
+  return out;
+}
+
+/** The whole body of a page without items (count may still be above 0: an offset past the end). */
+export function emptyBody(req: SearchRequest, count: number): Uint8Array {
+  return writeTail(openBody(), req, count, 0);
+}
