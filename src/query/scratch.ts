@@ -39,6 +39,10 @@ export interface Scratch {
   end: Uint32Array;
   /** a many-term walk's (ordinal * 16 + term) of one contact (walkBySort), grown when needed */
   gather: Uint32Array;
+  /** walkBySort's second buffer for merging runs (as long as gather) and run starts (two sets) */
+  merged: Uint32Array;
+  runs: Uint32Array;
+  runsNext: Uint32Array;
   /** per term of a top-list merge (top-page.ts): the key at its list's cursor */
   heads: Float64Array;
   /** one contact bitmap: the contacts that match every term (top-page.ts) */
@@ -71,6 +75,9 @@ export function scratchFor(index: OrgIndex): Scratch {
       pos: new Uint32Array(MAX_TERMS),
       end: new Uint32Array(MAX_TERMS),
       gather: new Uint32Array(4096),
+      merged: new Uint32Array(4096),
+      runs: new Uint32Array(MAX_TERMS + 1),
+      runsNext: new Uint32Array(MAX_TERMS + 1),
       heads: new Float64Array(MAX_TERMS),
       bits: new Int32Array(bitmapWords(index.contactCount)),
       walk: { count: 0, conversations: 0, newest: -1, oldest: -1, picked: 0 },

@@ -185,12 +185,12 @@ function materialize(org: string, contacts: Contact[], specs: MessageSpec[], tag
 }
 
 /** Organizations of up to `maxContacts` contacts and `maxMessages` messages (and another one's lines mixed in). */
-const orgArbOf = (maxContacts: number, maxMessages: number) =>
+const orgArbOf = (maxContacts: number, maxMessages: number, specArb = messageSpecArb, minMessages = 0) =>
   fc
     .record({
       ids: fc.uniqueArray(fc.constantFrom(...CONTACT_IDS), { minLength: 1, maxLength: maxContacts }),
       otherIds: fc.uniqueArray(fc.constantFrom(...OTHER_CONTACT_IDS), { minLength: 1, maxLength: 3 }),
-      specs: fc.array(messageSpecArb, { maxLength: maxMessages, size: 'medium' }),
+      specs: fc.array(specArb, { minLength: minMessages, maxLength: maxMessages, size: 'medium' }),
       otherSpecs: fc.array(messageSpecArb, { maxLength: 8 }),
       interleave: fc.nat(),
     })
@@ -217,6 +217,21 @@ const orgArb = orgArbOf(6, 40);
  * channels and directions, the entries the filtered walks settle without a scan or must scan.
  */
 const denseOrgArb = orgArbOf(3, 80);
+/**
+ * One or two contacts with dozens of messages over five words: a contact holds each word in many
+ * messages, so a several-term walk gathers more postings than walkBySort sorts by insertion.
+ */
+const FEW_WORDS = ['pedido', 'agua', 'fim', 'via', 'cafe'];
+const fewWordsOrgArb = orgArbOf(
+  2,
+  150,
+  messageSpecArb.chain((m) =>
+    fc
+      .array(fc.constantFrom(...FEW_WORDS), { minLength: 1, maxLength: 6 })
+      .map((words) => ({ ...m, content: words.join(' ') })),
+  ),
+  40,
+);
 type Org = typeof orgArb extends fc.Arbitrary<infer T> ? T : never;
 
 // ---- requests: terms mostly from the organization's own tokens and adjacent pairs ----
@@ -254,6 +269,12 @@ const requestSpecArb = fc.record({
   messagesLimit: fc.integer({ min: 0, max: 4 }),
 });
 type RequestSpec = typeof requestSpecArb extends fc.Arbitrary<infer T> ? T : never;
+/** Three to five of the few words, any or all, sometimes filtered: the many-term walks. */
+const manyTermsSpecArb = fc.record({
+  spec: requestSpecArb,
+  words: fc.uniqueArray(fc.constantFrom(...FEW_WORDS), { minLength: 3, maxLength: 5 }),
+});
+
 /** One or two plain tokens under a channel filter (mostly) and date bounds: the filtered walks. */
 const filteredSpecArb = fc
   .record({
@@ -456,6 +477,16 @@ describe('product vs brute-force reference', () => {
         assertBody(searchBody(indexOf(org), req), referenceSearch(org.allContacts, org.allMessages, req));
       }),
       SEARCH_RUNS / 2,
+    );
+  });
+
+  it(`many-term walks: 3-5 words of a small vocabulary on contacts with many messages (${SEARCH_RUNS / 8} cases)`, () => {
+    check(
+      fc.property(fewWordsOrgArb, manyTermsSpecArb, (org, { spec, words }) => {
+        const req = { ...makeRequest(org, spec), terms: words, limit: Math.max(spec.limit, 2) };
+        assertBody(searchBody(indexOf(org), req), referenceSearch(org.allContacts, org.allMessages, req));
+      }),
+      SEARCH_RUNS / 8,
     );
   });
 
