@@ -31,6 +31,11 @@ export interface EntrySummaries {
   readonly summaryValues: Uint32Array;
 }
 
+/** The names of the summary sections (a snapshot's loader derives them all when a snapshot lacks them). */
+export const SUMMARY_SECTIONS = ['summaryMin', 'summaryEntries', 'summaryValues'] as const satisfies ReadonlyArray<
+  keyof EntrySummaries
+>;
+
 /** What the build (or a loader, for a snapshot written before summaries) passes. */
 export interface SummarySource extends PostStarts {
   readonly entryCount: number;

@@ -53,23 +53,23 @@ export function walkContact(
   const { mask, hi } = plan;
   w.count = w.conversations = w.picked = 0;
   w.newest = w.oldest = -1;
+  const { pos, end } = s;
   if (k === 1) {
-    // one term: its list for this contact, no merge (a top-list page knows the entry already)
+    // one term: its list for this contact, no merge
     const v = views[0];
-    const e = entry >= 0 ? entry : positionOf(v, c);
-    const g = v.entry === null ? e : v.entry[e];
-    const end = postStart(index, g + 1);
-    const start = postStart(index, g);
+    const g = termRange(plan, s, 0, c, entry, term);
     const phrase = v.phrase;
-    if (plan.precomputed && v.entry === null && phrase === null && end - start >= index.summaryMin[0]) {
+    const last = end[0];
+    let p = pos[0];
+    // (precomputed: no date window, so p is the entry's first posting)
+    if (plan.precomputed && v.entry === null && phrase === null && last - p >= index.summaryMin[0]) {
       const at = summaryAt(index, g);
       if (at >= 0) {
-        walkSummarized(plan, s, start, end, messagesLimit, w, at);
+        walkSummarized(plan, s, p, last, messagesLimit, w, at);
         return;
       }
     }
-    let p = plan.lo > 0 ? postingsLowerBound(postings, start, end, plan.lo) : start;
-    for (; p < end; p++) {
+    for (; p < last; p++) {
       const o = postings[p];
       if (o >= hi) break;
       if (((1 << msgCombo[o]) & mask) === 0 || (phrase !== null && !containsPhrase(index, o, phrase))) continue;
@@ -81,19 +81,7 @@ export function walkContact(
     walkBySort(plan, s, c, messagesLimit, w, entry, term);
     return;
   }
-  const { pos, end } = s;
-  for (let j = 0; j < k; j++) {
-    const v = views[j];
-    const e = j === term && entry >= 0 && v.entry === null ? entry : positionOf(v, c);
-    if (e < 0) {
-      pos[j] = end[j] = 0;
-      continue;
-    }
-    const g = v.entry === null ? e : v.entry[e];
-    end[j] = postStart(index, g + 1);
-    const start = postStart(index, g);
-    pos[j] = plan.lo > 0 ? postingsLowerBound(postings, start, end[j], plan.lo) : start;
-  }
+  for (let j = 0; j < k; j++) termRange(plan, s, j, c, entry, term);
   for (;;) {
     // next ordinal over the contact's lists of every term; a message counts once
     let o = NONE; // above every ordinal
@@ -109,6 +97,27 @@ export function walkContact(
     }
     if (matched) counted(index, s, w, o, messagesLimit);
   }
+}
+
+/**
+ * Sets s.pos[j] .. s.end[j] to contact c's postings of term j from the date window's start on
+ * (empty when the contact lacks the term); returns its entry, or -1. `entry`, when >= 0, is its
+ * entry of term `term` (a top-list page knows it): no search for it.
+ */
+function termRange(plan: Plan, s: Scratch, j: number, c: number, entry: number, term: number): number {
+  const { index } = plan;
+  const v = plan.views[j];
+  const e = j === term && entry >= 0 && v.entry === null ? entry : positionOf(v, c);
+  if (e < 0) {
+    s.pos[j] = s.end[j] = 0;
+    return -1;
+  }
+  const g = v.entry === null ? e : v.entry[e];
+  const end = postStart(index, g + 1);
+  const start = postStart(index, g);
+  s.end[j] = end;
+  s.pos[j] = plan.lo > 0 ? postingsLowerBound(index.postings, start, end, plan.lo) : start;
+  return g;
 }
 
 /**
@@ -140,7 +149,7 @@ function walkSummarized(
   }
 }
 
-/** From this many terms on, a contact's lists are united by one sort, not a k-way merge. */
+/** From this many terms on, a contact's lists are gathered and merged once (walkBySort), not merged a posting at a time. */
 const UNION_BY_SORT = 3;
 /** Up to this many gathered postings walkBySort sorts by insertion (see there). */
 const INSERTION_SORT_MAX = 32;
@@ -203,14 +212,10 @@ function walkBySort(
   let runCount = 0;
   const runs = s.runs;
   for (let j = 0; j < views.length; j++) {
-    const v = views[j];
-    const e = j === term && entry >= 0 && v.entry === null ? entry : positionOf(v, c);
-    if (e < 0) continue;
+    if (termRange(plan, s, j, c, entry, term) < 0) continue;
     runs[runCount++] = n;
-    const g = v.entry === null ? e : v.entry[e];
-    const end = postStart(index, g + 1);
-    const start = postStart(index, g);
-    let p = plan.lo > 0 ? postingsLowerBound(postings, start, end, plan.lo) : start;
+    let p = s.pos[j];
+    const end = s.end[j];
     if (n + end - p > s.gather.length) {
       const grown = new Uint32Array(Math.max(2 * s.gather.length, n + end - p));
       grown.set(s.gather.subarray(0, n));

@@ -17,7 +17,7 @@ import { crc32 } from 'node:zlib';
 import { endianness } from 'node:os';
 import { Packr, Unpackr } from 'msgpackr';
 import { buildIndex } from '../index/build.js';
-import { buildEntrySummaries, SUMMARY_MIN_DEFAULT, SUMMARY_WIDTH } from '../index/entry-summaries.js';
+import { buildEntrySummaries, SUMMARY_MIN_DEFAULT, SUMMARY_SECTIONS, SUMMARY_WIDTH } from '../index/entry-summaries.js';
 import { contactColumnType } from '../index/org-index.js';
 import { OlderFormatError, type LoadFlatOptions } from './snapshot-store.js';
 import { CHANNELS, DIRECTIONS, type Contact, type OrgData } from '../model/records.js';
@@ -361,7 +361,7 @@ const UPGRADE = 'publish it again with `npm run snapshot -- import`';
  * (the long-entry summaries: a pass over 5% of the postings, ~10 ms at 1M messages), so such
  * snapshots keep loading, at full speed, without being published again.
  */
-const DERIVED_SECTIONS: readonly string[] = ['summaryMin', 'summaryEntries', 'summaryValues'];
+const DERIVED_SECTIONS: readonly string[] = SUMMARY_SECTIONS;
 
 /** The summary sections of a snapshot written without them, in shared memory. */
 function deriveSummaries(s: Record<string, Section>): Record<string, Section> {

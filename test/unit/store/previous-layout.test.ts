@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { generateDataset } from '../../../scripts/gen-lib.js';
 import { buildIndex } from '../../../src/index/build.js';
+import { SUMMARY_SECTIONS } from '../../../src/index/entry-summaries.js';
 import { OrgDataBuilder } from '../../../src/model/org-data-builder.js';
 import type { OrgData } from '../../../src/model/records.js';
 import { searchBody } from '../../../src/query/execute.js';
@@ -15,7 +16,7 @@ import { exportColumns, flattenIndex, wrapIndex } from '../../../src/store/flat-
 import { encodeSnapshot, parseManifest, SnapshotDecoder } from '../../../src/store/snapshot-format.js';
 import { parseRfc3339 } from '../../../src/time/rfc3339.js';
 
-const SUMMARIES = ['summaryMin', 'summaryEntries', 'summaryValues'] as const;
+const SUMMARIES = SUMMARY_SECTIONS;
 
 /** One generated organization's data (scripts/gen-lib.ts) and its id. */
 function generatedOrg(messageCount: number, contactCount: number, seed: number): { orgId: string; data: OrgData } {
