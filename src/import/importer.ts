@@ -88,16 +88,18 @@ function parseLine<S extends v.GenericSchema>(
   throw new ImportError(file, line, field, missing ? 'missing' : `${issue.message}, got ${show(issue.input)}`);
 }
 
-async function* linesWithProgress(file: string, progress: Progress): AsyncGenerator<Line> {
+/** The file's lines in batches (line-reader.ts), the progress updated once a batch. */
+async function* linesWithProgress(file: string, progress: Progress): AsyncGenerator<Line[]> {
   const size = (await stat(file)).size;
   progress.start(path.basename(file), size);
   let bytes = 0,
     lines = 0;
-  for await (const line of readLines(file, (n) => {
+  for await (const batch of readLines(file, (n) => {
     bytes += n;
   })) {
-    if ((++lines & 1023) === 0) progress.update(bytes, lines);
-    yield line;
+    lines += batch.length;
+    progress.update(bytes, lines);
+    yield batch;
   }
   progress.update(bytes, lines);
   progress.stop();
@@ -116,54 +118,56 @@ export async function readImport(
     messages = 0;
 
   const cname = path.basename(contactsFile);
-  for await (const l of linesWithProgress(contactsFile, progress)) {
-    const number = l.number;
-    const c: Contact = parseLine(ContactLineSchema, l, cname, number);
-    let org = orgs.get(c.organization_id);
-    if (org === undefined) {
-      org = { builder: new OrgDataBuilder(c.organization_id), messageIds: new IdSet() };
-      orgs.set(c.organization_id, org);
+  for await (const batch of linesWithProgress(contactsFile, progress))
+    for (const l of batch) {
+      const number = l.number;
+      const c: Contact = parseLine(ContactLineSchema, l, cname, number);
+      let org = orgs.get(c.organization_id);
+      if (org === undefined) {
+        org = { builder: new OrgDataBuilder(c.organization_id), messageIds: new IdSet() };
+        orgs.set(c.organization_id, org);
+      }
+      if (!org.builder.addContact(c)) {
+        throw new ImportError(
+          cname,
+          number,
+          'id',
+          `duplicate contact id ${show(c.id)} in organization ${c.organization_id}`,
+        );
+      }
+      if (!contactOrg.has(c.id)) contactOrg.set(c.id, c.organization_id);
+      contacts++;
     }
-    if (!org.builder.addContact(c)) {
-      throw new ImportError(
-        cname,
-        number,
-        'id',
-        `duplicate contact id ${show(c.id)} in organization ${c.organization_id}`,
-      );
-    }
-    if (!contactOrg.has(c.id)) contactOrg.set(c.id, c.organization_id);
-    contacts++;
-  }
 
   const mname = path.basename(messagesFile);
-  for await (const l of linesWithProgress(messagesFile, progress)) {
-    const number = l.number;
-    const m: MessageLine = parseLine(MessageLineSchema, l, mname, number);
-    const org = orgs.get(m.organization_id);
-    if (org === undefined || !org.builder.hasContact(m.contact_id)) {
-      const owner = contactOrg.get(m.contact_id);
-      if (owner !== undefined) {
+  for await (const batch of linesWithProgress(messagesFile, progress))
+    for (const l of batch) {
+      const number = l.number;
+      const m: MessageLine = parseLine(MessageLineSchema, l, mname, number);
+      const org = orgs.get(m.organization_id);
+      if (org === undefined || !org.builder.hasContact(m.contact_id)) {
+        const owner = contactOrg.get(m.contact_id);
+        if (owner !== undefined) {
+          throw new ImportError(
+            mname,
+            number,
+            'organization_id',
+            `${show(m.organization_id)} differs from the organization ${owner} of contact ${m.contact_id}`,
+          );
+        }
+        throw new ImportError(mname, number, 'contact_id', `no contact ${show(m.contact_id)} in ${cname}`);
+      }
+      if (!org.messageIds.add(m.id)) {
         throw new ImportError(
           mname,
           number,
-          'organization_id',
-          `${show(m.organization_id)} differs from the organization ${owner} of contact ${m.contact_id}`,
+          'id',
+          `duplicate message id ${show(m.id)} in organization ${m.organization_id}`,
         );
       }
-      throw new ImportError(mname, number, 'contact_id', `no contact ${show(m.contact_id)} in ${cname}`);
+      org.builder.addMessage(m, parseRfc3339(m.sent_at)!);
+      messages++;
     }
-    if (!org.messageIds.add(m.id)) {
-      throw new ImportError(
-        mname,
-        number,
-        'id',
-        `duplicate message id ${show(m.id)} in organization ${m.organization_id}`,
-      );
-    }
-    org.builder.addMessage(m, parseRfc3339(m.sent_at)!);
-    messages++;
-  }
 
   const organizations = new Map<string, OrgDataBuilder>();
   for (const [id, o] of orgs) organizations.set(id, o.builder);

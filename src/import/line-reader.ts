@@ -19,17 +19,20 @@ const LF = 0x0a;
 const CR = 0x0d;
 
 /**
- * Yields the non-blank lines of `file`: a UTF-8 BOM is dropped, CRLF and LF both end a line.
- * `onBytes` receives the byte count of every block read, for progress.
+ * Yields the non-blank lines of `file`, in batches: the lines that end in one read block (1 MiB).
+ * A UTF-8 BOM is dropped, CRLF and LF both end a line. `onBytes` receives the byte count of every
+ * block read, for progress. Batches, not single lines: an async generator's yield is a promise
+ * and a microtask, and two of them a line cost ~0.6 s of a 1M-line import.
  */
-export async function* readLines(file: string, onBytes?: (n: number) => void): AsyncGenerator<Line> {
+export async function* readLines(file: string, onBytes?: (n: number) => void): AsyncGenerator<Line[]> {
   const stream = createReadStream(file, { highWaterMark: 1 << 20 });
   let number = 0;
   // Bytes of the line begun in earlier blocks and not ended yet.
   let pending: Buffer[] = [];
   let pendingSize = 0;
 
-  function* emit(bytes: Buffer): Generator<Line> {
+  let batch: Line[] = [];
+  function emit(bytes: Buffer): void {
     number++;
     let b = bytes;
     if (b.length > 0 && b[b.length - 1] === CR) b = b.subarray(0, b.length - 1);
@@ -37,8 +40,8 @@ export async function* readLines(file: string, onBytes?: (n: number) => void): A
     if (b.length === 0) return;
     const text = b.toString('utf8');
     if (isBlank(text)) return;
-    if (!isUtf8(b)) yield { number, text, invalidUtf8: Buffer.from(b) };
-    else yield { number, text };
+    if (!isUtf8(b)) batch.push({ number, text, invalidUtf8: Buffer.from(b) });
+    else batch.push({ number, text });
   }
 
   try {
@@ -54,7 +57,7 @@ export async function* readLines(file: string, onBytes?: (n: number) => void): A
           pending = [];
           pendingSize = 0;
         }
-        yield* emit(line);
+        emit(line);
         start = nl + 1;
       }
       if (start < chunk.length) {
@@ -63,8 +66,13 @@ export async function* readLines(file: string, onBytes?: (n: number) => void): A
         pending.push(rest);
         pendingSize += rest.length;
       }
+      if (batch.length > 0) {
+        yield batch;
+        batch = [];
+      }
     }
-    if (pendingSize > 0) yield* emit(Buffer.concat(pending, pendingSize));
+    if (pendingSize > 0) emit(Buffer.concat(pending, pendingSize));
+    if (batch.length > 0) yield batch;
   } finally {
     stream.destroy();
   }
