@@ -1,5 +1,6 @@
 import type { Contact, OrgData } from '../model/records.js';
-import { tokensOf } from '../text/analyze.js';
+import { internTokens } from '../text/analyze.js';
+import { TokenInterner } from '../text/token-interner.js';
 import {
   CHANNEL_COUNT,
   comboOf,
@@ -120,7 +121,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   const conversationIds = new StringColumnBuilder();
 
   // Pass 1, in ordinal order: columns, token-id sequences, vocabulary.
-  const tokenIds = new Map<string, number>();
+  const interner = new TokenInterner();
   const seqStart = new Uint32Array(n + 1);
   const tokenSeq = new Growable(n * 8);
   const contactMessages = new Uint32Array(contactCount + 1);
@@ -143,18 +144,12 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     msgConversation[o] = conv;
 
     seqStart[o] = tokenSeq.length;
-    for (const t of tokensOf(m.content[i])) {
-      let id = tokenIds.get(t);
-      if (id === undefined) {
-        id = tokenIds.size;
-        tokenIds.set(t, id);
-      }
-      tokenSeq.push(id);
-    }
+    internTokens(m.content[i], interner, tokenSeq);
   }
   seqStart[n] = tokenSeq.length;
   const seq = tokenSeq.toArray();
-  const vocabulary = tokenIds.size;
+  const vocabulary = interner.size;
+  const tokenIds = interner.toMap();
 
   // Messages grouped by contact, ascending ordinal within each contact (a counting sort).
   for (let c = 0; c < contactCount; c++) contactMessages[c + 1] += contactMessages[c];

@@ -3,7 +3,7 @@
  * The index build takes a message's tokens from `tokensOf`, and the query takes a term's tokens
  * from the same function, so the two sides cannot disagree.
  */
-import { hasToken, tokensOf } from './fast-tokens.js';
+import { hasToken, internTokens, tokensOf } from './fast-tokens.js';
 import { normalize } from './normalize.js';
 
 /**
@@ -12,6 +12,12 @@ import { normalize } from './normalize.js';
  * message must hold contiguously) when the query looks the term up, once a request.
  */
 export { tokensOf };
+
+/**
+ * The same tokens as ids, for the index build: `internTokens(text, interner, sink)` pushes the id
+ * of each token of `tokensOf(text)` in order, from the same pass, without a string per token.
+ */
+export { internTokens };
 
 /** A term after CONTRACT 2 steps 2-4; tokensOf(text) is never empty. */
 export interface Term {

@@ -11,6 +11,7 @@
  * the plain path. test/unit/text/text.test.ts checks the equality for every code point, in context.
  */
 import { foldMarks, normalize, TOKEN } from './normalize.js';
+import type { TokenInterner } from './token-interner.js';
 
 /** How a BMP code unit maps under N(): */
 const SEP = 0; // to text without a letter or digit (space, punctuation, most symbols): ends a token
@@ -68,6 +69,36 @@ function buildTables(): Uint8Array {
 let buf = new Uint16Array(256);
 let len = 0;
 let out: string[] = [];
+/**
+ * While internTokens runs: the ended tokens of the message, as code units one after another and
+ * where each ends. They are interned only once the whole message took the table path, so a
+ * message that falls back to the plain path midway adds no token it does not hold.
+ */
+let interning = false;
+let msgCodes = new Uint16Array(1024);
+let msgCodesLen = 0;
+let msgEnds = new Uint32Array(256);
+let msgTokens = 0;
+
+/** Ends the token in `buf`: as a string (tokensOf), or its code units kept (internTokens). */
+function endCodes(): void {
+  if (interning) {
+    if (msgCodesLen + len > msgCodes.length) {
+      const g = new Uint16Array(Math.max(msgCodes.length * 2, msgCodesLen + len));
+      g.set(msgCodes.subarray(0, msgCodesLen));
+      msgCodes = g;
+    }
+    if (msgTokens === msgEnds.length) {
+      const g = new Uint32Array(msgEnds.length * 2);
+      g.set(msgEnds);
+      msgEnds = g;
+    }
+    for (let k = 0; k < len; k++) msgCodes[msgCodesLen + k] = buf[k];
+    msgCodesLen += len;
+    msgEnds[msgTokens++] = msgCodesLen;
+  } else out.push(fromCodes(buf, len));
+  len = 0;
+}
 
 function push(code: number): void {
   if (len === buf.length) {
@@ -79,10 +110,7 @@ function push(code: number): void {
 }
 
 function endToken(): void {
-  if (len > 0) {
-    out.push(fromCodes(buf, len));
-    len = 0;
-  }
+  if (len > 0) endCodes();
 }
 
 /** Appends an already normalized mapping: its letters and digits join the token, the rest ends it. */
@@ -103,8 +131,42 @@ function pushMapped(m: string): void {
 
 /** Same as `normalize(text).match(TOKEN) ?? []`. */
 export function tokensOf(text: string): string[] {
-  const kind = KIND ?? (KIND = buildTables());
   out = [];
+  return scan(text) ?? out;
+}
+
+/**
+ * The ids of `tokensOf(text)`, in order, pushed to `sink`, without a string per token: the index
+ * build's path (token-interner.ts). Ids are those `interner` gives, new tokens added.
+ */
+export function internTokens(text: string, interner: TokenInterner, sink: { push(id: number): void }): void {
+  interning = true;
+  msgCodesLen = 0;
+  msgTokens = 0;
+  let plain: string[] | null;
+  try {
+    plain = scan(text);
+  } finally {
+    interning = false;
+  }
+  if (plain !== null) {
+    for (const t of plain) sink.push(interner.idOfString(t));
+    return;
+  }
+  for (let k = 0, from = 0; k < msgTokens; k++) {
+    const to = msgEnds[k];
+    sink.push(interner.idOf(msgCodes, from, to));
+    from = to;
+  }
+}
+
+/**
+ * One pass over `text`: its tokens go to `out` (tokensOf) or the message's code units
+ * (internTokens); returns null, or the whole answer from the plain path when the table cannot
+ * decide a code unit (then what went to `out` or the code units is to be ignored).
+ */
+function scan(text: string): string[] | null {
+  const kind = KIND ?? (KIND = buildTables());
   len = 0;
   const n = text.length;
   // While the current token is the untouched source text[start, i) (ASCII lower case letters and
@@ -124,8 +186,10 @@ export function tokensOf(text: string): string[] {
       push(l);
     } else if (k === SEP) {
       if (len > 0) {
-        out.push(plainRun ? text.slice(start, i) : fromCodes(buf, len));
-        len = 0;
+        if (plainRun && !interning) {
+          out.push(text.slice(start, i));
+          len = 0;
+        } else endCodes();
       }
     } else if (k === NONE) {
       plainRun = false;
@@ -152,8 +216,13 @@ export function tokensOf(text: string): string[] {
       return normalize(text).match(TOKEN) ?? [];
     }
   }
-  if (len > 0) out.push(plainRun ? text.slice(start) : fromCodes(buf, len));
-  return out;
+  if (len > 0) {
+    if (plainRun && !interning) {
+      out.push(text.slice(start));
+      len = 0;
+    } else endCodes();
+  }
+  return null;
 }
 
 /** Same as `tokensOf(text).length > 0`, without building the tokens (a term's discard check). */

@@ -9,7 +9,8 @@ import { OrgDataBuilder } from '../../../src/model/org-data-builder.js';
 import { executeSearch } from '../../../src/query/execute.js';
 import { resolveTerms } from '../../../src/request/terms.js';
 import { analyzeTerm, codePointLength, tokensOf } from '../../../src/text/analyze.js';
-import { hasToken } from '../../../src/text/fast-tokens.js';
+import { hasToken, internTokens } from '../../../src/text/fast-tokens.js';
+import { TokenInterner } from '../../../src/text/token-interner.js';
 import { normalize, TOKEN } from '../../../src/text/normalize.js';
 import { testSeed } from '../../helpers/seed.js';
 import { bareContact } from '../../helpers/one-contact.js';
@@ -134,6 +135,52 @@ test('tokensOf and hasToken agree with tokenize on random text (fast-check)', ()
   );
 });
 
+test('internTokens gives the ids a Map over tokenize would, across messages, and its map names them (fast-check)', () => {
+  fc.assert(
+    fc.property(fc.array(fc.array(piece, { maxLength: 40 }), { maxLength: 30 }), (messages) => {
+      const interner = new TokenInterner();
+      const expected = new Map<string, number>();
+      for (const parts of messages) {
+        const text = parts.join('');
+        const ids: number[] = [];
+        internTokens(text, interner, ids);
+        const want = tokenize(text).map((t) => {
+          let id = expected.get(t);
+          if (id === undefined) expected.set(t, (id = expected.size));
+          return id;
+        });
+        assert.deepEqual(ids, want, JSON.stringify(text));
+        // tokensOf after internTokens: the shared scan state is left as tokensOf needs it
+        assert.deepEqual(tokensOf(text), tokenize(text));
+      }
+      assert.equal(interner.size, expected.size);
+      assert.deepEqual([...interner.toMap()], [...expected]);
+    }),
+    { seed: SEED, numRuns: 2000 },
+  );
+});
+
+test('TokenInterner: many tokens, long tokens and hash neighbours keep distinct ids', () => {
+  const interner = new TokenInterner();
+  const ids: number[] = [];
+  const words: string[] = [];
+  // decimal digits, then q's: a word names its i, so no two are the same
+  for (let i = 0; i < 50000; i++) words.push(String(i) + (i % 7 === 0 ? 'q'.repeat(i % 300) : ''));
+  words.push('y'.repeat(70000));
+  internTokens(words.join(' '), interner, ids);
+  assert.deepEqual(
+    ids,
+    words.map((_, i) => i),
+  );
+  const again: number[] = [];
+  internTokens(words.reverse().join(' '), interner, again);
+  assert.deepEqual(
+    again,
+    words.map((_, i) => words.length - 1 - i),
+  );
+  assert.deepEqual([...interner.toMap().keys()], words.reverse());
+});
+
 /** CONTRACT 2 steps 2-4 as written, with code points counted by the string iterator. */
 function literalTerm(raw: string, max: number): { text: string; codePoints: number } | null {
   let text = normalize(raw).trim().replace(/\s+/g, ' ');
@@ -175,9 +222,15 @@ function sourceFiles(dir: string): string[] {
 test('build and query tokens come from the same function: text/analyze.ts tokensOf', () => {
   // Where: the index build and the term view import the one tokenizer, and nothing outside
   // src/text/ normalizes or tokenizes on its own.
-  const analyzer = "import { tokensOf } from '../text/analyze.js';";
-  for (const user of ['index/build.ts', 'query/term-view.ts'])
-    assert.ok(readFileSync(path.join(SRC, user), 'utf8').includes(analyzer), `${user} must import tokensOf`);
+  // (the build takes the same pass's tokens as ids: internTokens, checked against tokenize above)
+  for (const [user, name] of [
+    ['index/build.ts', 'internTokens'],
+    ['query/term-view.ts', 'tokensOf'],
+  ])
+    assert.ok(
+      readFileSync(path.join(SRC, user), 'utf8').includes(`import { ${name} } from '../text/analyze.js';`),
+      `${user} must import ${name} from text/analyze.ts`,
+    );
   const strays: string[] = [];
   for (const file of sourceFiles(SRC)) {
     const rel = path.relative(SRC, file);

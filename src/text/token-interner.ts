@@ -1,0 +1,105 @@
+/**
+ * Token ids from code units, without a string per token: the index build meets ~10M token
+ * occurrences at 1M messages, and a JS string for each plus a Map lookup hashing it took 2.4 s of
+ * a 3.9 s build (bench/RESULTS.md, issue 10 session 8). Ids are given in order of first
+ * occurrence, as a Map's `size` would give them, so the index is the same either way.
+ */
+export class TokenInterner {
+  /** the code units of every token, id after id */
+  private pool = new Uint16Array(1 << 16);
+  /** where token `id` starts in `pool`; starts[size] is the pool's length */
+  private starts: Uint32Array<ArrayBuffer> = new Uint32Array(1 << 12);
+  private hashes: Uint32Array<ArrayBuffer> = new Uint32Array(1 << 12);
+  /** open addressing: token id + 1 per slot, 0 for empty, at most half full */
+  private slots = new Uint32Array(1 << 13);
+  size = 0;
+
+  /** The id of the token `codes[from, to)`, added when new. */
+  idOf(codes: Uint16Array, from: number, to: number): number {
+    let h = 0x811c9dc5; // FNV-1a over code units
+    for (let i = from; i < to; i++) h = Math.imul(h ^ codes[i], 0x01000193);
+    h >>>= 0;
+    const slots = this.slots;
+    const mask = slots.length - 1;
+    const pool = this.pool;
+    const starts = this.starts;
+    const len = to - from;
+    for (let slot = h & mask; ; slot = (slot + 1) & mask) {
+      const stored = slots[slot];
+      if (stored === 0) break;
+      const id = stored - 1;
+      if (this.hashes[id] !== h) continue;
+      const at = starts[id];
+      if (starts[id + 1] - at !== len) continue;
+      let k = 0;
+      while (k < len && pool[at + k] === codes[from + k]) k++;
+      if (k === len) return id;
+    }
+    return this.add(codes, from, to, h);
+  }
+
+  /** The id of a token held as a string (the tokenizer's rare plain path). */
+  idOfString(s: string): number {
+    const codes = new Uint16Array(s.length);
+    for (let i = 0; i < s.length; i++) codes[i] = s.charCodeAt(i);
+    return this.idOf(codes, 0, s.length);
+  }
+
+  /** The tokens as strings, id by id: a Map whose insertion order is the id order. */
+  toMap(): Map<string, number> {
+    const map = new Map<string, number>();
+    for (let id = 0; id < this.size; id++) {
+      const at = this.starts[id];
+      map.set(fromCodes(this.pool, at, this.starts[id + 1]), id);
+    }
+    return map;
+  }
+
+  private add(codes: Uint16Array, from: number, to: number, h: number): number {
+    const id = this.size++;
+    const len = to - from;
+    if (id + 2 > this.starts.length) {
+      this.starts = grown32(this.starts, this.starts.length * 2);
+      this.hashes = grown32(this.hashes, this.hashes.length * 2);
+    }
+    const at = this.starts[id];
+    if (at + len > this.pool.length) {
+      const pool = new Uint16Array(Math.max(this.pool.length * 2, at + len));
+      pool.set(this.pool.subarray(0, at));
+      this.pool = pool;
+    }
+    this.pool.set(codes.subarray(from, to), at);
+    this.starts[id + 1] = at + len;
+    this.hashes[id] = h;
+    if (this.size * 2 > this.slots.length) this.rehash();
+    else this.place(id, h);
+    return id;
+  }
+
+  private place(id: number, h: number): void {
+    const slots = this.slots;
+    const mask = slots.length - 1;
+    let slot = h & mask;
+    while (slots[slot] !== 0) slot = (slot + 1) & mask;
+    slots[slot] = id + 1;
+  }
+
+  private rehash(): void {
+    this.slots = new Uint32Array(this.slots.length * 2);
+    for (let id = 0; id < this.size; id++) this.place(id, this.hashes[id]);
+  }
+}
+
+/** codes[from, to) as a string, code unit for code unit (no decoder: nothing is replaced). */
+function fromCodes(codes: Uint16Array, from: number, to: number): string {
+  let s = '';
+  for (let i = from; i < to; i += 4096)
+    s += String.fromCharCode.apply(null, codes.subarray(i, Math.min(to, i + 4096)) as unknown as number[]);
+  return s;
+}
+
+function grown32(a: Uint32Array, length: number): Uint32Array<ArrayBuffer> {
+  const b = new Uint32Array(length);
+  b.set(a);
+  return b;
+}
