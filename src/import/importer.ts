@@ -192,7 +192,7 @@ export async function publishImport(store: SnapshotStore, data: ImportData): Pro
   for (const [orgId, builder] of data.organizations) {
     const org = builder.build();
     data.organizations.delete(orgId);
-    const ref: SnapshotRef = await store.publishSnapshot(org);
+    const ref: SnapshotRef = await store.publishSnapshot(org, { consumeText: true });
     out.push({
       organization_id: orgId,
       version: ref.version,

@@ -91,6 +91,12 @@ export interface BuildOptions {
   topLists?: TopListOptions;
   /** entries of at least this many postings get summaries (entry-summaries.ts; tests lower it) */
   summaryMin?: number;
+  /**
+   * Empty each message's id, conversation id and content in `data` once copied into the index
+   * (PublishOptions.consumeText): the caller never reads them again, and the heap the build's
+   * collections mark shrinks as the first pass goes.
+   */
+  consumeText?: boolean;
 }
 
 /** Builds the immutable index of one organization from its snapshot columns. */
@@ -125,6 +131,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   const seqStart = new Uint32Array(n + 1);
   const tokenSeq = new Growable(n * 8);
   const contactMessages = new Uint32Array(contactCount + 1);
+  const consume = options.consumeText === true;
   for (let o = 0; o < n; o++) {
     const i = order[o];
     const contact = m.contact[i];
@@ -145,6 +152,11 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
 
     seqStart[o] = tokenSeq.length;
     internTokens(m.content[i], interner, tokenSeq);
+    if (consume) {
+      m.id[i] = '';
+      m.conversationId[i] = '';
+      m.content[i] = '';
+    }
   }
   seqStart[n] = tokenSeq.length;
   const seq = tokenSeq.toArray();

@@ -66,7 +66,7 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
     if (!isCanonicalOrganizationId(org))
       throw new Error(`store: organization id must be a lower-case UUID, got ${JSON.stringify(org)}`);
     // Built once, before any file exists: a retry under a new version number only re-encodes.
-    const prepared = prepareSnapshot(data, options.format);
+    const prepared = prepareSnapshot(data, options.format, options.consumeText);
     const dir = path.join(this.snapDir, org);
     try {
       await fs.mkdir(dir, { recursive: true });

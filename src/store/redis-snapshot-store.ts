@@ -60,7 +60,7 @@ export class RedisSnapshotStore implements SnapshotStore {
     if (!isCanonicalOrganizationId(org))
       throw new Error(`store: organization id must be a lower-case UUID, got ${JSON.stringify(org)}`);
     // Built before any key is written: a build failure leaves Redis untouched.
-    const prepared = prepareSnapshot(data, options.format);
+    const prepared = prepareSnapshot(data, options.format, options.consumeText);
     return this.conn.run(`publishing organization ${org}`, async () => {
       const r = this.conn.client;
       await r.sadd('snap:orgs', org);

@@ -175,13 +175,18 @@ function verifiedParts<T>(
 export type PreparedSnapshot = { format: 1; data: OrgData } | { format: 2; flat: FlatIndex };
 
 /** Builds the index of `data` (format 2, the default) once, before any version is allocated. */
-export function prepareSnapshot(data: OrgData, format: 1 | 2 = SNAPSHOT_FORMAT_VERSION): PreparedSnapshot {
+export function prepareSnapshot(
+  data: OrgData,
+  format: 1 | 2 = SNAPSHOT_FORMAT_VERSION,
+  consumeText = false,
+): PreparedSnapshot {
   if (format === 1) return { format: 1, data };
   let order: Uint32Array | undefined;
   const index = buildIndex(data, {
     onOrder: (o) => {
       order = o;
     },
+    consumeText,
   });
   return { format: 2, flat: flattenIndex(index, exportColumns(data, order!)) };
 }

@@ -18,6 +18,13 @@ export class OlderFormatError extends Error {}
 export interface PublishOptions {
   /** snapshot format to write: 2 (default, the built index) or 1 (the older record columns, for tests and downgrades) */
   format?: 1 | 2;
+  /**
+   * The caller gives the messages' strings up (the import, which never reads them again): the
+   * build empties each once it is copied into the index, so the collections the build's large
+   * typed arrays trigger mark a small heap (1M import: mark-compact 1.2 -> 0.7 s, peak RSS
+   * 750 -> 590 MB). Format 2 only; `data` keeps its counts and numeric columns.
+   */
+  consumeText?: boolean;
 }
 
 /** Pointer to one published snapshot of one organization. */
