@@ -2,12 +2,21 @@
 // biome-ignore lint/suspicious/noControlCharactersInRegex: C0 controls are what JSON escapes, on purpose
 const NEEDS_ESCAPE = /["\\\u0000-\u001f]/;
 
-// any surrogate code unit (no `u` flag): only such strings can hold a lone one
-const SURROGATE = /[\ud800-\udfff]/;
+// ES2024 (V8 11.1, in Node 20), not yet in this TypeScript's lib
+declare global {
+  interface String {
+    isWellFormed(): boolean;
+    toWellFormed(): string;
+  }
+}
 
-/** `s` with each lone surrogate replaced by U+FFFD, as a UTF-8 round trip does. */
+/**
+ * `s` with each lone surrogate replaced by U+FFFD, as a UTF-8 round trip does (toWellFormed does
+ * exactly that; the round trip it replaces cost a quarter of the messages, those with an emoji,
+ * ~0.5 µs each).
+ */
 export function wellFormed(s: string): string {
-  return SURROGATE.test(s) ? Buffer.from(s, 'utf8').toString('utf8') : s;
+  return s.isWellFormed() ? s : s.toWellFormed();
 }
 
 /**
@@ -32,7 +41,10 @@ export class StringColumnBuilder {
   private count = 0;
 
   push(s: string): void {
-    const need = Buffer.byteLength(s, 'utf8');
+    // an upper bound (3 bytes a UTF-16 unit), so the string is encoded once, not measured first;
+    // measured only when the bound does not fit (growth, or a column near its 4 GiB limit)
+    let need = s.length * 3;
+    if (this.length + need > this.bytes.length) need = Buffer.byteLength(s, 'utf8');
     if (this.length + need > this.bytes.length) {
       const size = Math.max(this.bytes.length * 2, this.length + need);
       if (size > 0xffffffff) throw new Error('index: more than 4 GiB of text in one column');
