@@ -110,6 +110,18 @@ const COLON = 58,
  * 1.1 s of a 1M-line import (bench/RESULTS.md, issue 10 session 8).
  */
 export function parseRfc3339(value: string): number | null {
+  // the import validates a line's sent_at (schemas.ts) and then reads its instant: one parse
+  if (value === lastValue) return lastInstant;
+  const t = parseUncached(value);
+  lastValue = value;
+  lastInstant = t;
+  return t;
+}
+
+let lastValue: string | null = null;
+let lastInstant: number | null = null;
+
+function parseUncached(value: string): number | null {
   const n = value.length;
   if (n < 20) return null;
   const y0 = twoAt(value, 0),
