@@ -10,8 +10,11 @@ export class TokenInterner {
   /** where token `id` starts in `pool`; starts[size] is the pool's length */
   private starts: Uint32Array<ArrayBuffer> = new Uint32Array(1 << 12);
   private hashes: Uint32Array<ArrayBuffer> = new Uint32Array(1 << 12);
-  /** open addressing: token id + 1 per slot, 0 for empty, at most half full */
-  private slots = new Uint32Array(1 << 13);
+  /**
+   * open addressing, at most half full: a slot is two words, the token's hash and its id + 1
+   * (0: empty), so a probe rejects other tokens from the one cache line it reads
+   */
+  private slots = new Uint32Array(2 << 13);
   size = 0;
 
   /** The id of the token `codes[from, to)`, added when new. */
@@ -20,15 +23,15 @@ export class TokenInterner {
     for (let i = from; i < to; i++) h = Math.imul(h ^ codes[i], 0x01000193);
     h >>>= 0;
     const slots = this.slots;
-    const mask = slots.length - 1;
+    const mask = (slots.length >>> 1) - 1;
     const pool = this.pool;
     const starts = this.starts;
     const len = to - from;
     for (let slot = h & mask; ; slot = (slot + 1) & mask) {
-      const stored = slots[slot];
+      const stored = slots[2 * slot + 1];
       if (stored === 0) break;
+      if (slots[2 * slot] !== h) continue;
       const id = stored - 1;
-      if (this.hashes[id] !== h) continue;
       const at = starts[id];
       if (starts[id + 1] - at !== len) continue;
       let k = 0;
@@ -71,17 +74,18 @@ export class TokenInterner {
     this.pool.set(codes.subarray(from, to), at);
     this.starts[id + 1] = at + len;
     this.hashes[id] = h;
-    if (this.size * 2 > this.slots.length) this.rehash();
+    if (this.size * 4 > this.slots.length) this.rehash();
     else this.place(id, h);
     return id;
   }
 
   private place(id: number, h: number): void {
     const slots = this.slots;
-    const mask = slots.length - 1;
+    const mask = (slots.length >>> 1) - 1;
     let slot = h & mask;
-    while (slots[slot] !== 0) slot = (slot + 1) & mask;
-    slots[slot] = id + 1;
+    while (slots[2 * slot + 1] !== 0) slot = (slot + 1) & mask;
+    slots[2 * slot] = h;
+    slots[2 * slot + 1] = id + 1;
   }
 
   private rehash(): void {
