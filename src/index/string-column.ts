@@ -61,6 +61,37 @@ export class StringColumnBuilder {
     this.length += this.bytes.write(s, this.length, 'utf8');
   }
 
+  /** bytes[from, to) of another column, as one more string (already escaped and encoded). */
+  pushBytes(bytes: Buffer, from: number, to: number): void {
+    const need = to - from;
+    if (this.length + need > this.bytes.length) {
+      const next = Buffer.allocUnsafe(Math.max(this.bytes.length * 2, this.length + need));
+      this.bytes.copy(next, 0, 0, this.length);
+      this.bytes = next;
+    }
+    if (this.count + 1 >= this.offsets.length) {
+      const next = new Uint32Array(this.offsets.length * 2);
+      next.set(this.offsets);
+      this.offsets = next;
+    }
+    this.offsets[this.count++] = this.length;
+    this.length += bytes.copy(this.bytes, this.length, from, to);
+  }
+
+  /**
+   * The bytes and count + 1 offsets as views of the growable storage, no copy: valid until the
+   * next push (the build reads a column it permutes through this).
+   */
+  view(): { bytes: Buffer; offsets: Uint32Array } {
+    if (this.count + 1 > this.offsets.length) {
+      const next = new Uint32Array(this.count + 1);
+      next.set(this.offsets.subarray(0, this.count));
+      this.offsets = next;
+    }
+    this.offsets[this.count] = this.length;
+    return { bytes: this.bytes.subarray(0, this.length), offsets: this.offsets.subarray(0, this.count + 1) };
+  }
+
   /** The bytes (an exact-size copy, not a view of the growable buffer) and count + 1 offsets. */
   build(): { bytes: Uint8Array; offsets: Uint32Array } {
     const bytes = new Uint8Array(this.length);
