@@ -3,7 +3,12 @@ export class ImportError extends Error {
   /** `messages.ndjson line 37: field "sent_at": expected ..., got "2024-13-01"` */
   readonly detail: string;
 
-  constructor(file: string, line: number, field: string | null, problem: string) {
+  constructor(
+    readonly file: string,
+    readonly line: number,
+    readonly field: string | null,
+    readonly problem: string,
+  ) {
     const detail = `${file} line ${line}: ${field === null ? '' : `field ${JSON.stringify(field)}: `}${problem}`;
     super(`import: ${detail}`);
     this.name = 'ImportError';

@@ -36,6 +36,35 @@ export class OrgDataBuilder {
     return this.contactOrdinal.has(id);
   }
 
+  /** Contact id -> ordinal (a reader on another thread checks message lines against it). */
+  contactOrdinals(): ReadonlyMap<string, number> {
+    return this.contactOrdinal;
+  }
+
+  /**
+   * Adds a message already validated and resolved elsewhere (a reader thread): its contact's
+   * ordinal, channel and direction codes (indexes into CHANNELS and DIRECTIONS), its strings.
+   */
+  addResolved(
+    contact: number,
+    channel: number,
+    direction: number,
+    id: string,
+    conversationId: string,
+    content: string,
+    sentAtMs: number,
+  ): void {
+    if (this.n === this.contactCol.length) this.grow();
+    const i = this.n++;
+    this.ids.push(id);
+    this.conversationIds.push(conversationId);
+    this.contents.push(content);
+    this.contactCol[i] = contact;
+    this.channelCol[i] = channel;
+    this.directionCol[i] = direction;
+    this.sentAtCol[i] = sentAtMs;
+  }
+
   get messageCount(): number {
     return this.n;
   }

@@ -384,6 +384,43 @@ describe(`import fuzzing (seed ${SEED})`, () => {
     assert.equal(kinds.size, KINDS.length, 'every kind of mutation was tried');
   });
 
+  test('read on two threads (messages-reader.ts, forced on these small files): the same data and the same first error', async (t) => {
+    // A reader thread starts for every case (through tsx here), so fewer runs than above.
+    const runs = Math.max(1, Math.min(RUNS, 60));
+    t.diagnostic(`${runs} cases; seed ${SEED}; reproduce: ${REPRODUCE}`);
+    const twoThreads = { splitMinBytes: 1 };
+    const outcome = async (contacts: string, messages: string, options = {}) => {
+      try {
+        const data = await readImport(contacts, messages, undefined, options);
+        return {
+          messages: data.messages,
+          contacts: data.contacts,
+          orgs: [...data.organizations].map(([id, b]) => [id, b.build()]),
+        };
+      } catch (err) {
+        if (!(err instanceof ImportError)) throw err;
+        return { error: err.message };
+      }
+    };
+    await fc.assert(
+      fc.asyncProperty(mutationArb, async (m) => {
+        const c = writeCase(m);
+        const clean = await outcome(c.cleanContacts, c.cleanMessages, twoThreads);
+        assert.deepEqual(clean, await outcome(c.cleanContacts, c.cleanMessages), `${c.kind}: clean files`);
+        const split = await outcome(c.contactsFile, c.messagesFile, twoThreads);
+        assert.deepEqual(split, await outcome(c.contactsFile, c.messagesFile), `${c.kind}: mutated files`);
+        assert.ok('error' in split, `${c.kind}: refused`);
+      }),
+      {
+        seed: SEED,
+        numRuns: runs,
+        reporter: (r) => {
+          if (r.failed) throw new Error(`${fc.defaultReportMessage(r)}\nreproduce: ${REPRODUCE}`);
+        },
+      },
+    );
+  });
+
   test('the real CLI: exit code 1, the same file:line:field on stderr, nothing published', async () => {
     // One mutation of a few different kinds, drawn from the seed.
     const picks = fc.sample(mutationArb, { seed: SEED, numRuns: 200 });

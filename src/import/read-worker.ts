@@ -1,0 +1,108 @@
+/**
+ * A reader thread of the import: parses and validates its byte range of the messages file (the
+ * second half of a large one, importer.ts) with the main thread's own functions, and hands each
+ * read block's messages over as typed columns and one joined string a field (a structured clone
+ * of one string is a copy, not a parse). It stops at its first bad line and reports it; duplicate
+ * ids are the main thread's to find, in line order over both halves.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { CHANNELS, DIRECTIONS } from '../model/records.js';
+import { parseRfc3339 } from '../time/rfc3339.js';
+import { ImportError } from './import-error.js';
+import { readLines } from './line-reader.js';
+import { type ContactDirectory, OwnerResolver } from './message-owner.js';
+import { parseLine } from './parse-line.js';
+import type { ReaderData, ReaderMessage } from './reader-protocol.js';
+import { MessageLineSchema } from './schemas.js';
+
+const CHANNEL_CODE = new Map<string, number>(CHANNELS.map((c, i) => [c, i]));
+const DIRECTION_CODE = new Map<string, number>(DIRECTIONS.map((d, i) => [d, i]));
+
+const port = parentPort!;
+const data = workerData as ReaderData;
+const dir: ContactDirectory = data.directory;
+const owner = new OwnerResolver(dir, data.messagesName, data.contactsName);
+
+/** One block's messages, column by column. */
+class Block {
+  n = 0;
+  org: number[] = [];
+  contact: number[] = [];
+  channel: number[] = [];
+  direction: number[] = [];
+  sentAt: number[] = [];
+  line: number[] = [];
+  ids: string[] = [];
+  convs: string[] = [];
+  contents: string[] = [];
+
+  post(bytes: number, lines: number): void {
+    const ends = (xs: string[]): Uint32Array => {
+      const out = new Uint32Array(xs.length);
+      let at = 0;
+      for (let k = 0; k < xs.length; k++) out[k] = at += xs[k].length;
+      return out;
+    };
+    const msg: ReaderMessage = {
+      kind: 'batch',
+      count: this.n,
+      org: Uint32Array.from(this.org),
+      contact: Uint32Array.from(this.contact),
+      channel: Uint8Array.from(this.channel),
+      direction: Uint8Array.from(this.direction),
+      sentAt: Float64Array.from(this.sentAt),
+      line: Uint32Array.from(this.line),
+      ids: this.ids.join(''),
+      idEnds: ends(this.ids),
+      convs: this.convs.join(''),
+      convEnds: ends(this.convs),
+      contents: this.contents.join(''),
+      contentEnds: ends(this.contents),
+      bytes,
+      lines,
+    };
+    const columns = [msg.org, msg.contact, msg.channel, msg.direction, msg.sentAt, msg.line];
+    port.postMessage(
+      msg,
+      [...columns, msg.idEnds, msg.convEnds, msg.contentEnds].map((a) => a.buffer as ArrayBuffer),
+    );
+  }
+}
+
+async function read(): Promise<void> {
+  let bytes = 0,
+    lines = 0,
+    total = 0;
+  const range = { start: data.start, onLines: (n: number) => (total = n) };
+  let block = new Block();
+  try {
+    for await (const batch of readLines(data.file, (n) => (bytes += n), range)) {
+      for (const l of batch) {
+        const m = parseLine(MessageLineSchema, l, data.messagesName, l.number);
+        owner.resolve(m, l.number);
+        block.org.push(owner.org);
+        block.contact.push(owner.contact);
+        block.channel.push(CHANNEL_CODE.get(m.channel)!);
+        block.direction.push(DIRECTION_CODE.get(m.direction)!);
+        block.sentAt.push(parseRfc3339(m.sent_at)!);
+        block.line.push(l.number);
+        block.ids.push(m.id);
+        block.convs.push(m.conversation_id);
+        block.contents.push(m.content);
+        block.n++;
+        lines++;
+      }
+      block.post(bytes, lines);
+      block = new Block();
+    }
+    port.postMessage({ kind: 'done', lines: total } satisfies ReaderMessage);
+  } catch (err) {
+    if (!(err instanceof ImportError)) throw err;
+    if (block.n > 0) block.post(bytes, lines);
+    port.postMessage({ kind: 'error', line: err.line, field: err.field, problem: err.problem } satisfies ReaderMessage);
+  }
+}
+
+read().catch((err: unknown) => {
+  port.postMessage({ kind: 'failed', message: (err as Error)?.stack ?? String(err) } satisfies ReaderMessage);
+});
