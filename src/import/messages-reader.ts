@@ -117,7 +117,7 @@ async function readRange(
       owner.resolve(m, number);
       const sink = input.sinks[owner.org];
       if (!sink.messageIds.add(m.id)) throw duplicate(input, number, m.id, owner.org);
-      sink.builder.addMessage(m, parseRfc3339(m.sent_at)!);
+      sink.builder.addMessage(m, parseRfc3339(m.sent_at)!, owner.contact);
       n++;
     }
   }

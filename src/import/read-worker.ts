@@ -6,7 +6,7 @@
  * ids are the main thread's to find, in line order over both halves.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { CHANNELS, DIRECTIONS } from '../model/records.js';
+import { CHANNEL_CODE, DIRECTION_CODE } from '../model/org-data-builder.js';
 import { parseRfc3339 } from '../time/rfc3339.js';
 import { ImportError } from './import-error.js';
 import { readLines } from './line-reader.js';
@@ -14,9 +14,6 @@ import { type ContactDirectory, OwnerResolver } from './message-owner.js';
 import { parseLine } from './parse-line.js';
 import type { ReaderData, ReaderMessage } from './reader-protocol.js';
 import { MessageLineSchema } from './schemas.js';
-
-const CHANNEL_CODE = new Map<string, number>(CHANNELS.map((c, i) => [c, i]));
-const DIRECTION_CODE = new Map<string, number>(DIRECTIONS.map((d, i) => [d, i]));
 
 const port = parentPort!;
 const data = workerData as ReaderData;

@@ -229,12 +229,11 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     const c = conversationByRank[r];
     conversationIds.pushBytes(convIds.bytes, convIds.offsets[c], convIds.offsets[c + 1]);
   }
-  const tokenIds = new Map<string, number>();
-  {
-    const byRank: string[] = new Array(vocabulary);
-    for (const [token, t] of interner.toMap()) byRank[tokenRenumber[t]] = token;
-    for (let id = 0; id < vocabulary; id++) tokenIds.set(byRank[id], id);
-  }
+  const tokenOf: string[] = new Array(vocabulary);
+  interner.tokens().forEach((token, t) => {
+    tokenOf[tokenRenumber[t]] = token;
+  });
+  const tokenIds = new Map(tokenOf.map((token, id) => [token, id] as const));
 
   // Messages grouped by contact, ascending ordinal within each contact (a counting sort).
   for (let c = 0; c < contactCount; c++) contactMessages[c + 1] += contactMessages[c];

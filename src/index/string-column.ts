@@ -43,8 +43,21 @@ export class StringColumnBuilder {
   push(s: string): void {
     // an upper bound (3 bytes a UTF-16 unit), so the string is encoded once, not measured first;
     // measured only when the bound does not fit (growth, or a column near its 4 GiB limit)
-    let need = s.length * 3;
-    if (this.length + need > this.bytes.length) need = Buffer.byteLength(s, 'utf8');
+    const bound = s.length * 3;
+    this.room(this.length + bound > this.bytes.length ? Buffer.byteLength(s, 'utf8') : bound);
+    this.offsets[this.count++] = this.length;
+    this.length += this.bytes.write(s, this.length, 'utf8');
+  }
+
+  /** bytes[from, to) of another column, as one more string (already escaped and encoded). */
+  pushBytes(bytes: Buffer, from: number, to: number): void {
+    this.room(to - from);
+    this.offsets[this.count++] = this.length;
+    this.length += bytes.copy(this.bytes, this.length, from, to);
+  }
+
+  /** Room for one more string of `need` bytes, and its offset and the closing one. */
+  private room(need: number): void {
     if (this.length + need > this.bytes.length) {
       const size = Math.max(this.bytes.length * 2, this.length + need);
       if (size > 0xffffffff) throw new Error('index: more than 4 GiB of text in one column');
@@ -57,25 +70,6 @@ export class StringColumnBuilder {
       next.set(this.offsets);
       this.offsets = next;
     }
-    this.offsets[this.count++] = this.length;
-    this.length += this.bytes.write(s, this.length, 'utf8');
-  }
-
-  /** bytes[from, to) of another column, as one more string (already escaped and encoded). */
-  pushBytes(bytes: Buffer, from: number, to: number): void {
-    const need = to - from;
-    if (this.length + need > this.bytes.length) {
-      const next = Buffer.allocUnsafe(Math.max(this.bytes.length * 2, this.length + need));
-      this.bytes.copy(next, 0, 0, this.length);
-      this.bytes = next;
-    }
-    if (this.count + 1 >= this.offsets.length) {
-      const next = new Uint32Array(this.offsets.length * 2);
-      next.set(this.offsets);
-      this.offsets = next;
-    }
-    this.offsets[this.count++] = this.length;
-    this.length += bytes.copy(this.bytes, this.length, from, to);
   }
 
   /**
@@ -83,11 +77,7 @@ export class StringColumnBuilder {
    * next push (the build reads a column it permutes through this).
    */
   view(): { bytes: Buffer; offsets: Uint32Array } {
-    if (this.count + 1 > this.offsets.length) {
-      const next = new Uint32Array(this.count + 1);
-      next.set(this.offsets.subarray(0, this.count));
-      this.offsets = next;
-    }
+    // room() keeps a slot past the last offset
     this.offsets[this.count] = this.length;
     return { bytes: this.bytes.subarray(0, this.length), offsets: this.offsets.subarray(0, this.count + 1) };
   }

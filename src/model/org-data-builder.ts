@@ -1,7 +1,8 @@
 import { CHANNELS, DIRECTIONS, type Contact, type MessageLine, type OrgData } from './records.js';
 
-const CHANNEL_CODE = new Map<string, number>(CHANNELS.map((c, i) => [c, i]));
-const DIRECTION_CODE = new Map<string, number>(DIRECTIONS.map((d, i) => [d, i]));
+/** A channel's and a direction's code: its index into CHANNELS and DIRECTIONS. */
+export const CHANNEL_CODE = new Map<string, number>(CHANNELS.map((c, i) => [c, i]));
+export const DIRECTION_CODE = new Map<string, number>(DIRECTIONS.map((d, i) => [d, i]));
 
 /**
  * Collects one organization's contacts and already-validated messages into columns (OrgData).
@@ -69,19 +70,21 @@ export class OrgDataBuilder {
     return this.n;
   }
 
-  /** Adds a message whose contact was added before; `sentAtMs` is its parsed `sent_at`. */
-  addMessage(m: MessageLine, sentAtMs: number): void {
-    const ord = this.contactOrdinal.get(m.contact_id);
-    if (ord === undefined) throw new Error(`org-data: message ${m.id} names unknown contact ${m.contact_id}`);
-    if (this.n === this.contactCol.length) this.grow();
-    const i = this.n++;
-    this.ids.push(m.id);
-    this.conversationIds.push(m.conversation_id);
-    this.contents.push(m.content);
-    this.contactCol[i] = ord;
-    this.channelCol[i] = CHANNEL_CODE.get(m.channel)!;
-    this.directionCol[i] = DIRECTION_CODE.get(m.direction)!;
-    this.sentAtCol[i] = sentAtMs;
+  /**
+   * Adds a message whose contact was added before; `sentAtMs` is its parsed `sent_at`, `contact`
+   * its contact's ordinal when the caller already looked it up (contactOrdinals()).
+   */
+  addMessage(m: MessageLine, sentAtMs: number, contact = this.contactOrdinal.get(m.contact_id)): void {
+    if (contact === undefined) throw new Error(`org-data: message ${m.id} names unknown contact ${m.contact_id}`);
+    this.addResolved(
+      contact,
+      CHANNEL_CODE.get(m.channel)!,
+      DIRECTION_CODE.get(m.direction)!,
+      m.id,
+      m.conversation_id,
+      m.content,
+      sentAtMs,
+    );
   }
 
   private grow(): void {

@@ -1,7 +1,7 @@
 /**
  * The analyzer (CONTRACT 1-2): the one place a text becomes tokens and a raw term becomes a term.
- * The index build takes a message's tokens from `tokensOf`, and the query takes a term's tokens
- * from the same function, so the two sides cannot disagree.
+ * The index build takes a message's tokens from `internTokens` (as ids) and the query takes a
+ * term's tokens from `tokensOf`: one scan behind both, so the two sides cannot disagree.
  */
 import { hasToken, internTokens, tokensOf } from './fast-tokens.js';
 import { normalize } from './normalize.js';

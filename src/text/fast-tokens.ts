@@ -11,7 +11,7 @@
  * the plain path. test/unit/text/text.test.ts checks the equality for every code point, in context.
  */
 import { foldMarks, normalize, TOKEN } from './normalize.js';
-import type { TokenInterner } from './token-interner.js';
+import { fromCodes, type TokenInterner } from './token-interner.js';
 
 /** How a BMP code unit maps under N(): */
 const SEP = 0; // to text without a letter or digit (space, punctuation, most symbols): ends a token
@@ -96,7 +96,7 @@ function endCodes(): void {
     for (let k = 0; k < len; k++) msgCodes[msgCodesLen + k] = buf[k];
     msgCodesLen += len;
     msgEnds[msgTokens++] = msgCodesLen;
-  } else out.push(fromCodes(buf, len));
+  } else out.push(fromCodes(buf, 0, len));
   len = 0;
 }
 
@@ -107,6 +107,17 @@ function push(code: number): void {
     buf = g;
   }
   buf[len++] = code;
+}
+
+/**
+ * Ends the token text[start, end), whose code units are in `buf`: tokensOf takes a token that is
+ * the untouched source text (`plain`) with slice(), not rebuilt from code units.
+ */
+function endRun(text: string, start: number, end: number, plain: boolean): void {
+  if (plain && !interning) {
+    out.push(text.slice(start, end));
+    len = 0;
+  } else endCodes();
 }
 
 function endToken(): void {
@@ -185,12 +196,7 @@ function scan(text: string): string[] | null {
       if (plainRun && (l !== c || c >= 0x80)) plainRun = false;
       push(l);
     } else if (k === SEP) {
-      if (len > 0) {
-        if (plainRun && !interning) {
-          out.push(text.slice(start, i));
-          len = 0;
-        } else endCodes();
-      }
+      if (len > 0) endRun(text, start, i, plainRun);
     } else if (k === NONE) {
       plainRun = false;
     } else if (k === MANY) {
@@ -216,12 +222,7 @@ function scan(text: string): string[] | null {
       return normalize(text).match(TOKEN) ?? [];
     }
   }
-  if (len > 0) {
-    if (plainRun && !interning) {
-      out.push(text.slice(start));
-      len = 0;
-    } else endCodes();
-  }
+  if (len > 0) endRun(text, start, n, plainRun);
   return null;
 }
 
@@ -236,12 +237,4 @@ export function hasToken(text: string): boolean {
     if (k === PLAIN) return HAS_TOKEN.test(normalize(text));
   }
   return false;
-}
-
-function fromCodes(b: Uint16Array, len: number): string {
-  if (len <= 64) return String.fromCharCode.apply(null, b.subarray(0, len) as unknown as number[]);
-  let s = '';
-  for (let i = 0; i < len; i += 4096)
-    s += String.fromCharCode.apply(null, b.subarray(i, Math.min(len, i + 4096)) as unknown as number[]);
-  return s;
 }

@@ -48,14 +48,16 @@ export class TokenInterner {
     return this.idOf(codes, 0, s.length);
   }
 
+  /** The token of each id, as a string. */
+  tokens(): string[] {
+    const out: string[] = new Array(this.size);
+    for (let id = 0; id < this.size; id++) out[id] = fromCodes(this.pool, this.starts[id], this.starts[id + 1]);
+    return out;
+  }
+
   /** The tokens as strings, id by id: a Map whose insertion order is the id order. */
   toMap(): Map<string, number> {
-    const map = new Map<string, number>();
-    for (let id = 0; id < this.size; id++) {
-      const at = this.starts[id];
-      map.set(fromCodes(this.pool, at, this.starts[id + 1]), id);
-    }
-    return map;
+    return new Map(this.tokens().map((token, id) => [token, id]));
   }
 
   private add(codes: Uint16Array, from: number, to: number, h: number): number {
@@ -94,8 +96,12 @@ export class TokenInterner {
   }
 }
 
-/** codes[from, to) as a string, code unit for code unit (no decoder: nothing is replaced). */
-function fromCodes(codes: Uint16Array, from: number, to: number): string {
+/**
+ * codes[from, to) as a string, code unit for code unit (no decoder: nothing is replaced); in
+ * pieces of 4096, under the engine's limit on call arguments. The tokenizer's too.
+ */
+export function fromCodes(codes: Uint16Array, from: number, to: number): string {
+  if (to - from <= 64) return String.fromCharCode.apply(null, codes.subarray(from, to) as unknown as number[]);
   let s = '';
   for (let i = from; i < to; i += 4096)
     s += String.fromCharCode.apply(null, codes.subarray(i, Math.min(to, i + 4096)) as unknown as number[]);
