@@ -68,7 +68,9 @@ export async function readImport(
       const c: Contact = parseLine(ContactLineSchema, l, cname, number);
       let org = orgs.get(c.organization_id);
       if (org === undefined) {
-        org = { builder: new OrgDataBuilder(c.organization_id), messageIds: new IdSet() };
+        // the builder interns each message's tokens as it is read (beside the parsing, on the
+        // thread that parses it), so the build does not do it afterwards on one thread
+        org = { builder: new OrgDataBuilder(c.organization_id, { tokenize: true }), messageIds: new IdSet() };
         orgs.set(c.organization_id, org);
       }
       if (!org.builder.addContact(c)) {

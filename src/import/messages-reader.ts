@@ -7,6 +7,7 @@
  */
 import type { Worker } from 'node:worker_threads';
 import { open, stat } from 'node:fs/promises';
+import { Growable } from '../model/growable.js';
 import type { OrgDataBuilder } from '../model/org-data-builder.js';
 import type { MessageLine } from '../model/records.js';
 import { startModuleWorker } from '../runtime/module-worker.js';
@@ -19,6 +20,8 @@ import { parseLine } from './parse-line.js';
 import type { Progress } from './progress.js';
 import type { ReaderData, ReaderMessage } from './reader-protocol.js';
 import { MessageLineSchema } from './schemas.js';
+
+const NO_TOKENS = new Uint32Array(0);
 
 /** From this size on a messages file is read on two threads (a thread's start costs ~0.1 s). */
 export const SPLIT_MIN_BYTES = 64 << 20;
@@ -131,6 +134,8 @@ async function readRange(
  */
 async function merge(input: MessagesInput, reader: ReaderThread, offset: number): Promise<number | null> {
   let n = 0;
+  // per organization: the reader's token ids -> its builder's
+  const remap: Growable[] = [];
   for (;;) {
     const msg = await reader.next();
     if (msg.kind === 'done') return n;
@@ -139,9 +144,16 @@ async function merge(input: MessagesInput, reader: ReaderThread, offset: number)
       if (!reader.online && n === 0) return null;
       throw new Error(`import: the thread reading ${input.messagesName} failed: ${msg.message}`);
     }
+    for (let t = 0, at = 0; t < msg.newTokenOrg.length; t++) {
+      const org = msg.newTokenOrg[t];
+      const end = msg.newTokenEnds[t];
+      (remap[org] ??= new Growable(1 << 12)).push(input.sinks[org].builder.internToken(msg.newTokens.slice(at, end)));
+      at = end;
+    }
     let id = 0,
       conv = 0,
-      content = 0;
+      content = 0,
+      token = 0;
     for (let k = 0; k < msg.count; k++) {
       const idEnd = msg.idEnds[k],
         convEnd = msg.convEnds[k],
@@ -150,7 +162,8 @@ async function merge(input: MessagesInput, reader: ReaderThread, offset: number)
       const org = msg.org[k];
       const sink = input.sinks[org];
       if (!sink.messageIds.add(messageId)) throw duplicate(input, offset + msg.line[k], messageId, org);
-      sink.builder.addResolved(
+      const tokenEnd = msg.tokenEnds[k];
+      sink.builder.addResolvedTokens(
         msg.contact[k],
         msg.channel[k],
         msg.direction[k],
@@ -158,7 +171,13 @@ async function merge(input: MessagesInput, reader: ReaderThread, offset: number)
         msg.convs.slice(conv, convEnd),
         msg.contents.slice(content, contentEnd),
         msg.sentAt[k],
+        msg.tokens,
+        token,
+        tokenEnd,
+        // an organization's first message may have no tokens, before any was announced
+        remap[org]?.buf ?? NO_TOKENS,
       );
+      token = tokenEnd;
       id = idEnd;
       conv = convEnd;
       content = contentEnd;

@@ -6,7 +6,10 @@
  * ids are the main thread's to find, in line order over both halves.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import { Growable } from '../model/growable.js';
 import { CHANNEL_CODE, DIRECTION_CODE } from '../model/org-data-builder.js';
+import { internTokens } from '../text/analyze.js';
+import { TokenInterner } from '../text/token-interner.js';
 import { parseRfc3339 } from '../time/rfc3339.js';
 import { ImportError } from './import-error.js';
 import { readLines } from './line-reader.js';
@@ -19,6 +22,12 @@ const port = parentPort!;
 const data = workerData as ReaderData;
 const dir: ContactDirectory = data.directory;
 const owner = new OwnerResolver(dir, data.messagesName, data.contactsName);
+/**
+ * Per organization: this thread's token interner, and how many of its tokens earlier batches
+ * announced. Tokenizing here, beside the parsing, takes it off the main thread's build.
+ */
+const interners: (TokenInterner | undefined)[] = [];
+const announced: number[] = [];
 
 /** One block's messages, column by column. */
 class Block {
@@ -32,8 +41,29 @@ class Block {
   ids: string[] = [];
   convs: string[] = [];
   contents: string[] = [];
+  tokens = new Growable(1 << 12);
+  tokenEnds: number[] = [];
+
+  /** Interns a message's content tokens (the message's organization's interner). */
+  tokenize(org: number, content: string): void {
+    const interner = (interners[org] ??= new TokenInterner());
+    internTokens(content, interner, this.tokens);
+    this.tokenEnds.push(this.tokens.length);
+  }
 
   post(bytes: number, lines: number): void {
+    // the tokens first met in this batch, organization by organization, in their id order
+    const newTokenOrg: number[] = [];
+    const newTokens: string[] = [];
+    for (let org = 0; org < interners.length; org++) {
+      const interner = interners[org];
+      if (interner === undefined) continue;
+      for (let id = announced[org] ?? 0; id < interner.size; id++) {
+        newTokenOrg.push(org);
+        newTokens.push(interner.token(id));
+      }
+      announced[org] = interner.size;
+    }
     const ends = (xs: string[]): Uint32Array => {
       const out = new Uint32Array(xs.length);
       let at = 0;
@@ -55,13 +85,27 @@ class Block {
       convEnds: ends(this.convs),
       contents: this.contents.join(''),
       contentEnds: ends(this.contents),
+      tokens: this.tokens.toArray(),
+      tokenEnds: Uint32Array.from(this.tokenEnds),
+      newTokenOrg: Uint32Array.from(newTokenOrg),
+      newTokens: newTokens.join(''),
+      newTokenEnds: ends(newTokens),
       bytes,
       lines,
     };
     const columns = [msg.org, msg.contact, msg.channel, msg.direction, msg.sentAt, msg.line];
     port.postMessage(
       msg,
-      [...columns, msg.idEnds, msg.convEnds, msg.contentEnds].map((a) => a.buffer as ArrayBuffer),
+      [
+        ...columns,
+        msg.idEnds,
+        msg.convEnds,
+        msg.contentEnds,
+        msg.tokens,
+        msg.tokenEnds,
+        msg.newTokenOrg,
+        msg.newTokenEnds,
+      ].map((a) => a.buffer as ArrayBuffer),
     );
   }
 }
@@ -86,6 +130,7 @@ async function read(): Promise<void> {
         block.ids.push(m.id);
         block.convs.push(m.conversation_id);
         block.contents.push(m.content);
+        block.tokenize(owner.org, m.content);
         block.n++;
         lines++;
       }

@@ -31,6 +31,16 @@ export type ReaderMessage =
       convEnds: Uint32Array;
       contents: string;
       contentEnds: Uint32Array;
+      /**
+       * every message's content token ids joined, and where each message's end: numbered by the
+       * reader's interner of the message's organization, whose tokens from this batch on follow
+       */
+      tokens: Uint32Array;
+      tokenEnds: Uint32Array;
+      /** tokens first met in this batch, in the order the reader numbered them: their organization, text joined, ends */
+      newTokenOrg: Uint32Array;
+      newTokens: string;
+      newTokenEnds: Uint32Array;
       /** the range's bytes and lines read so far, for progress */
       bytes: number;
       lines: number;

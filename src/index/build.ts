@@ -1,3 +1,4 @@
+import { Growable } from '../model/growable.js';
 import type { Contact, OrgData } from '../model/records.js';
 import { internTokens } from '../text/analyze.js';
 import { TokenInterner } from '../text/token-interner.js';
@@ -52,25 +53,6 @@ function contactJson(c: Contact): string {
     avatar_url: orNull(c.avatar_url),
     source: orNull(c.source),
   });
-}
-
-class Growable {
-  buf: Uint32Array;
-  length = 0;
-  constructor(capacity: number) {
-    this.buf = new Uint32Array(Math.max(16, capacity));
-  }
-  push(v: number): void {
-    if (this.length === this.buf.length) {
-      const next = new Uint32Array(this.buf.length * 2);
-      next.set(this.buf);
-      this.buf = next;
-    }
-    this.buf[this.length++] = v;
-  }
-  toArray(): Uint32Array {
-    return this.buf.slice(0, this.length);
-  }
 }
 
 function columns<P extends string>(
@@ -141,9 +123,13 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     srcConversationIds.push(jsonEscaped(id));
     return conversationContact.length - 1;
   };
-  const interner = new TokenInterner();
-  const srcSeqStart = new Uint32Array(n + 1);
-  const srcSeq = new Growable(n * 8);
+  // tokens interned while the messages were read (the import's reading threads), or here
+  const read = data.tokens;
+  if (read !== undefined && read.seqStart.length !== n + 1)
+    throw new Error(`index: token starts for ${read.seqStart.length - 1} messages, not ${n}`);
+  const interner = read?.interner ?? new TokenInterner();
+  const ownSeqStart = read === undefined ? new Uint32Array(n + 1) : null;
+  const ownSeq = read === undefined ? new Growable(n * 8) : null;
   const consume = options.consumeText === true;
   for (let i = 0; i < n; i++) {
     const contact = m.contact[i];
@@ -163,15 +149,20 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
       }
     }
     srcConversation[i] = conv;
-    srcSeqStart[i] = srcSeq.length;
-    internTokens(m.content[i], interner, srcSeq);
+    if (ownSeq !== null) {
+      ownSeqStart![i] = ownSeq.length;
+      internTokens(m.content[i], interner, ownSeq);
+    }
     if (consume) {
       m.id[i] = '';
       m.conversationId[i] = '';
       m.content[i] = '';
     }
   }
-  srcSeqStart[n] = srcSeq.length;
+  if (ownSeq !== null) ownSeqStart![n] = ownSeq.length;
+  const srcSeqStart = read?.seqStart ?? ownSeqStart!;
+  const srcTokens = read?.seq ?? ownSeq!.buf;
+  const srcSeqLength = srcSeqStart[n];
 
   // Pass 2, in answer order (ordinal o): the columns, the byte columns copied from pass 1's, and
   // conversations and tokens renumbered by first occurrence, as the index has always numbered them.
@@ -188,8 +179,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   const tokenRenumber = new Uint32Array(interner.size).fill(NONE);
   let vocabulary = 0;
   const seqStart = new Uint32Array(n + 1);
-  const seq = new Uint32Array(srcSeq.length);
-  const srcTokens = srcSeq.buf;
+  const seq = new Uint32Array(srcSeqLength);
   const contactMessages = new Uint32Array(contactCount + 1);
   let idAt = 0,
     contentAt = 0,

@@ -1,8 +1,27 @@
+import { internTokens } from '../text/analyze.js';
+import { TokenInterner } from '../text/token-interner.js';
+import { Growable } from './growable.js';
 import { CHANNELS, DIRECTIONS, type Contact, type MessageLine, type OrgData } from './records.js';
 
 /** A channel's and a direction's code: its index into CHANNELS and DIRECTIONS. */
 export const CHANNEL_CODE = new Map<string, number>(CHANNELS.map((c, i) => [c, i]));
 export const DIRECTION_CODE = new Map<string, number>(DIRECTIONS.map((d, i) => [d, i]));
+
+export interface OrgDataBuilderOptions {
+  /**
+   * Intern each message's content tokens as it is added (OrgData.tokens): the import does, so that
+   * the tokenizing runs on the reading threads beside the parsing, not after it in the build.
+   */
+  tokenize?: boolean;
+}
+
+/** OrgData.tokens as it grows. */
+interface TokenColumns {
+  interner: TokenInterner;
+  seq: Growable;
+  /** per message, where its ids start in seq */
+  seqStart: Uint32Array;
+}
 
 /**
  * Collects one organization's contacts and already-validated messages into columns (OrgData).
@@ -21,8 +40,14 @@ export class OrgDataBuilder {
   private directionCol = new Uint8Array(1024);
   private sentAtCol = new Float64Array(1024);
 
-  constructor(organizationId: string) {
+  private tokens: TokenColumns | null;
+
+  constructor(organizationId: string, options: OrgDataBuilderOptions = {}) {
     this.organizationId = organizationId;
+    this.tokens =
+      options.tokenize === true
+        ? { interner: new TokenInterner(), seq: new Growable(1 << 16), seqStart: new Uint32Array(1024) }
+        : null;
   }
 
   /** Adds a contact; returns false when its id is already present. */
@@ -55,6 +80,60 @@ export class OrgDataBuilder {
     content: string,
     sentAtMs: number,
   ): void {
+    const i = this.put(contact, channel, direction, id, conversationId, content, sentAtMs);
+    const t = this.tokens;
+    if (t === null) return;
+    t.seqStart[i] = t.seq.length;
+    internTokens(content, t.interner, t.seq);
+  }
+
+  /**
+   * addResolved for a message whose tokens a reader thread interned: ids[from, to) in that thread's
+   * numbering, `remap` taking them to this builder's (internToken of each of its tokens, in order).
+   * Only for a builder made with `tokenize`.
+   */
+  addResolvedTokens(
+    contact: number,
+    channel: number,
+    direction: number,
+    id: string,
+    conversationId: string,
+    content: string,
+    sentAtMs: number,
+    ids: Uint32Array,
+    from: number,
+    to: number,
+    remap: Uint32Array,
+  ): void {
+    const i = this.put(contact, channel, direction, id, conversationId, content, sentAtMs);
+    const t = this.tokenColumns();
+    const seq = t.seq;
+    t.seqStart[i] = seq.length;
+    const buf = seq.room(to - from);
+    let at = seq.length;
+    for (let q = from; q < to; q++) buf[at++] = remap[ids[q]];
+    seq.length = at;
+  }
+
+  /** This builder's id of a token another thread interned (see addResolvedTokens). */
+  internToken(token: string): number {
+    return this.tokenColumns().interner.idOfString(token);
+  }
+
+  private tokenColumns(): TokenColumns {
+    if (this.tokens === null) throw new Error('org-data: a builder made without `tokenize` takes no interned tokens');
+    return this.tokens;
+  }
+
+  private put(
+    contact: number,
+    channel: number,
+    direction: number,
+    id: string,
+    conversationId: string,
+    content: string,
+    sentAtMs: number,
+  ): number {
     if (this.n === this.contactCol.length) this.grow();
     const i = this.n++;
     this.ids.push(id);
@@ -64,6 +143,7 @@ export class OrgDataBuilder {
     this.channelCol[i] = channel;
     this.directionCol[i] = direction;
     this.sentAtCol[i] = sentAtMs;
+    return i;
   }
 
   get messageCount(): number {
@@ -101,11 +181,17 @@ export class OrgDataBuilder {
     const s = new Float64Array(size);
     s.set(this.sentAtCol);
     this.sentAtCol = s;
+    const t = this.tokens;
+    if (t !== null) {
+      const starts = new Uint32Array(size);
+      starts.set(t.seqStart);
+      t.seqStart = starts;
+    }
   }
 
   build(): OrgData {
     const n = this.n;
-    return {
+    const data: OrgData = {
       organizationId: this.organizationId,
       contacts: this.contacts,
       messages: {
@@ -119,5 +205,13 @@ export class OrgDataBuilder {
         sentAt: this.sentAtCol.slice(0, n),
       },
     };
+    const t = this.tokens;
+    if (t !== null) {
+      const seqStart = new Uint32Array(n + 1);
+      seqStart.set(t.seqStart.subarray(0, n));
+      seqStart[n] = t.seq.length;
+      data.tokens = { interner: t.interner, seqStart, seq: t.seq.buf.subarray(0, t.seq.length) };
+    }
+    return data;
   }
 }

@@ -1,4 +1,5 @@
 /** The record shapes of CONTRACT 9 and the columnar form every snapshot and index is built from. */
+import type { TokenInterner } from '../text/token-interner.js';
 
 export const CHANNELS = ['whatsapp', 'whatsapp_cloud_api', 'instagram', 'telegram', 'email'] as const;
 export type Channel = (typeof CHANNELS)[number];
@@ -47,9 +48,24 @@ export interface MessageColumns {
   sentAt: Float64Array;
 }
 
+/**
+ * The token ids of every message's content, interned while the messages were read (the import
+ * does it on its reading threads, beside the parsing): message i's ids are
+ * seq[seqStart[i] .. seqStart[i + 1]), numbered by `interner`. The build renumbers tokens by
+ * first occurrence in answer order, so the numbering here does not change the index.
+ */
+export interface ContentTokens {
+  interner: TokenInterner;
+  /** count + 1 starts */
+  seqStart: Uint32Array;
+  seq: Uint32Array;
+}
+
 /** Everything one organization's snapshot holds. */
 export interface OrgData {
   organizationId: string;
   contacts: Contact[];
   messages: MessageColumns;
+  /** present when the messages' tokens were interned as they were read; buildIndex does it otherwise */
+  tokens?: ContentTokens;
 }

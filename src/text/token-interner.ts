@@ -51,8 +51,13 @@ export class TokenInterner {
   /** The token of each id, as a string. */
   tokens(): string[] {
     const out: string[] = new Array(this.size);
-    for (let id = 0; id < this.size; id++) out[id] = fromCodes(this.pool, this.starts[id], this.starts[id + 1]);
+    for (let id = 0; id < this.size; id++) out[id] = this.token(id);
     return out;
+  }
+
+  /** The token of `id` (below size), as a string. */
+  token(id: number): string {
+    return fromCodes(this.pool, this.starts[id], this.starts[id + 1]);
   }
 
   /** The tokens as strings, id by id: a Map whose insertion order is the id order. */

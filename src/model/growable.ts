@@ -1,0 +1,25 @@
+/** A Uint32Array that grows by doubling: a column whose final length is not known in advance. */
+export class Growable {
+  buf: Uint32Array;
+  length = 0;
+  constructor(capacity: number) {
+    this.buf = new Uint32Array(Math.max(16, capacity));
+  }
+  push(v: number): void {
+    if (this.length === this.buf.length) this.grow(this.length + 1);
+    this.buf[this.length++] = v;
+  }
+  /** Room for `n` more values; returns the buffer to write them into from `length` on. */
+  room(n: number): Uint32Array {
+    if (this.length + n > this.buf.length) this.grow(this.length + n);
+    return this.buf;
+  }
+  toArray(): Uint32Array {
+    return this.buf.slice(0, this.length);
+  }
+  private grow(min: number): void {
+    const next = new Uint32Array(Math.max(this.buf.length * 2, min));
+    next.set(this.buf.subarray(0, this.length));
+    this.buf = next;
+  }
+}
