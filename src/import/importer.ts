@@ -70,7 +70,9 @@ export async function readImport(
       if (org === undefined) {
         // the builder interns each message's tokens as it is read (beside the parsing, on the
         // thread that parses it), so the build does not do it afterwards on one thread
-        org = { builder: new OrgDataBuilder(c.organization_id, { tokenize: true }), messageIds: new IdSet() };
+        const builder = new OrgDataBuilder(c.organization_id, { tokenize: true });
+        // the set keeps no id strings: it reads them back from the builder (id-set.ts)
+        org = { builder, messageIds: new IdSet((i) => builder.messageId(i)) };
         orgs.set(c.organization_id, org);
       }
       if (!org.builder.addContact(c)) {

@@ -119,7 +119,7 @@ async function readRange(
       const m: MessageLine = parseLine(MessageLineSchema, l, input.messagesName, number);
       owner.resolve(m, number);
       const sink = input.sinks[owner.org];
-      if (!sink.messageIds.add(m.id)) throw duplicate(input, number, m.id, owner.org);
+      if (!sink.messageIds.add(m.id, sink.builder.messageCount)) throw duplicate(input, number, m.id, owner.org);
       sink.builder.addMessage(m, parseRfc3339(m.sent_at)!, owner.contact);
       n++;
     }
@@ -161,7 +161,8 @@ async function merge(input: MessagesInput, reader: ReaderThread, offset: number)
       const messageId = msg.ids.slice(id, idEnd);
       const org = msg.org[k];
       const sink = input.sinks[org];
-      if (!sink.messageIds.add(messageId)) throw duplicate(input, offset + msg.line[k], messageId, org);
+      if (!sink.messageIds.add(messageId, sink.builder.messageCount))
+        throw duplicate(input, offset + msg.line[k], messageId, org);
       const tokenEnd = msg.tokenEnds[k];
       sink.builder.addResolvedTokens(
         msg.contact[k],

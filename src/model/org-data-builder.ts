@@ -146,6 +146,11 @@ export class OrgDataBuilder {
     return i;
   }
 
+  /** The id of message i (below messageCount), as added. */
+  messageId(i: number): string {
+    return this.ids[i];
+  }
+
   get messageCount(): number {
     return this.n;
   }

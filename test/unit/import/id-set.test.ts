@@ -1,4 +1,4 @@
-/** IdSet against a plain Set, past the first Set's limit (lowered) so the shards are used. */
+/** IdSet against a plain Set: through its growth, and with ids whose hashes collide. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
@@ -7,20 +7,55 @@ import { testSeed } from '../../helpers/seed.js';
 
 const SEED = testSeed('ID_SET_SEED', 'test/unit/import/id-set.test.ts');
 
-test('IdSet.add answers as a Set would, in the first Set and in the shards', () => {
+/** Adds `ids` in order, as the importer does (each kept at the next index when new); checks each answer. */
+function check(ids: string[]): void {
+  const kept: string[] = [];
+  const set = new IdSet((i) => kept[i]);
+  const plain = new Set<string>();
+  for (const id of ids) {
+    assert.equal(set.add(id, kept.length), !plain.has(id), JSON.stringify(id));
+    if (!plain.has(id)) kept.push(id);
+    plain.add(id);
+  }
+}
+
+test('IdSet.add answers as a Set would, short and long ids, through its growth', () => {
   fc.assert(
     fc.property(
-      fc.array(fc.oneof(fc.string({ maxLength: 3 }), fc.integer({ min: 0, max: 60 }).map(String)), { maxLength: 200 }),
-      fc.integer({ min: 0, max: 50 }),
-      (ids, firstMax) => {
-        const set = new IdSet(firstMax);
-        const plain = new Set<string>();
-        for (const id of ids) {
-          assert.equal(set.add(id), !plain.has(id), JSON.stringify(id));
-          plain.add(id);
-        }
-      },
+      fc.array(fc.oneof(fc.string({ maxLength: 3 }), fc.integer({ min: 0, max: 60 }).map(String), fc.uuid()), {
+        maxLength: 300,
+      }),
+      check,
     ),
     { seed: SEED, numRuns: 2000 },
   );
+  // many ids: the table doubles several times from its 4,096 slots
+  const many = Array.from({ length: 50_000 }, (_, i) => `m_${i % 40_000}_${i % 7}`);
+  check(many);
 });
+
+test('IdSet: ids of equal hash are told apart by their text', () => {
+  // FNV-1a 32-bit collisions over UTF-16 units, found by search: each pair hashes the same
+  const pairs = collisions(3);
+  assert.ok(pairs.length === 3);
+  for (const [a, b] of pairs) check([a, b, a, b, a + 'x']);
+});
+
+/** n pairs of distinct 6-letter ids with the same FNV-1a hash (a birthday search). */
+function collisions(n: number): [string, string][] {
+  const fnv = (s: string): number => {
+    let h = 0x811c9dc5;
+    for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+    return h >>> 0;
+  };
+  const seen = new Map<number, string>();
+  const out: [string, string][] = [];
+  for (let i = 0; out.length < n; i++) {
+    const s = 'id' + i.toString(36);
+    const h = fnv(s);
+    const other = seen.get(h);
+    if (other !== undefined) out.push([other, s]);
+    else seen.set(h, s);
+  }
+  return out;
+}
