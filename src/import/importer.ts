@@ -68,9 +68,9 @@ export async function readImport(
       const c: Contact = parseLine(ContactLineSchema, l, cname, number);
       let org = orgs.get(c.organization_id);
       if (org === undefined) {
-        // the builder interns each message's tokens as it is read (beside the parsing, on the
-        // thread that parses it), so the build does not do it afterwards on one thread
-        const builder = new OrgDataBuilder(c.organization_id, { tokenize: true });
+        // the builder interns each message's tokens and encodes its content as it is read
+        // (beside the parsing, on the thread that parses it), not afterwards in the build
+        const builder = new OrgDataBuilder(c.organization_id, { prepareText: true });
         // the set keeps no id strings: it reads them back from the builder (id-set.ts)
         org = { builder, messageIds: new IdSet((i) => builder.messageId(i)) };
         orgs.set(c.organization_id, org);
@@ -124,8 +124,10 @@ export interface PublishedOrg {
  */
 export async function publishImport(store: SnapshotStore, data: ImportData): Promise<PublishedOrg[]> {
   const out: PublishedOrg[] = [];
-  for (const [orgId, builder] of data.organizations) {
-    const org = builder.build();
+  for (const orgId of [...data.organizations.keys()]) {
+    // no reference to the builder outlives this line: its growable columns (the prepared text's
+    // are ~140 MB at 1M messages) can go while the index is built and written
+    const org = data.organizations.get(orgId)!.build();
     data.organizations.delete(orgId);
     const ref: SnapshotRef = await store.publishSnapshot(org, { consumeText: true });
     out.push({

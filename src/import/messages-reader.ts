@@ -8,7 +8,7 @@
 import type { Worker } from 'node:worker_threads';
 import { open, stat } from 'node:fs/promises';
 import { Growable } from '../model/growable.js';
-import type { OrgDataBuilder } from '../model/org-data-builder.js';
+import type { OrgDataBuilder, PreparedBatch } from '../model/org-data-builder.js';
 import type { MessageLine } from '../model/records.js';
 import { startModuleWorker } from '../runtime/module-worker.js';
 import { parseRfc3339 } from '../time/rfc3339.js';
@@ -150,38 +150,36 @@ async function merge(input: MessagesInput, reader: ReaderThread, offset: number)
       (remap[org] ??= new Growable(1 << 12)).push(input.sinks[org].builder.internToken(msg.newTokens.slice(at, end)));
       at = end;
     }
+    const batch: PreparedBatch = {
+      tokens: msg.tokens,
+      tokenEnds: msg.tokenEnds,
+      content: Buffer.from(msg.content.buffer, msg.content.byteOffset, msg.content.byteLength),
+      contentOffsets: msg.contentOffsets,
+    };
     let id = 0,
-      conv = 0,
-      content = 0,
-      token = 0;
+      conv = 0;
     for (let k = 0; k < msg.count; k++) {
       const idEnd = msg.idEnds[k],
-        convEnd = msg.convEnds[k],
-        contentEnd = msg.contentEnds[k];
+        convEnd = msg.convEnds[k];
       const messageId = msg.ids.slice(id, idEnd);
       const org = msg.org[k];
       const sink = input.sinks[org];
       if (!sink.messageIds.add(messageId, sink.builder.messageCount))
         throw duplicate(input, offset + msg.line[k], messageId, org);
-      const tokenEnd = msg.tokenEnds[k];
-      sink.builder.addResolvedTokens(
+      sink.builder.addPrepared(
         msg.contact[k],
         msg.channel[k],
         msg.direction[k],
         messageId,
         msg.convs.slice(conv, convEnd),
-        msg.contents.slice(content, contentEnd),
         msg.sentAt[k],
-        msg.tokens,
-        token,
-        tokenEnd,
-        // an organization's first message may have no tokens, before any was announced
+        batch,
+        k,
+        // an organization's first messages may have no tokens, before any was announced
         remap[org]?.buf ?? NO_TOKENS,
       );
-      token = tokenEnd;
       id = idEnd;
       conv = convEnd;
-      content = contentEnd;
       n++;
     }
   }

@@ -2,12 +2,14 @@
  * A reader thread of the import: parses and validates its byte range of the messages file (the
  * second half of a large one, importer.ts) with the main thread's own functions, and hands each
  * read block's messages over as typed columns and one joined string a field (a structured clone
- * of one string is a copy, not a parse). It stops at its first bad line and reports it; duplicate
+ * of one string is a copy, not a parse). It also does the build's text work for its messages as
+ * it reads them: tokens interned, content escaped and encoded (OrgDataBuilder.addPrepared). It stops at its first bad line and reports it; duplicate
  * ids are the main thread's to find, in line order over both halves.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { Growable } from '../model/growable.js';
 import { CHANNEL_CODE, DIRECTION_CODE } from '../model/org-data-builder.js';
+import { jsonEscaped, StringColumnBuilder } from '../index/string-column.js';
 import { internTokens } from '../text/analyze.js';
 import { TokenInterner } from '../text/token-interner.js';
 import { parseRfc3339 } from '../time/rfc3339.js';
@@ -40,15 +42,16 @@ class Block {
   line: number[] = [];
   ids: string[] = [];
   convs: string[] = [];
-  contents: string[] = [];
+  content = new StringColumnBuilder();
   tokens = new Growable(1 << 12);
   tokenEnds: number[] = [];
 
-  /** Interns a message's content tokens (the message's organization's interner). */
-  tokenize(org: number, content: string): void {
+  /** A message's content escaped and encoded, and its tokens interned (its organization's interner). */
+  prepare(org: number, content: string): void {
     const interner = (interners[org] ??= new TokenInterner());
     internTokens(content, interner, this.tokens);
     this.tokenEnds.push(this.tokens.length);
+    this.content.push(jsonEscaped(content));
   }
 
   post(bytes: number, lines: number): void {
@@ -70,6 +73,7 @@ class Block {
       for (let k = 0; k < xs.length; k++) out[k] = at += xs[k].length;
       return out;
     };
+    const text = this.content.build();
     const msg: ReaderMessage = {
       kind: 'batch',
       count: this.n,
@@ -83,8 +87,8 @@ class Block {
       idEnds: ends(this.ids),
       convs: this.convs.join(''),
       convEnds: ends(this.convs),
-      contents: this.contents.join(''),
-      contentEnds: ends(this.contents),
+      content: text.bytes,
+      contentOffsets: text.offsets,
       tokens: this.tokens.toArray(),
       tokenEnds: Uint32Array.from(this.tokenEnds),
       newTokenOrg: Uint32Array.from(newTokenOrg),
@@ -100,7 +104,8 @@ class Block {
         ...columns,
         msg.idEnds,
         msg.convEnds,
-        msg.contentEnds,
+        msg.content,
+        msg.contentOffsets,
         msg.tokens,
         msg.tokenEnds,
         msg.newTokenOrg,
@@ -129,8 +134,7 @@ async function read(): Promise<void> {
         block.line.push(l.number);
         block.ids.push(m.id);
         block.convs.push(m.conversation_id);
-        block.contents.push(m.content);
-        block.tokenize(owner.org, m.content);
+        block.prepare(owner.org, m.content);
         block.n++;
         lines++;
       }

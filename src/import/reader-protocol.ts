@@ -29,12 +29,14 @@ export type ReaderMessage =
       idEnds: Uint32Array;
       convs: string;
       convEnds: Uint32Array;
-      contents: string;
-      contentEnds: Uint32Array;
       /**
-       * every message's content token ids joined, and where each message's end: numbered by the
-       * reader's interner of the message's organization, whose tokens from this batch on follow
+       * the text the build needs, prepared here (OrgDataBuilder.addPrepared): every message's
+       * content JSON-escaped and UTF-8, with count + 1 offsets; every message's content token ids
+       * joined, and where each message's end, numbered by the reader's interner of the message's
+       * organization (its tokens new in this batch follow)
        */
+      content: Uint8Array;
+      contentOffsets: Uint32Array;
       tokens: Uint32Array;
       tokenEnds: Uint32Array;
       /** tokens first met in this batch, in the order the reader numbered them: their organization, text joined, ends */

@@ -74,9 +74,9 @@ export interface BuildOptions {
   /** entries of at least this many postings get summaries (entry-summaries.ts; tests lower it) */
   summaryMin?: number;
   /**
-   * Empty each message's id, conversation id and content in `data` once copied into the index
-   * (PublishOptions.consumeText): the caller never reads them again, and the heap the build's
-   * collections mark shrinks as the first pass goes.
+   * Empty each message's id, conversation id and content in `data` once copied into the index,
+   * and drop its prepared text (PublishOptions.consumeText): the caller never reads them again,
+   * and the heap the build's collections mark shrinks as the first pass goes.
    */
   consumeText?: boolean;
 }
@@ -123,10 +123,13 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     srcConversationIds.push(jsonEscaped(id));
     return conversationContact.length - 1;
   };
-  // tokens interned while the messages were read (the import's reading threads), or here
-  const read = data.tokens;
-  if (read !== undefined && read.seqStart.length !== n + 1)
-    throw new Error(`index: token starts for ${read.seqStart.length - 1} messages, not ${n}`);
+  // tokens and escaped content prepared while the messages were read (the import's reading
+  // threads), or made here
+  const read = data.prepared;
+  if (read !== undefined && (read.seqStart.length !== n + 1 || read.content.offsets.length !== n + 1))
+    throw new Error(
+      `index: prepared text for ${read.seqStart.length - 1} / ${read.content.offsets.length - 1} messages, not ${n}`,
+    );
   const interner = read?.interner ?? new TokenInterner();
   const ownSeqStart = read === undefined ? new Uint32Array(n + 1) : null;
   const ownSeq = read === undefined ? new Growable(n * 8) : null;
@@ -134,7 +137,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   for (let i = 0; i < n; i++) {
     const contact = m.contact[i];
     srcId.push(jsonEscaped(m.id[i]));
-    srcContent.push(jsonEscaped(m.content[i]));
+    if (read === undefined) srcContent.push(jsonEscaped(m.content[i]));
     const convId = m.conversationId[i];
     let conv = conversationOf.get(convId);
     if (conv === undefined) {
@@ -167,7 +170,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   // Pass 2, in answer order (ordinal o): the columns, the byte columns copied from pass 1's, and
   // conversations and tokens renumbered by first occurrence, as the index has always numbered them.
   const ids = srcId.view();
-  const contents = srcContent.view();
+  const contents = read?.content ?? srcContent.view();
   const msgIdBytes = new Uint8Array(ids.bytes.length);
   const msgIdOffsets = new Uint32Array(n + 1);
   const msgContentBytes = new Uint8Array(contents.bytes.length);
@@ -213,6 +216,9 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   msgIdOffsets[n] = idAt;
   msgContentOffsets[n] = contentAt;
   seqStart[n] = k;
+  // the prepared content and tokens are copied: the caller's data lets go of them now, not after
+  // the snapshot is written (they are ~100 MB at 1M messages; the interner is read below, held here)
+  if (consume) data.prepared = undefined;
   const conversationIds = new StringColumnBuilder();
   const convIds = srcConversationIds.view();
   for (let r = 0; r < conversationCount; r++) {

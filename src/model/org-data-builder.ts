@@ -1,3 +1,4 @@
+import { jsonEscaped, StringColumnBuilder } from '../index/string-column.js';
 import { internTokens } from '../text/analyze.js';
 import { TokenInterner } from '../text/token-interner.js';
 import { Growable } from './growable.js';
@@ -9,18 +10,33 @@ export const DIRECTION_CODE = new Map<string, number>(DIRECTIONS.map((d, i) => [
 
 export interface OrgDataBuilderOptions {
   /**
-   * Intern each message's content tokens as it is added (OrgData.tokens): the import does, so that
-   * the tokenizing runs on the reading threads beside the parsing, not after it in the build.
+   * What the import does: intern each message's content tokens and escape and encode its content
+   * as it is added (OrgData.prepared), keeping no content string (messages.content holds ''). So
+   * this work runs on the reading threads beside the parsing, not after it in the build, and the
+   * heap never holds the texts.
    */
-  tokenize?: boolean;
+  prepareText?: boolean;
 }
 
-/** OrgData.tokens as it grows. */
-interface TokenColumns {
+/**
+ * A batch of messages another thread read and prepared (the import's reader thread): message k's
+ * token ids are tokens[tokenEnds[k - 1] .. tokenEnds[k]) (from 0 for k = 0) in that thread's
+ * numbering, its escaped content content[contentOffsets[k] .. contentOffsets[k + 1]).
+ */
+export interface PreparedBatch {
+  tokens: Uint32Array;
+  tokenEnds: Uint32Array;
+  content: Buffer;
+  contentOffsets: Uint32Array;
+}
+
+/** OrgData.prepared as it grows. */
+interface PreparedColumns {
   interner: TokenInterner;
   seq: Growable;
   /** per message, where its ids start in seq */
   seqStart: Uint32Array;
+  content: StringColumnBuilder;
 }
 
 /**
@@ -40,13 +56,18 @@ export class OrgDataBuilder {
   private directionCol = new Uint8Array(1024);
   private sentAtCol = new Float64Array(1024);
 
-  private tokens: TokenColumns | null;
+  private prepared: PreparedColumns | null;
 
   constructor(organizationId: string, options: OrgDataBuilderOptions = {}) {
     this.organizationId = organizationId;
-    this.tokens =
-      options.tokenize === true
-        ? { interner: new TokenInterner(), seq: new Growable(1 << 16), seqStart: new Uint32Array(1024) }
+    this.prepared =
+      options.prepareText === true
+        ? {
+            interner: new TokenInterner(),
+            seq: new Growable(1 << 16),
+            seqStart: new Uint32Array(1024),
+            content: new StringColumnBuilder(),
+          }
         : null;
   }
 
@@ -80,49 +101,53 @@ export class OrgDataBuilder {
     content: string,
     sentAtMs: number,
   ): void {
-    const i = this.put(contact, channel, direction, id, conversationId, content, sentAtMs);
-    const t = this.tokens;
+    const t = this.prepared;
+    const i = this.put(contact, channel, direction, id, conversationId, t === null ? content : '', sentAtMs);
     if (t === null) return;
     t.seqStart[i] = t.seq.length;
     internTokens(content, t.interner, t.seq);
+    t.content.push(jsonEscaped(content));
   }
 
   /**
-   * addResolved for a message whose tokens a reader thread interned: ids[from, to) in that thread's
-   * numbering, `remap` taking them to this builder's (internToken of each of its tokens, in order).
-   * Only for a builder made with `tokenize`.
+   * addResolved for message k of a batch another thread prepared, `remap` taking its token ids to
+   * this builder's (internToken of each of that thread's tokens, in its order). Only for a builder
+   * made with `prepareText`.
    */
-  addResolvedTokens(
+  addPrepared(
     contact: number,
     channel: number,
     direction: number,
     id: string,
     conversationId: string,
-    content: string,
     sentAtMs: number,
-    ids: Uint32Array,
-    from: number,
-    to: number,
+    batch: PreparedBatch,
+    k: number,
     remap: Uint32Array,
   ): void {
-    const i = this.put(contact, channel, direction, id, conversationId, content, sentAtMs);
-    const t = this.tokenColumns();
+    const t = this.preparedColumns();
+    const i = this.put(contact, channel, direction, id, conversationId, '', sentAtMs);
     const seq = t.seq;
     t.seqStart[i] = seq.length;
+    const from = k === 0 ? 0 : batch.tokenEnds[k - 1],
+      to = batch.tokenEnds[k];
     const buf = seq.room(to - from);
+    const ids = batch.tokens;
     let at = seq.length;
     for (let q = from; q < to; q++) buf[at++] = remap[ids[q]];
     seq.length = at;
+    t.content.pushBytes(batch.content, batch.contentOffsets[k], batch.contentOffsets[k + 1]);
   }
 
-  /** This builder's id of a token another thread interned (see addResolvedTokens). */
+  /** This builder's id of a token another thread interned (see addPrepared). */
   internToken(token: string): number {
-    return this.tokenColumns().interner.idOfString(token);
+    return this.preparedColumns().interner.idOfString(token);
   }
 
-  private tokenColumns(): TokenColumns {
-    if (this.tokens === null) throw new Error('org-data: a builder made without `tokenize` takes no interned tokens');
-    return this.tokens;
+  private preparedColumns(): PreparedColumns {
+    if (this.prepared === null)
+      throw new Error('org-data: a builder made without `prepareText` takes no prepared text');
+    return this.prepared;
   }
 
   private put(
@@ -186,7 +211,7 @@ export class OrgDataBuilder {
     const s = new Float64Array(size);
     s.set(this.sentAtCol);
     this.sentAtCol = s;
-    const t = this.tokens;
+    const t = this.prepared;
     if (t !== null) {
       const starts = new Uint32Array(size);
       starts.set(t.seqStart);
@@ -210,12 +235,17 @@ export class OrgDataBuilder {
         sentAt: this.sentAtCol.slice(0, n),
       },
     };
-    const t = this.tokens;
+    const t = this.prepared;
     if (t !== null) {
       const seqStart = new Uint32Array(n + 1);
       seqStart.set(t.seqStart.subarray(0, n));
       seqStart[n] = t.seq.length;
-      data.tokens = { interner: t.interner, seqStart, seq: t.seq.buf.subarray(0, t.seq.length) };
+      data.prepared = {
+        interner: t.interner,
+        seqStart,
+        seq: t.seq.buf.subarray(0, t.seq.length),
+        content: t.content.view(),
+      };
     }
     return data;
   }

@@ -49,16 +49,20 @@ export interface MessageColumns {
 }
 
 /**
- * The token ids of every message's content, interned while the messages were read (the import
- * does it on its reading threads, beside the parsing): message i's ids are
- * seq[seqStart[i] .. seqStart[i + 1]), numbered by `interner`. The build renumbers tokens by
- * first occurrence in answer order, so the numbering here does not change the index.
+ * The text work of the build done while the messages were read (the import does it on its
+ * reading threads, beside the parsing):
+ * - the token ids of every message's content: message i's are seq[seqStart[i] .. seqStart[i + 1]),
+ *   numbered by `interner` (the build renumbers tokens by first occurrence in answer order, so
+ *   this numbering does not change the index);
+ * - every message's content, JSON-escaped and UTF-8 (jsonEscaped): message i's is
+ *   content.bytes[content.offsets[i] .. content.offsets[i + 1]). messages.content then holds ''.
  */
-export interface ContentTokens {
+export interface PreparedText {
   interner: TokenInterner;
   /** count + 1 starts */
   seqStart: Uint32Array;
   seq: Uint32Array;
+  content: { bytes: Buffer; offsets: Uint32Array };
 }
 
 /** Everything one organization's snapshot holds. */
@@ -66,6 +70,6 @@ export interface OrgData {
   organizationId: string;
   contacts: Contact[];
   messages: MessageColumns;
-  /** present when the messages' tokens were interned as they were read; buildIndex does it otherwise */
-  tokens?: ContentTokens;
+  /** present when the messages' text was prepared as they were read (the import); buildIndex does it otherwise */
+  prepared?: PreparedText;
 }

@@ -180,7 +180,11 @@ export function prepareSnapshot(
   format: 1 | 2 = SNAPSHOT_FORMAT_VERSION,
   consumeText = false,
 ): PreparedSnapshot {
-  if (format === 1) return { format: 1, data };
+  if (format === 1) {
+    // format 1 stores the content strings, which prepared data no longer holds
+    if (data.prepared !== undefined) throw new Error("snapshot: format 1 cannot store an import's prepared text");
+    return { format: 1, data };
+  }
   let order: Uint32Array | undefined;
   const index = buildIndex(data, {
     onOrder: (o) => {

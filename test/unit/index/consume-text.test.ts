@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import { buildIndex } from '../../../src/index/build.js';
 import { OrgDataBuilder } from '../../../src/model/org-data-builder.js';
 import { flattenIndex } from '../../../src/store/flat-index.js';
+import { prepareSnapshot } from '../../../src/store/snapshot-format.js';
 import { generate, orgData } from '../../fixtures/gen-data.js';
 
 test('consumeText: every section equals the plain build, and the messages strings are emptied', () => {
@@ -20,23 +21,27 @@ test('consumeText: every section equals the plain build, and the messages string
   assert.ok(data.messages.content.some((s) => s.length > 0));
 });
 
-test('tokens interned while read (OrgData.tokens, the import): every section equals the build that interns them', () => {
+test('text prepared while read (OrgData.prepared, the import): every section equals the build that prepares it', () => {
   const data = orgData(generate(8, 40, 3000, 1));
-  const b = new OrgDataBuilder(data.organizationId, { tokenize: true });
+  const b = new OrgDataBuilder(data.organizationId, { prepareText: true });
   for (const c of data.contacts) b.addContact(c);
   const m = data.messages;
   for (let i = 0; i < m.count; i++)
     b.addResolved(m.contact[i], m.channel[i], m.direction[i], m.id[i], m.conversationId[i], m.content[i], m.sentAt[i]);
   const read = b.build();
-  const tokens = read.tokens;
-  assert.ok(tokens !== undefined);
+  const prepared = read.prepared;
+  assert.ok(prepared !== undefined);
   const plain = flattenIndex(buildIndex(data)).sections;
   const pre = flattenIndex(buildIndex(read, { consumeText: true })).sections;
   assert.deepEqual(Object.keys(pre).sort(), Object.keys(plain).sort());
   for (const [name, section] of Object.entries(plain)) assert.deepEqual(pre[name], section, name);
-  // token starts for another message count are refused, not read past
+  // prepared text for another message count is refused, not read past
   assert.throws(
-    () => buildIndex({ ...data, tokens: { ...tokens, seqStart: tokens.seqStart.subarray(1) } }),
-    /token starts for 2999 messages, not 3000/,
+    () => buildIndex({ ...data, prepared: { ...prepared, seqStart: prepared.seqStart.subarray(1) } }),
+    /prepared text for 2999 \/ 3000 messages, not 3000/,
   );
+  // format 1 stores content strings, which prepared data does not hold: refused, not written empty
+  assert.throws(() => prepareSnapshot({ ...read, prepared }, 1), /format 1 cannot store an import's prepared text/);
+  // consumeText let go of the prepared text once copied
+  assert.equal(read.prepared, undefined);
 });
