@@ -1,10 +1,10 @@
 /**
  * A reader thread of the import: parses and validates its byte range of the messages file (the
- * second half of a large one, importer.ts) with the main thread's own functions, and hands each
+ * second part of a large one, importer.ts) with the main thread's own functions, and hands each
  * read block's messages over as typed columns and one joined string a field (a structured clone
  * of one string is a copy, not a parse). It also does the build's text work for its messages as
  * it reads them: tokens interned, content escaped and encoded (OrgDataBuilder.addPrepared). It stops at its first bad line and reports it; duplicate
- * ids are the main thread's to find, in line order over both halves.
+ * ids are the main thread's to find, in line order over both parts.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { Growable } from '../model/growable.js';
