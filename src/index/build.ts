@@ -74,9 +74,9 @@ export interface BuildOptions {
   /** entries of at least this many postings get summaries (entry-summaries.ts; tests lower it) */
   summaryMin?: number;
   /**
-   * Empty each message's id, conversation id and content in `data` once copied into the index,
-   * and drop its prepared text (PublishOptions.consumeText): the caller never reads them again,
-   * and the heap the build's collections mark shrinks as the first pass goes.
+   * Empty each message's id, conversation id and content in `data` once copied into the index (the
+   * three arrays end empty), and drop its prepared text (PublishOptions.consumeText): the caller
+   * never reads them again, and the heap the build's collections mark shrinks as the first pass goes.
    */
   consumeText?: boolean;
 }
@@ -163,6 +163,10 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     }
   }
   if (ownSeq !== null) ownSeqStart![n] = ownSeq.length;
+  // every string is copied: the arrays go too (at 10M messages, three arrays of 10M slots that
+  // each later mark-compact visited: ~150 ms a collection, and the snapshot's writing triggers
+  // one every 64 MB it allocates)
+  if (consume) m.id.length = m.conversationId.length = m.content.length = 0;
   const srcSeqStart = read?.seqStart ?? ownSeqStart!;
   const srcTokens = read?.seq ?? ownSeq!.buf;
   const srcSeqLength = srcSeqStart[n];
