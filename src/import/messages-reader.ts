@@ -141,8 +141,9 @@ async function readRange(
  */
 async function merge(input: MessagesInput, reader: ReaderThread, offset: number): Promise<number | null> {
   let n = 0;
-  // per organization: the reader's token ids -> its builder's
+  // per organization: the reader's token ids and conversations -> its builder's
   const remap: Growable[] = [];
+  const conversationRemap: Growable[] = [];
   for (;;) {
     const msg = await reader.next();
     if (msg.kind === 'done') return n;
@@ -157,17 +158,24 @@ async function merge(input: MessagesInput, reader: ReaderThread, offset: number)
       (remap[org] ??= new Growable(1 << 12)).push(input.sinks[org].builder.internToken(msg.newTokens.slice(at, end)));
       at = end;
     }
+    for (let c = 0, at = 0; c < msg.newConversationOrg.length; c++) {
+      const org = msg.newConversationOrg[c];
+      const end = msg.newConversationEnds[c];
+      const builder = input.sinks[org].builder;
+      const conv = builder.internConversation(msg.newConversationContact[c], msg.newConversations.slice(at, end));
+      (conversationRemap[org] ??= new Growable(1 << 12)).push(conv);
+      at = end;
+    }
     const batch: PreparedBatch = {
       tokens: msg.tokens,
       tokenEnds: msg.tokenEnds,
       content: Buffer.from(msg.content.buffer, msg.content.byteOffset, msg.content.byteLength),
       contentOffsets: msg.contentOffsets,
+      conversation: msg.conversation,
     };
-    let id = 0,
-      conv = 0;
+    let id = 0;
     for (let k = 0; k < msg.count; k++) {
-      const idEnd = msg.idEnds[k],
-        convEnd = msg.convEnds[k];
+      const idEnd = msg.idEnds[k];
       const messageId = msg.ids.slice(id, idEnd);
       const org = msg.org[k];
       const sink = input.sinks[org];
@@ -178,15 +186,15 @@ async function merge(input: MessagesInput, reader: ReaderThread, offset: number)
         msg.channel[k],
         msg.direction[k],
         messageId,
-        msg.convs.slice(conv, convEnd),
         msg.sentAt[k],
         batch,
         k,
         // an organization's first messages may have no tokens, before any was announced
         remap[org]?.buf ?? NO_TOKENS,
+        // every message has a conversation, announced in its batch or before
+        conversationRemap[org].buf,
       );
       id = idEnd;
-      conv = convEnd;
       n++;
     }
   }

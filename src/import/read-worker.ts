@@ -3,13 +3,15 @@
  * second part of a large one, importer.ts) with the main thread's own functions, and hands each
  * read block's messages over as typed columns and one joined string a field (a structured clone
  * of one string is a copy, not a parse). It also does the build's text work for its messages as
- * it reads them: tokens interned, content escaped and encoded (OrgDataBuilder.addPrepared). It stops at its first bad line and reports it; duplicate
+ * it reads them: tokens interned, content escaped and encoded, conversations resolved
+ * (OrgDataBuilder.addPrepared). It stops at its first bad line and reports it; duplicate
  * ids are the main thread's to find, in line order over both parts.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { Growable } from '../model/growable.js';
 import { CHANNEL_CODE, DIRECTION_CODE } from '../model/org-data-builder.js';
 import { jsonEscaped, StringColumnBuilder } from '../index/string-column.js';
+import { ConversationTable } from '../model/conversation-table.js';
 import { internTokens } from '../text/analyze.js';
 import { TokenInterner } from '../text/token-interner.js';
 import { parseRfc3339 } from '../time/rfc3339.js';
@@ -30,6 +32,8 @@ const owner = new OwnerResolver(dir, data.messagesName, data.contactsName);
  */
 const interners: (TokenInterner | undefined)[] = [];
 const announced: number[] = [];
+/** Per organization: this thread's conversations (numbered here; the main thread renumbers). */
+const conversations: (ConversationTable | undefined)[] = [];
 
 /** One block's messages, column by column. */
 class Block {
@@ -41,13 +45,28 @@ class Block {
   sentAt: number[] = [];
   line: number[] = [];
   ids: string[] = [];
-  convs: string[] = [];
+  conversation: number[] = [];
+  newConversationOrg: number[] = [];
+  newConversationContact: number[] = [];
+  newConversations: string[] = [];
   content = new StringColumnBuilder();
   tokens = new Growable(1 << 12);
   tokenEnds: number[] = [];
 
-  /** A message's content escaped and encoded, and its tokens interned (its organization's interner). */
-  prepare(org: number, content: string): void {
+  /**
+   * A message's content escaped and encoded, its tokens interned and its conversation resolved
+   * (in its organization's interner and conversations); a new conversation is announced.
+   */
+  prepare(org: number, contact: number, conversationId: string, content: string): void {
+    const table = (conversations[org] ??= new ConversationTable());
+    const known = table.size;
+    const conv = table.idOf(contact, conversationId);
+    this.conversation.push(conv);
+    if (conv === known) {
+      this.newConversationOrg.push(org);
+      this.newConversationContact.push(contact);
+      this.newConversations.push(conversationId);
+    }
     const interner = (interners[org] ??= new TokenInterner());
     internTokens(content, interner, this.tokens);
     this.tokenEnds.push(this.tokens.length);
@@ -85,12 +104,15 @@ class Block {
       line: Uint32Array.from(this.line),
       ids: this.ids.join(''),
       idEnds: ends(this.ids),
-      convs: this.convs.join(''),
-      convEnds: ends(this.convs),
       content: text.bytes,
       contentOffsets: text.offsets,
       tokens: this.tokens.toArray(),
       tokenEnds: Uint32Array.from(this.tokenEnds),
+      conversation: Uint32Array.from(this.conversation),
+      newConversationOrg: Uint32Array.from(this.newConversationOrg),
+      newConversationContact: Uint32Array.from(this.newConversationContact),
+      newConversations: this.newConversations.join(''),
+      newConversationEnds: ends(this.newConversations),
       newTokenOrg: Uint32Array.from(newTokenOrg),
       newTokens: newTokens.join(''),
       newTokenEnds: ends(newTokens),
@@ -103,13 +125,16 @@ class Block {
       [
         ...columns,
         msg.idEnds,
-        msg.convEnds,
         msg.content,
         msg.contentOffsets,
         msg.tokens,
         msg.tokenEnds,
         msg.newTokenOrg,
         msg.newTokenEnds,
+        msg.conversation,
+        msg.newConversationOrg,
+        msg.newConversationContact,
+        msg.newConversationEnds,
       ].map((a) => a.buffer as ArrayBuffer),
     );
   }
@@ -133,8 +158,7 @@ async function read(): Promise<void> {
         block.sentAt.push(parseRfc3339(m.sent_at)!);
         block.line.push(l.number);
         block.ids.push(m.id);
-        block.convs.push(m.conversation_id);
-        block.prepare(owner.org, m.content);
+        block.prepare(owner.org, owner.contact, m.conversation_id, m.content);
         block.n++;
         lines++;
       }

@@ -24,11 +24,9 @@ export type ReaderMessage =
       sentAt: Float64Array;
       /** line numbers within the range (1-based) */
       line: Uint32Array;
-      /** every message's id joined, and where each ends (UTF-16 units); the same for the others */
+      /** every message's id joined, and where each ends (UTF-16 units) */
       ids: string;
       idEnds: Uint32Array;
-      convs: string;
-      convEnds: Uint32Array;
       /**
        * the text the build needs, prepared here (OrgDataBuilder.addPrepared): every message's
        * content JSON-escaped and UTF-8, with count + 1 offsets; every message's content token ids
@@ -39,6 +37,13 @@ export type ReaderMessage =
       contentOffsets: Uint32Array;
       tokens: Uint32Array;
       tokenEnds: Uint32Array;
+      /** per message, its conversation in the reader's numbering for its organization */
+      conversation: Uint32Array;
+      /** conversations first met in this batch, in the reader's order: organization, contact, id joined, ends */
+      newConversationOrg: Uint32Array;
+      newConversationContact: Uint32Array;
+      newConversations: string;
+      newConversationEnds: Uint32Array;
       /** tokens first met in this batch, in the order the reader numbered them: their organization, text joined, ends */
       newTokenOrg: Uint32Array;
       newTokens: string;

@@ -1,3 +1,4 @@
+import { ConversationTable } from '../model/conversation-table.js';
 import { Growable } from '../model/growable.js';
 import type { Contact, OrgData } from '../model/records.js';
 import { internTokens } from '../text/analyze.js';
@@ -110,26 +111,19 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   // occurrence in import order, and renumbered below by first occurrence in answer order.
   const srcId = new StringColumnBuilder();
   const srcContent = new StringColumnBuilder();
-  const srcConversation = new Uint32Array(n);
-  // A conversation is a (contact, conversation id) pair. Looked up by the id string alone (no key
-  // string built a message: 0.33 s of the 1M build); an id met again under another contact takes
-  // the pair's own key, in a second map.
-  const conversationOf = new Map<string, number>();
-  const conversationByPair = new Map<string, number>();
-  const conversationContact = new Growable(1024);
-  const srcConversationIds = new StringColumnBuilder();
-  const newConversation = (contact: number, id: string): number => {
-    conversationContact.push(contact);
-    srcConversationIds.push(jsonEscaped(id));
-    return conversationContact.length - 1;
-  };
-  // tokens and escaped content prepared while the messages were read (the import's reading
-  // threads), or made here
+  // tokens, escaped content and conversations prepared while the messages were read (the
+  // import's reading threads), or made here
   const read = data.prepared;
-  if (read !== undefined && (read.seqStart.length !== n + 1 || read.content.offsets.length !== n + 1))
+  if (
+    read !== undefined &&
+    (read.seqStart.length !== n + 1 || read.content.offsets.length !== n + 1 || read.conversation.length !== n)
+  )
     throw new Error(
-      `index: prepared text for ${read.seqStart.length - 1} / ${read.content.offsets.length - 1} messages, not ${n}`,
+      `index: prepared text for ${read.seqStart.length - 1} / ${read.content.offsets.length - 1} / ${read.conversation.length} messages, not ${n}`,
     );
+  const ownConversation = read === undefined ? new Uint32Array(n) : null;
+  const conversationTable = read?.conversations ?? new ConversationTable();
+  const srcConversation = read?.conversation ?? ownConversation!;
   const interner = read?.interner ?? new TokenInterner();
   const ownSeqStart = read === undefined ? new Uint32Array(n + 1) : null;
   const ownSeq = read === undefined ? new Growable(n * 8) : null;
@@ -138,20 +132,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     const contact = m.contact[i];
     srcId.push(jsonEscaped(m.id[i]));
     if (read === undefined) srcContent.push(jsonEscaped(m.content[i]));
-    const convId = m.conversationId[i];
-    let conv = conversationOf.get(convId);
-    if (conv === undefined) {
-      conv = newConversation(contact, convId);
-      conversationOf.set(convId, conv);
-    } else if (conversationContact.buf[conv] !== contact) {
-      const pair = contact + ':' + convId;
-      conv = conversationByPair.get(pair);
-      if (conv === undefined) {
-        conv = newConversation(contact, convId);
-        conversationByPair.set(pair, conv);
-      }
-    }
-    srcConversation[i] = conv;
+    if (ownConversation !== null) ownConversation[i] = conversationTable.idOf(contact, m.conversationId[i]);
     if (ownSeq !== null) {
       ownSeqStart![i] = ownSeq.length;
       internTokens(m.content[i], interner, ownSeq);
@@ -179,7 +160,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   const msgIdOffsets = new Uint32Array(n + 1);
   const msgContentBytes = new Uint8Array(contents.bytes.length);
   const msgContentOffsets = new Uint32Array(n + 1);
-  const conversationCount = conversationContact.length;
+  const conversationCount = conversationTable.size;
   const conversationRank = new Uint32Array(conversationCount).fill(NONE);
   const conversationByRank = new Uint32Array(conversationCount);
   let conversations = 0;
@@ -224,7 +205,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   // the snapshot is written (they are ~100 MB at 1M messages; the interner is read below, held here)
   if (consume) data.prepared = undefined;
   const conversationIds = new StringColumnBuilder();
-  const convIds = srcConversationIds.view();
+  const convIds = conversationTable.ids.view();
   for (let r = 0; r < conversationCount; r++) {
     const c = conversationByRank[r];
     conversationIds.pushBytes(convIds.bytes, convIds.offsets[c], convIds.offsets[c + 1]);

@@ -1,6 +1,7 @@
 import { jsonEscaped, StringColumnBuilder } from '../index/string-column.js';
 import { internTokens } from '../text/analyze.js';
 import { TokenInterner } from '../text/token-interner.js';
+import { ConversationTable } from './conversation-table.js';
 import { Growable } from './growable.js';
 import { CHANNELS, DIRECTIONS, type Contact, type MessageLine, type OrgData } from './records.js';
 
@@ -10,10 +11,10 @@ export const DIRECTION_CODE = new Map<string, number>(DIRECTIONS.map((d, i) => [
 
 export interface OrgDataBuilderOptions {
   /**
-   * What the import does: intern each message's content tokens and escape and encode its content
-   * as it is added (OrgData.prepared), keeping no content string (messages.content holds ''). So
-   * this work runs on the reading threads beside the parsing, not after it in the build, and the
-   * heap never holds the texts.
+   * What the import does: intern each message's content tokens, escape and encode its content and
+   * resolve its conversation as it is added (OrgData.prepared), keeping neither string
+   * (messages.content and messages.conversationId hold ''). So this work runs on the reading
+   * threads beside the parsing, not after it in the build, and the heap never holds the texts.
    */
   prepareText?: boolean;
 }
@@ -21,13 +22,15 @@ export interface OrgDataBuilderOptions {
 /**
  * A batch of messages another thread read and prepared (the import's reader thread): message k's
  * token ids are tokens[tokenEnds[k - 1] .. tokenEnds[k]) (from 0 for k = 0) in that thread's
- * numbering, its escaped content content[contentOffsets[k] .. contentOffsets[k + 1]).
+ * numbering, its escaped content content[contentOffsets[k] .. contentOffsets[k + 1]), its
+ * conversation conversation[k] in that thread's numbering.
  */
 export interface PreparedBatch {
   tokens: Uint32Array;
   tokenEnds: Uint32Array;
   content: Buffer;
   contentOffsets: Uint32Array;
+  conversation: Uint32Array;
 }
 
 /** OrgData.prepared as it grows. */
@@ -37,6 +40,9 @@ interface PreparedColumns {
   /** per message, where its ids start in seq */
   seqStart: Uint32Array;
   content: StringColumnBuilder;
+  /** per message, its conversation in `conversations` */
+  conversation: Uint32Array;
+  conversations: ConversationTable;
 }
 
 /**
@@ -67,6 +73,8 @@ export class OrgDataBuilder {
             seq: new Growable(1 << 16),
             seqStart: new Uint32Array(1024),
             content: new StringColumnBuilder(),
+            conversation: new Uint32Array(1024),
+            conversations: new ConversationTable(),
           }
         : null;
   }
@@ -102,31 +110,37 @@ export class OrgDataBuilder {
     sentAtMs: number,
   ): void {
     const t = this.prepared;
-    const i = this.put(contact, channel, direction, id, conversationId, t === null ? content : '', sentAtMs);
-    if (t === null) return;
+    if (t === null) {
+      this.put(contact, channel, direction, id, conversationId, content, sentAtMs);
+      return;
+    }
+    const i = this.put(contact, channel, direction, id, '', '', sentAtMs);
+    t.conversation[i] = t.conversations.idOf(contact, conversationId);
     t.seqStart[i] = t.seq.length;
     internTokens(content, t.interner, t.seq);
     t.content.push(jsonEscaped(content));
   }
 
   /**
-   * addResolved for message k of a batch another thread prepared, `remap` taking its token ids to
-   * this builder's (internToken of each of that thread's tokens, in its order). Only for a builder
-   * made with `prepareText`.
+   * addResolved for message k of a batch another thread prepared: `tokenRemap` takes its token ids
+   * to this builder's (internToken of each of that thread's tokens, in its order), and
+   * `conversationRemap` its conversations (internConversation of each). Only for a builder made
+   * with `prepareText`.
    */
   addPrepared(
     contact: number,
     channel: number,
     direction: number,
     id: string,
-    conversationId: string,
     sentAtMs: number,
     batch: PreparedBatch,
     k: number,
-    remap: Uint32Array,
+    tokenRemap: Uint32Array,
+    conversationRemap: Uint32Array,
   ): void {
     const t = this.preparedColumns();
-    const i = this.put(contact, channel, direction, id, conversationId, '', sentAtMs);
+    const i = this.put(contact, channel, direction, id, '', '', sentAtMs);
+    t.conversation[i] = conversationRemap[batch.conversation[k]];
     const seq = t.seq;
     t.seqStart[i] = seq.length;
     const from = k === 0 ? 0 : batch.tokenEnds[k - 1],
@@ -134,7 +148,7 @@ export class OrgDataBuilder {
     const buf = seq.room(to - from);
     const ids = batch.tokens;
     let at = seq.length;
-    for (let q = from; q < to; q++) buf[at++] = remap[ids[q]];
+    for (let q = from; q < to; q++) buf[at++] = tokenRemap[ids[q]];
     seq.length = at;
     t.content.pushBytes(batch.content, batch.contentOffsets[k], batch.contentOffsets[k + 1]);
   }
@@ -142,6 +156,11 @@ export class OrgDataBuilder {
   /** This builder's id of a token another thread interned (see addPrepared). */
   internToken(token: string): number {
     return this.preparedColumns().interner.idOfString(token);
+  }
+
+  /** This builder's number of a conversation another thread resolved (see addPrepared). */
+  internConversation(contact: number, id: string): number {
+    return this.preparedColumns().conversations.idOf(contact, id);
   }
 
   private preparedColumns(): PreparedColumns {
@@ -216,6 +235,9 @@ export class OrgDataBuilder {
       const starts = new Uint32Array(size);
       starts.set(t.seqStart);
       t.seqStart = starts;
+      const conv = new Uint32Array(size);
+      conv.set(t.conversation);
+      t.conversation = conv;
     }
   }
 
@@ -245,6 +267,8 @@ export class OrgDataBuilder {
         seqStart,
         seq: t.seq.buf.subarray(0, t.seq.length),
         content: t.content.view(),
+        conversation: t.conversation.slice(0, n),
+        conversations: t.conversations,
       };
     }
     return data;

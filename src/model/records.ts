@@ -1,5 +1,6 @@
 /** The record shapes of CONTRACT 9 and the columnar form every snapshot and index is built from. */
 import type { TokenInterner } from '../text/token-interner.js';
+import type { ConversationTable } from './conversation-table.js';
 
 export const CHANNELS = ['whatsapp', 'whatsapp_cloud_api', 'instagram', 'telegram', 'email'] as const;
 export type Channel = (typeof CHANNELS)[number];
@@ -55,7 +56,9 @@ export interface MessageColumns {
  *   numbered by `interner` (the build renumbers tokens by first occurrence in answer order, so
  *   this numbering does not change the index);
  * - every message's content, JSON-escaped and UTF-8 (jsonEscaped): message i's is
- *   content.bytes[content.offsets[i] .. content.offsets[i + 1]). messages.content then holds ''.
+ *   content.bytes[content.offsets[i] .. content.offsets[i + 1]). messages.content then holds '';
+ * - every message's conversation, numbered by `conversations` (renumbered by the build too);
+ *   messages.conversationId then holds ''.
  */
 export interface PreparedText {
   interner: TokenInterner;
@@ -63,6 +66,8 @@ export interface PreparedText {
   seqStart: Uint32Array;
   seq: Uint32Array;
   content: { bytes: Buffer; offsets: Uint32Array };
+  conversation: Uint32Array;
+  conversations: ConversationTable;
 }
 
 /** Everything one organization's snapshot holds. */

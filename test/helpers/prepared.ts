@@ -4,8 +4,9 @@ import type { OrgData } from '../../src/model/records.js';
 import { tokensOf } from '../../src/text/analyze.js';
 
 /**
- * `data` without `prepared`, each message's content decoded from the prepared bytes; asserts that
- * the prepared tokens of every message spell tokensOf(its content).
+ * `data` without `prepared`, each message's content and conversation id decoded from the prepared
+ * columns; asserts that the prepared tokens of every message spell tokensOf(its content) and that
+ * its conversations are exactly its (contact, conversation id) pairs.
  */
 export function unprepared(data: OrgData): OrgData {
   const { prepared, ...plain } = data;
@@ -26,5 +27,26 @@ export function unprepared(data: OrgData): OrgData {
     );
     return text;
   });
-  return { ...plain, messages: { ...m, content } };
+  // conversations: each message's id read back, its conversation's contact the message's own
+  const ids = prepared.conversations.ids.view();
+  assert.equal(prepared.conversation.length, m.count);
+  const conversationId = m.conversationId.map((kept, i) => {
+    assert.equal(kept, '', `message ${i}: no conversation id string kept`);
+    const conv = prepared.conversation[i];
+    assert.ok(conv < prepared.conversations.size, `message ${i}: conversation ${conv} exists`);
+    assert.equal(prepared.conversations.contact.buf[conv], m.contact[i], `message ${i}: conversation's contact`);
+    return JSON.parse(`"${ids.bytes.toString('utf8', ids.offsets[conv], ids.offsets[conv + 1])}"`) as string;
+  });
+  // one conversation a (contact, id) pair, and one pair a conversation
+  const pairOf = new Map<number, string>();
+  const convOf = new Map<string, number>();
+  conversationId.forEach((id, i) => {
+    const pair = `${m.contact[i]}:${id}`;
+    const conv = prepared.conversation[i];
+    assert.equal(pairOf.get(conv) ?? pair, pair, `conversation ${conv} holds one pair`);
+    assert.equal(convOf.get(pair) ?? conv, conv, `pair ${pair} is one conversation`);
+    pairOf.set(conv, pair);
+    convOf.set(pair, conv);
+  });
+  return { ...plain, messages: { ...m, content, conversationId } };
 }

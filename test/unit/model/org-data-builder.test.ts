@@ -6,6 +6,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { jsonEscaped, StringColumnBuilder } from '../../../src/index/string-column.js';
+import { ConversationTable } from '../../../src/model/conversation-table.js';
 import { Growable } from '../../../src/model/growable.js';
 import { OrgDataBuilder } from '../../../src/model/org-data-builder.js';
 import { internTokens } from '../../../src/text/analyze.js';
@@ -36,54 +37,88 @@ const text = fc
 
 function builder(): OrgDataBuilder {
   const b = new OrgDataBuilder(ORG, { prepareText: true });
-  b.addContact({ id: 'c', organization_id: ORG, name: null, phone: null, email: null, avatar_url: null, source: null });
+  for (const id of ['c0', 'c1'])
+    b.addContact({ id, organization_id: ORG, name: null, phone: null, email: null, avatar_url: null, source: null });
   return b;
 }
 
-/** What the reader thread does for a batch: its own interner, escaped content, new tokens interned into `b` in order. */
-function readerBatch(b: OrgDataBuilder, reader: TokenInterner, remap: Growable, contents: string[]) {
-  const tokens = new Growable(16);
-  const tokenEnds: number[] = [];
-  const column = new StringColumnBuilder();
-  for (const content of contents) {
-    internTokens(content, reader, tokens);
-    tokenEnds.push(tokens.length);
-    column.push(jsonEscaped(content));
+/** A message: its content, contact ordinal and conversation id (few, so ids recur under both contacts). */
+type Message = [string, number, string];
+const message = fc.tuple(text, fc.integer({ min: 0, max: 1 }), fc.constantFrom('a', 'b', '"q"', 'ç'));
+
+/** The reader thread's side (read-worker.ts): its own numbering, new tokens and conversations interned into `b` in order. */
+class Reader {
+  private readonly interner = new TokenInterner();
+  private readonly table = new ConversationTable();
+  readonly tokenRemap = new Growable(16);
+  readonly conversationRemap = new Growable(16);
+
+  batch(b: OrgDataBuilder, messages: Message[]) {
+    const tokens = new Growable(16);
+    const tokenEnds: number[] = [];
+    const conversation: number[] = [];
+    const column = new StringColumnBuilder();
+    for (const [content, contact, conv] of messages) {
+      internTokens(content, this.interner, tokens);
+      tokenEnds.push(tokens.length);
+      column.push(jsonEscaped(content));
+      const known = this.table.size;
+      const local = this.table.idOf(contact, conv);
+      if (local === known) this.conversationRemap.push(b.internConversation(contact, conv));
+      conversation.push(local);
+    }
+    for (let id = this.tokenRemap.length; id < this.interner.size; id++)
+      this.tokenRemap.push(b.internToken(this.interner.token(id)));
+    const { bytes, offsets } = column.build();
+    return {
+      tokens: tokens.toArray(),
+      tokenEnds: Uint32Array.from(tokenEnds),
+      content: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+      contentOffsets: offsets,
+      conversation: Uint32Array.from(conversation),
+    };
   }
-  for (let id = remap.length; id < reader.size; id++) remap.push(b.internToken(reader.token(id)));
-  const { bytes, offsets } = column.build();
-  return {
-    tokens: tokens.toArray(),
-    tokenEnds: Uint32Array.from(tokenEnds),
-    content: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
-    contentOffsets: offsets,
-  };
 }
 
 describe('OrgDataBuilder prepareText', () => {
-  test("its own messages and a reader thread's read back as their contents and tokens", () => {
+  test("its own messages and a reader thread's read back as their contents, tokens and conversations", () => {
     fc.assert(
       fc.property(
-        fc.array(fc.tuple(fc.array(text, { minLength: 1, maxLength: 4 }), fc.boolean()), { maxLength: 15 }),
+        fc.array(fc.tuple(fc.array(message, { minLength: 1, maxLength: 4 }), fc.boolean()), { maxLength: 15 }),
         (groups) => {
           const b = builder();
-          const reader = new TokenInterner();
-          const remap = new Growable(16);
-          const all: string[] = [];
-          for (const [contents, fromReader] of groups) {
+          const reader = new Reader();
+          const all: Message[] = [];
+          for (const [messages, fromReader] of groups) {
             if (!fromReader) {
-              for (const content of contents) b.addResolved(0, 0, 0, `m${all.push(content)}`, 'cv', content, 1000);
+              for (const m of messages) b.addResolved(m[1], 0, 0, `m${all.push(m)}`, m[2], m[0], 1000);
               continue;
             }
-            const batch = readerBatch(b, reader, remap, contents);
-            contents.forEach((content, k) =>
-              b.addPrepared(0, 0, 0, `m${all.push(content)}`, 'cv', 1000, batch, k, remap.buf),
+            const batch = reader.batch(b, messages);
+            messages.forEach((m, k) =>
+              b.addPrepared(
+                m[1],
+                0,
+                0,
+                `m${all.push(m)}`,
+                1000,
+                batch,
+                k,
+                reader.tokenRemap.buf,
+                reader.conversationRemap.buf,
+              ),
             );
           }
+          // unprepared checks tokens and that conversations are exactly the (contact, id) pairs;
           // lone surrogates become U+FFFD, as every string column renders them
+          const m = unprepared(b.build()).messages;
           assert.deepEqual(
-            unprepared(b.build()).messages.content,
-            all.map((s) => s.toWellFormed()),
+            m.content,
+            all.map(([content]) => content.toWellFormed()),
+          );
+          assert.deepEqual(
+            m.conversationId,
+            all.map(([, , conv]) => conv),
           );
         },
       ),
@@ -93,10 +128,14 @@ describe('OrgDataBuilder prepareText', () => {
 
   test('grows past its first columns; a builder without prepareText keeps the content and refuses prepared text', () => {
     const b = builder();
-    for (let i = 0; i < 3000; i++) b.addResolved(0, 0, 0, `m${i}`, 'cv', `w${i % 7} pedido`, 1000);
+    for (let i = 0; i < 3000; i++) b.addResolved(i % 2, 0, 0, `m${i}`, `cv${i % 5}`, `w${i % 7} pedido`, 1000);
     const data = b.build();
     assert.equal(data.prepared!.seqStart[3000], 6000);
-    assert.equal(unprepared(data).messages.content[2999], 'w3 pedido');
+    const m = unprepared(data).messages;
+    assert.equal(m.content[2999], 'w3 pedido');
+    assert.equal(m.conversationId[2999], 'cv4');
+    // 5 ids under 2 contacts: i % 2 and i % 5 meet in all 10 pairs
+    assert.equal(data.prepared!.conversations.size, 10);
     const plain = new OrgDataBuilder(ORG);
     plain.addResolved(0, 0, 0, 'm', 'cv', 'kept', 1000);
     assert.equal(plain.build().prepared, undefined);
