@@ -142,7 +142,7 @@ async function readRange(
 async function merge(input: MessagesInput, reader: ReaderThread, offset: number): Promise<number | null> {
   let n = 0;
   // per organization: the reader's token ids and conversations -> its builder's
-  const remap: Growable[] = [];
+  const tokenRemap: Growable[] = [];
   const conversationRemap: Growable[] = [];
   for (;;) {
     const msg = await reader.next();
@@ -155,7 +155,9 @@ async function merge(input: MessagesInput, reader: ReaderThread, offset: number)
     for (let t = 0, at = 0; t < msg.newTokenOrg.length; t++) {
       const org = msg.newTokenOrg[t];
       const end = msg.newTokenEnds[t];
-      (remap[org] ??= new Growable(1 << 12)).push(input.sinks[org].builder.internToken(msg.newTokens.slice(at, end)));
+      (tokenRemap[org] ??= new Growable(1 << 12)).push(
+        input.sinks[org].builder.internToken(msg.newTokens.slice(at, end)),
+      );
       at = end;
     }
     for (let c = 0, at = 0; c < msg.newConversationOrg.length; c++) {
@@ -190,7 +192,7 @@ async function merge(input: MessagesInput, reader: ReaderThread, offset: number)
         batch,
         k,
         // an organization's first messages may have no tokens, before any was announced
-        remap[org]?.buf ?? NO_TOKENS,
+        tokenRemap[org]?.buf ?? NO_TOKENS,
         // every message has a conversation, announced in its batch or before
         conversationRemap[org].buf,
       );

@@ -45,6 +45,13 @@ interface PreparedColumns {
   conversations: ConversationTable;
 }
 
+/** `a`'s values at the start of a new array of its type, `size` long. */
+function grown<T extends Uint8Array | Uint32Array | Float64Array>(a: T, size: number): T {
+  const next = new (a.constructor as new (length: number) => T)(size);
+  next.set(a);
+  return next;
+}
+
 /**
  * Collects one organization's contacts and already-validated messages into columns (OrgData).
  * Growable typed arrays, so a 10M-message organization never holds 10M message objects.
@@ -111,10 +118,10 @@ export class OrgDataBuilder {
   ): void {
     const t = this.prepared;
     if (t === null) {
-      this.put(contact, channel, direction, id, conversationId, content, sentAtMs);
+      this.put(contact, channel, direction, id, sentAtMs, conversationId, content);
       return;
     }
-    const i = this.put(contact, channel, direction, id, '', '', sentAtMs);
+    const i = this.put(contact, channel, direction, id, sentAtMs);
     t.conversation[i] = t.conversations.idOf(contact, conversationId);
     t.seqStart[i] = t.seq.length;
     internTokens(content, t.interner, t.seq);
@@ -139,7 +146,7 @@ export class OrgDataBuilder {
     conversationRemap: Uint32Array,
   ): void {
     const t = this.preparedColumns();
-    const i = this.put(contact, channel, direction, id, '', '', sentAtMs);
+    const i = this.put(contact, channel, direction, id, sentAtMs);
     t.conversation[i] = conversationRemap[batch.conversation[k]];
     const seq = t.seq;
     t.seqStart[i] = seq.length;
@@ -169,14 +176,15 @@ export class OrgDataBuilder {
     return this.prepared;
   }
 
+  /** Adds a message's columns; its strings are '' when the builder prepares them (prepareText). */
   private put(
     contact: number,
     channel: number,
     direction: number,
     id: string,
-    conversationId: string,
-    content: string,
     sentAtMs: number,
+    conversationId = '',
+    content = '',
   ): number {
     if (this.n === this.contactCol.length) this.grow();
     const i = this.n++;
@@ -218,26 +226,14 @@ export class OrgDataBuilder {
 
   private grow(): void {
     const size = this.contactCol.length * 2;
-    const c = new Uint32Array(size);
-    c.set(this.contactCol);
-    this.contactCol = c;
-    const ch = new Uint8Array(size);
-    ch.set(this.channelCol);
-    this.channelCol = ch;
-    const d = new Uint8Array(size);
-    d.set(this.directionCol);
-    this.directionCol = d;
-    const s = new Float64Array(size);
-    s.set(this.sentAtCol);
-    this.sentAtCol = s;
+    this.contactCol = grown(this.contactCol, size);
+    this.channelCol = grown(this.channelCol, size);
+    this.directionCol = grown(this.directionCol, size);
+    this.sentAtCol = grown(this.sentAtCol, size);
     const t = this.prepared;
     if (t !== null) {
-      const starts = new Uint32Array(size);
-      starts.set(t.seqStart);
-      t.seqStart = starts;
-      const conv = new Uint32Array(size);
-      conv.set(t.conversation);
-      t.conversation = conv;
+      t.seqStart = grown(t.seqStart, size);
+      t.conversation = grown(t.conversation, size);
     }
   }
 
