@@ -95,19 +95,10 @@ describe('OrgDataBuilder prepareText', () => {
               continue;
             }
             const batch = reader.batch(b, messages);
-            messages.forEach((m, k) =>
-              b.addPrepared(
-                m[1],
-                0,
-                0,
-                `m${all.push(m)}`,
-                1000,
-                batch,
-                k,
-                reader.tokenRemap.buf,
-                reader.conversationRemap.buf,
-              ),
-            );
+            const { tokenRemap, conversationRemap } = reader;
+            messages.forEach((m, k) => {
+              b.addPrepared(m[1], 0, 0, `m${all.push(m)}`, 1000, batch, k, tokenRemap.buf, conversationRemap.buf);
+            });
           }
           // unprepared checks tokens and that conversations are exactly the (contact, id) pairs;
           // lone surrogates become U+FFFD, as every string column renders them
