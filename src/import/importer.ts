@@ -68,8 +68,8 @@ export async function readImport(
       const c: Contact = parseLine(ContactLineSchema, l, cname, number);
       let org = orgs.get(c.organization_id);
       if (org === undefined) {
-        // the builder interns each message's tokens and encodes its content as it is read
-        // (beside the parsing, on the thread that parses it), not afterwards in the build
+        // the builder prepares each message's text as it is read (tokens, escaped content,
+        // conversation: beside the parsing, on the thread that parses it), not afterwards in the build
         const builder = new OrgDataBuilder(c.organization_id, { prepareText: true });
         // the set keeps no id strings: it reads them back from the builder (id-set.ts)
         org = { builder, messageIds: new IdSet((i) => builder.messageId(i)) };

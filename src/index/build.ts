@@ -108,7 +108,8 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   // encoding, conversations, tokens). The heap holds those strings in import order, so this pass
   // reads them in sequence; in answer order every read was a cache miss (at 10M messages the
   // conversation lookup alone took 7.7 s). Conversations and tokens are numbered here by first
-  // occurrence in import order, and renumbered below by first occurrence in answer order.
+  // occurrence in import order, and renumbered below by first occurrence in answer order. An
+  // import's data arrives with its text prepared (OrgData.prepared): here only its ids remain.
   const srcId = new StringColumnBuilder();
   const srcContent = new StringColumnBuilder();
   // tokens, escaped content and conversations prepared while the messages were read (the
