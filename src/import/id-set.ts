@@ -1,3 +1,5 @@
+import { doubledSlots } from '../model/hash-slots.js';
+
 /**
  * The message ids of one organization seen so far, to refuse a duplicate (CONTRACT 9). It holds
  * no strings: an open-addressing table of (hash, index + 1) pairs, the index being where the id
@@ -6,7 +8,7 @@
  * young string put into an old table is a pointer each scavenge has to visit.
  */
 export class IdSet {
-  /** slot s: slots[2s] the id's hash, slots[2s + 1] its index + 1 (0: empty) */
+  /** (hash, index + 1) pairs (model/hash-slots.ts) */
   private slots = new Uint32Array(2 << 12);
   private size = 0;
 
@@ -21,40 +23,18 @@ export class IdSet {
     let h = 0x811c9dc5; // FNV-1a over UTF-16 code units
     for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
     h >>>= 0;
-    let slots = this.slots;
-    let mask = (slots.length >>> 1) - 1;
+    const slots = this.slots;
+    const mask = (slots.length >>> 1) - 1;
     let slot = h & mask;
     for (; ; slot = (slot + 1) & mask) {
       const stored = slots[2 * slot + 1];
       if (stored === 0) break;
       if (slots[2 * slot] === h && this.idAt(stored - 1) === id) return false;
     }
-    // at most 3/4 full: doubled before the add that would pass it
-    if (4 * (this.size + 1) > 3 * (mask + 1)) {
-      this.grow();
-      slots = this.slots;
-      mask = (slots.length >>> 1) - 1;
-      for (slot = h & mask; slots[2 * slot + 1] !== 0; slot = (slot + 1) & mask);
-    }
     slots[2 * slot] = h;
     slots[2 * slot + 1] = index + 1;
-    this.size++;
+    // at most 3/4 full: doubled once an add passes it
+    if (4 * ++this.size > 3 * (mask + 1)) this.slots = doubledSlots(slots);
     return true;
-  }
-
-  private grow(): void {
-    const old = this.slots;
-    const slots = new Uint32Array(old.length * 2);
-    const mask = (slots.length >>> 1) - 1;
-    for (let s = 0; s < old.length; s += 2) {
-      const stored = old[s + 1];
-      if (stored === 0) continue;
-      const h = old[s];
-      let slot = h & mask;
-      while (slots[2 * slot + 1] !== 0) slot = (slot + 1) & mask;
-      slots[2 * slot] = h;
-      slots[2 * slot + 1] = stored;
-    }
-    this.slots = slots;
   }
 }

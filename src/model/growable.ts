@@ -1,3 +1,10 @@
+/** `a`'s values at the start of a new array of its type, `length` long. */
+export function grown<T extends Uint8Array | Uint16Array | Uint32Array | Float64Array>(a: T, length: number): T {
+  const next = new (a.constructor as new (length: number) => T)(length);
+  next.set(a);
+  return next;
+}
+
 /** A Uint32Array that grows by doubling: a column whose final length is not known in advance. */
 export class Growable {
   buf: Uint32Array;

@@ -2,7 +2,7 @@ import { jsonEscaped, StringColumnBuilder } from '../index/string-column.js';
 import { internTokens } from '../text/analyze.js';
 import { TokenInterner } from '../text/token-interner.js';
 import { ConversationTable } from './conversation-table.js';
-import { Growable } from './growable.js';
+import { Growable, grown } from './growable.js';
 import { CHANNELS, DIRECTIONS, type Contact, type MessageLine, type OrgData } from './records.js';
 
 /** A channel's and a direction's code: its index into CHANNELS and DIRECTIONS. */
@@ -45,13 +45,6 @@ interface PreparedColumns {
   conversations: ConversationTable;
 }
 
-/** `a`'s values at the start of a new array of its type, `size` long. */
-function grown<T extends Uint8Array | Uint32Array | Float64Array>(a: T, size: number): T {
-  const next = new (a.constructor as new (length: number) => T)(size);
-  next.set(a);
-  return next;
-}
-
 /**
  * Collects one organization's contacts and already-validated messages into columns (OrgData).
  * Growable typed arrays, so a 10M-message organization never holds 10M message objects.
@@ -92,10 +85,6 @@ export class OrgDataBuilder {
     this.contactOrdinal.set(c.id, this.contacts.length);
     this.contacts.push(c);
     return true;
-  }
-
-  hasContact(id: string): boolean {
-    return this.contactOrdinal.has(id);
   }
 
   /** Contact id -> ordinal (a reader on another thread checks message lines against it). */

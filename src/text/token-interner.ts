@@ -1,3 +1,6 @@
+import { grown } from '../model/growable.js';
+import { doubledSlots, placeSlot } from '../model/hash-slots.js';
+
 /**
  * Token ids from code units, without a string per token: the index build meets ~10M token
  * occurrences at 1M messages, and a JS string for each plus a Map lookup hashing it took 2.4 s of
@@ -8,12 +11,8 @@ export class TokenInterner {
   /** the code units of every token, id after id */
   private pool = new Uint16Array(1 << 16);
   /** where token `id` starts in `pool`; starts[size] is the pool's length */
-  private starts: Uint32Array<ArrayBuffer> = new Uint32Array(1 << 12);
-  private hashes: Uint32Array<ArrayBuffer> = new Uint32Array(1 << 12);
-  /**
-   * open addressing, at most half full: a slot is two words, the token's hash and its id + 1
-   * (0: empty), so a probe rejects other tokens from the one cache line it reads
-   */
+  private starts = new Uint32Array(1 << 12);
+  /** (hash, id + 1) pairs, at most half full (model/hash-slots.ts) */
   private slots = new Uint32Array(2 << 13);
   size = 0;
 
@@ -68,10 +67,7 @@ export class TokenInterner {
   private add(codes: Uint16Array, from: number, to: number, h: number): number {
     const id = this.size++;
     const len = to - from;
-    if (id + 2 > this.starts.length) {
-      this.starts = grown32(this.starts, this.starts.length * 2);
-      this.hashes = grown32(this.hashes, this.hashes.length * 2);
-    }
+    if (id + 2 > this.starts.length) this.starts = grown(this.starts, this.starts.length * 2);
     const at = this.starts[id];
     if (at + len > this.pool.length) {
       const pool = new Uint16Array(Math.max(this.pool.length * 2, at + len));
@@ -80,24 +76,9 @@ export class TokenInterner {
     }
     this.pool.set(codes.subarray(from, to), at);
     this.starts[id + 1] = at + len;
-    this.hashes[id] = h;
-    if (this.size * 4 > this.slots.length) this.rehash();
-    else this.place(id, h);
+    placeSlot(this.slots, h, id + 1);
+    if (this.size * 4 > this.slots.length) this.slots = doubledSlots(this.slots);
     return id;
-  }
-
-  private place(id: number, h: number): void {
-    const slots = this.slots;
-    const mask = (slots.length >>> 1) - 1;
-    let slot = h & mask;
-    while (slots[2 * slot + 1] !== 0) slot = (slot + 1) & mask;
-    slots[2 * slot] = h;
-    slots[2 * slot + 1] = id + 1;
-  }
-
-  private rehash(): void {
-    this.slots = new Uint32Array(this.slots.length * 2);
-    for (let id = 0; id < this.size; id++) this.place(id, this.hashes[id]);
   }
 }
 
@@ -111,10 +92,4 @@ export function fromCodes(codes: Uint16Array, from: number, to: number): string 
   for (let i = from; i < to; i += 4096)
     s += String.fromCharCode.apply(null, codes.subarray(i, Math.min(to, i + 4096)) as unknown as number[]);
   return s;
-}
-
-function grown32(a: Uint32Array, length: number): Uint32Array<ArrayBuffer> {
-  const b = new Uint32Array(length);
-  b.set(a);
-  return b;
 }
