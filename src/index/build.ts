@@ -3,17 +3,7 @@ import { Growable } from '../model/growable.js';
 import type { Contact, OrgData } from '../model/records.js';
 import { internTokens } from '../text/analyze.js';
 import { TokenInterner } from '../text/token-interner.js';
-import {
-  CHANNEL_COUNT,
-  comboOf,
-  INBOUND_COMBOS,
-  NONE,
-  OUT_FAR,
-  OUT_SHIFT,
-  OUT_UNTIED,
-  OUTBOUND_COMBOS,
-  timeRanks,
-} from './layout.js';
+import { CHANNEL_COUNT, comboOf, NONE, OUT_FAR, OUT_SHIFT, OUT_UNTIED, timeRanks } from './layout.js';
 import { contactColumn, type OrgIndex } from './org-index.js';
 import { buildEntrySummaries, SUMMARY_MIN_DEFAULT } from './entry-summaries.js';
 import { encodePostStarts } from './post-starts.js';
@@ -217,12 +207,6 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   });
   const tokenIds = new Map(tokenOf.map((token, id) => [token, id] as const));
 
-  // Messages grouped by contact, ascending ordinal within each contact (a counting sort).
-  for (let c = 0; c < contactCount; c++) contactMessages[c + 1] += contactMessages[c];
-  const byContact = new Uint32Array(n);
-  const cursor = contactMessages.slice(0, contactCount);
-  for (let o = 0; o < n; o++) byContact[cursor[msgContact[o]]++] = o;
-
   // Adjacent pairs of frequent tokens get postings of their own ("pseudo-tokens" numbered after
   // the vocabulary): a phrase of common words is then one lookup instead of verifying hundreds
   // of thousands of messages, and a pair absent from the map proves the phrase matches nothing.
@@ -241,23 +225,65 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   // (+13%); a phrase of two such words went from 2.9-3.8 ms (checked message by message, at 5%)
   // to 0.19 ms (bench/RESULTS.md, issue 11 session 4).
   const pairMinFrequency = options.pairMinFrequency ?? Math.max(1000, Math.ceil(n / 50));
-  const pairIds = new Map<number, number>();
-  // pairAt[k]: pseudo-token of (seq[k-1], seq[k]) within one message, or NONE
-  const pairAt = new Uint32Array(seq.length).fill(NONE);
+  const frequent = new Uint8Array(vocabulary);
+  for (let t = 0; t < vocabulary; t++) frequent[t] = df[t] >= pairMinFrequency ? 1 : 0;
+
+  // The key stream: every message's keys (its tokens, each followed by the pseudo-token of its
+  // pair with the token before, if any), laid out contact by contact, ascending ordinal within a
+  // contact, with the message's ordinal, combo and time rank beside it in the same order. The two
+  // passes below read it in sequence; read through the ordinal, every message was a cache miss in
+  // each of them (at 10M messages, ~10 s of the build's 53).
+  for (let c = 0; c < contactCount; c++) contactMessages[c + 1] += contactMessages[c];
+  const contactKeys = new Uint32Array(contactCount + 1);
   for (let o = 0; o < n; o++) {
-    for (let k = seqStart[o] + 1, end = seqStart[o + 1]; k < end; k++) {
-      const a = seq[k - 1],
-        b = seq[k];
-      if (df[a] < pairMinFrequency || df[b] < pairMinFrequency) continue;
+    const from = seqStart[o],
+      end = seqStart[o + 1];
+    let keys = end - from;
+    for (let k = from + 1; k < end; k++) keys += frequent[seq[k - 1]] & frequent[seq[k]];
+    contactKeys[msgContact[o] + 1] += keys;
+  }
+  for (let c = 0; c < contactCount; c++) contactKeys[c + 1] += contactKeys[c];
+  const stream = new Uint32Array(contactKeys[contactCount]);
+  // per position p in contact order: where message p's keys start in the stream, its ordinal, combo, time rank
+  const streamStart = new Uint32Array(n + 1);
+  const byContact = new Uint32Array(n);
+  const comboByContact = new Uint8Array(n);
+  const rankByContact = new Uint32Array(n);
+  // The time rank of ordinal o is the first ordinal with the same sent_at, so equal times tie.
+  // One linear pass (build scratch, not kept): walking back per entry was quadratic when many
+  // messages share one sent_at (bulk-migrated data stamped with a date).
+  const timeRank = timeRanks(msgSentAt);
+  const messageCursor = contactMessages.slice(0, contactCount);
+  const keyCursor = contactKeys.slice(0, contactCount);
+  const pairIds = new Map<number, number>();
+  for (let o = 0; o < n; o++) {
+    const contact = msgContact[o];
+    const p = messageCursor[contact]++;
+    byContact[p] = o;
+    comboByContact[p] = msgCombo[o];
+    rankByContact[p] = timeRank[o];
+    let q = keyCursor[contact];
+    streamStart[p] = q;
+    const from = seqStart[o],
+      end = seqStart[o + 1];
+    for (let k = from; k < end; k++) {
+      const b = seq[k];
+      stream[q++] = b;
+      if (k === from) continue;
+      const a = seq[k - 1];
+      if ((frequent[a] & frequent[b]) === 0) continue;
+      // pairs are numbered by first occurrence in answer order (this loop's)
       const key = a * vocabulary + b;
       let id = pairIds.get(key);
       if (id === undefined) {
         id = vocabulary + pairIds.size;
         pairIds.set(key, id);
       }
-      pairAt[k] = id;
+      stream[q++] = id;
     }
+    keyCursor[contact] = q;
   }
+  streamStart[n] = stream.length;
   const keyCount = vocabulary + pairIds.size;
 
   // Postings and entries per token and pair, counted first, then filled. Walking messages
@@ -266,9 +292,9 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   const entries = new Uint32Array(keyCount);
   const lastSeen = new Uint32Array(keyCount).fill(NONE);
   const lastContact = new Uint32Array(keyCount).fill(NONE);
-  const visit = (c: number, o: number, t: number): void => {
-    if (lastSeen[t] === o) return;
-    lastSeen[t] = o;
+  const visit = (c: number, p: number, t: number): void => {
+    if (lastSeen[t] === p) return;
+    lastSeen[t] = p;
     keyDf[t]++;
     if (lastContact[t] !== c) {
       lastContact[t] = c;
@@ -277,11 +303,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   };
   for (let c = 0; c < contactCount; c++) {
     for (let p = contactMessages[c]; p < contactMessages[c + 1]; p++) {
-      const o = byContact[p];
-      for (let k = seqStart[o], end = seqStart[o + 1]; k < end; k++) {
-        visit(c, o, seq[k]);
-        if (pairAt[k] !== NONE) visit(c, o, pairAt[k]);
-      }
+      for (let q = streamStart[p], end = streamStart[p + 1]; q < end; q++) visit(c, p, stream[q]);
     }
   }
   const entryStart = new Uint32Array(keyCount + 1);
@@ -294,62 +316,54 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   const entryContact = contactColumn(contactCount, entryCount);
   const entryPostStart = new Uint32Array(entryCount + 1);
   const entryFlags = new Uint16Array(entryCount);
+  // Per entry, the time rank of its newest inbound message (NONE if none), and in its flags where
+  // its newest outbound message is (layout.ts): an unfiltered-by-channel, undated query then
+  // decides a contact from one sequential read (inbound, the default) or one posting more. An
+  // entry's postings are filled newest first, so its first of each direction is its newest.
+  const entryNewestIn = new Uint32Array(entryCount).fill(NONE);
   const postings = new Uint32Array(postStartOfKey[keyCount]);
   const entryFill = entryStart.slice(0, keyCount);
   const postFill = postStartOfKey.slice(0, keyCount);
   const currentEntry = new Uint32Array(keyCount);
+  // per key, the directions its current entry has had a posting of (1 inbound, 2 outbound)
+  const directions = new Uint8Array(keyCount);
   lastSeen.fill(NONE);
   lastContact.fill(NONE);
-  const fill = (c: number, o: number, t: number, bit: number): void => {
+  const fill = (c: number, o: number, t: number, combo: number, rank: number): void => {
     if (lastSeen[t] === o) return;
     lastSeen[t] = o;
+    let e = currentEntry[t];
     if (lastContact[t] !== c) {
       lastContact[t] = c;
-      const e = entryFill[t]++;
+      e = entryFill[t]++;
       currentEntry[t] = e;
       entryContact[e] = c;
       entryPostStart[e] = postFill[t];
+      directions[t] = 0;
     }
-    entryFlags[currentEntry[t]] |= bit;
-    postings[postFill[t]++] = o;
+    entryFlags[e] |= 1 << combo;
+    const p = postFill[t]++;
+    postings[p] = o;
+    const seen = directions[t];
+    if (combo < CHANNEL_COUNT) {
+      if ((seen & 1) === 0) {
+        directions[t] = seen | 1;
+        entryNewestIn[e] = rank;
+      }
+    } else if ((seen & 2) === 0) {
+      directions[t] = seen | 2;
+      entryFlags[e] |= (Math.min(p - entryPostStart[e] + 1, OUT_FAR) << OUT_SHIFT) | (rank === o ? OUT_UNTIED : 0);
+    }
   };
   for (let c = 0; c < contactCount; c++) {
     for (let p = contactMessages[c]; p < contactMessages[c + 1]; p++) {
       const o = byContact[p];
-      const bit = 1 << msgCombo[o];
-      for (let k = seqStart[o], end = seqStart[o + 1]; k < end; k++) {
-        fill(c, o, seq[k], bit);
-        if (pairAt[k] !== NONE) fill(c, o, pairAt[k], bit);
-      }
+      const combo = comboByContact[p];
+      const rank = rankByContact[p];
+      for (let q = streamStart[p], end = streamStart[p + 1]; q < end; q++) fill(c, o, stream[q], combo, rank);
     }
   }
   entryPostStart[entryCount] = postings.length;
-
-  // Per entry, the time rank of its newest inbound message (NONE if none), and in its flags where
-  // its newest outbound message is (layout.ts): an unfiltered-by-channel, undated query then
-  // decides a contact from one sequential read (inbound, the default) or one posting more.
-  // The time rank of ordinal o is the first ordinal with the same sent_at, so equal times tie.
-  const entryNewestIn = new Uint32Array(entryCount).fill(NONE);
-  // One linear pass (build scratch, not kept): walking back per entry was quadratic when many
-  // messages share one sent_at (bulk-migrated data stamped with a date).
-  const timeRank = timeRanks(msgSentAt);
-  for (let e = 0; e < entryCount; e++) {
-    const from = entryPostStart[e],
-      end = entryPostStart[e + 1];
-    // the combo bits say which directions the entry has: the walk stops once both are found
-    let needIn = (entryFlags[e] & INBOUND_COMBOS) !== 0,
-      needOut = (entryFlags[e] & OUTBOUND_COMBOS) !== 0;
-    for (let p = from; p < end && (needIn || needOut); p++) {
-      const o = postings[p];
-      if (msgCombo[o] < CHANNEL_COUNT) {
-        if (needIn) entryNewestIn[e] = timeRank[o];
-        needIn = false;
-      } else if (needOut) {
-        needOut = false;
-        entryFlags[e] |= (Math.min(p - from + 1, OUT_FAR) << OUT_SHIFT) | (timeRank[o] === o ? OUT_UNTIED : 0);
-      }
-    }
-  }
 
   const postStarts = encodePostStarts(entryPostStart);
   const summaries = buildEntrySummaries(
