@@ -1,3 +1,4 @@
+import { answerOrder } from './answer-order.js';
 import { ConversationTable } from '../model/conversation-table.js';
 import { Growable } from '../model/growable.js';
 import type { Contact, OrgData } from '../model/records.js';
@@ -12,21 +13,6 @@ import { buildTopLists, TOP_LIST_DEFAULTS, type TopListOptions } from './top-lis
 import { encodeTokenSeq, frequencyRanks } from './token-seq.js';
 
 export type { OrgIndex } from './org-index.js';
-
-/** Orders message indexes by sent_at descending, ties by id ascending (JS `<`), CONTRACT 3. */
-function answerOrder(data: OrgData): Uint32Array {
-  const { count, sentAt, id } = data.messages;
-  const order = new Uint32Array(count);
-  for (let i = 0; i < count; i++) order[i] = i;
-  order.sort((a, b) => {
-    const d = sentAt[b] - sentAt[a];
-    if (d !== 0) return d;
-    const ia = id[a],
-      ib = id[b];
-    return ia < ib ? -1 : ia > ib ? 1 : 0;
-  });
-  return order;
-}
 
 const orNull = (s: string | null): string | null => (s === null ? null : wellFormed(s));
 
@@ -76,7 +62,7 @@ export interface BuildOptions {
 export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex {
   const m = data.messages;
   const n = m.count;
-  const order = answerOrder(data);
+  const order = answerOrder(m.sentAt, m.id, n);
   options.onOrder?.(order);
 
   const contacts = data.contacts;
