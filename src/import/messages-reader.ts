@@ -176,28 +176,34 @@ async function merge(input: MessagesInput, reader: ReaderThread, offset: number)
       conversation: msg.conversation,
     };
     let id = 0;
-    for (let k = 0; k < msg.count; k++) {
-      const idEnd = msg.idEnds[k];
-      const messageId = msg.ids.slice(id, idEnd);
+    for (let k = 0; k < msg.count; ) {
+      // a run of messages of one organization: their contents in one copy
       const org = msg.org[k];
+      let runEnd = k + 1;
+      while (runEnd < msg.count && msg.org[runEnd] === org) runEnd++;
       const sink = input.sinks[org];
-      if (!sink.messageIds.add(messageId, sink.builder.messageCount))
-        throw duplicate(input, offset + msg.line[k], messageId, org);
-      sink.builder.addPrepared(
-        msg.contact[k],
-        msg.channel[k],
-        msg.direction[k],
-        messageId,
-        msg.sentAt[k],
-        batch,
-        k,
-        // an organization's first messages may have no tokens, before any was announced
-        tokenRemap[org]?.buf ?? NO_TOKENS,
-        // every message has a conversation, announced in its batch or before
-        conversationRemap[org].buf,
-      );
-      id = idEnd;
-      n++;
+      sink.builder.addPreparedContents(batch, k, runEnd);
+      for (; k < runEnd; k++) {
+        const idEnd = msg.idEnds[k];
+        const messageId = msg.ids.slice(id, idEnd);
+        if (!sink.messageIds.add(messageId, sink.builder.messageCount))
+          throw duplicate(input, offset + msg.line[k], messageId, org);
+        sink.builder.addPrepared(
+          msg.contact[k],
+          msg.channel[k],
+          msg.direction[k],
+          messageId,
+          msg.sentAt[k],
+          batch,
+          k,
+          // an organization's first messages may have no tokens, before any was announced
+          tokenRemap[org]?.buf ?? NO_TOKENS,
+          // every message has a conversation, announced in its batch or before
+          conversationRemap[org].buf,
+        );
+        id = idEnd;
+        n++;
+      }
     }
   }
 }

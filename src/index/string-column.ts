@@ -56,8 +56,22 @@ export class StringColumnBuilder {
     this.length += bytes.copy(this.bytes, this.length, from, to);
   }
 
-  /** Room for one more string of `need` bytes, and its offset and the closing one. */
-  private room(need: number): void {
+  /**
+   * Strings from .. to - 1 of another column (its bytes and offsets), already escaped and encoded,
+   * as one copy: a Buffer#copy a string cost ~0.5 µs of call overhead (2.9 s of a 10M import).
+   */
+  pushRun(bytes: Uint8Array, offsets: Uint32Array, from: number, to: number): void {
+    const start = offsets[from],
+      end = offsets[to];
+    this.room(end - start, to - from);
+    const shift = this.length - start;
+    for (let k = from; k < to; k++) this.offsets[this.count++] = offsets[k] + shift;
+    this.bytes.set(bytes.subarray(start, end), this.length);
+    this.length += end - start;
+  }
+
+  /** Room for `strings` more strings of `need` bytes in all, their offsets and the closing one. */
+  private room(need: number, strings = 1): void {
     if (this.length + need > this.bytes.length) {
       const size = Math.max(this.bytes.length * 2, this.length + need);
       if (size > 0xffffffff) throw new Error('index: more than 4 GiB of text in one column');
@@ -65,8 +79,8 @@ export class StringColumnBuilder {
       this.bytes.copy(next, 0, 0, this.length);
       this.bytes = next;
     }
-    if (this.count + 1 >= this.offsets.length) {
-      const next = new Uint32Array(this.offsets.length * 2);
+    if (this.count + strings >= this.offsets.length) {
+      const next = new Uint32Array(Math.max(this.offsets.length * 2, this.count + strings + 1));
       next.set(this.offsets);
       this.offsets = next;
     }

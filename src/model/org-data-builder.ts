@@ -120,8 +120,8 @@ export class OrgDataBuilder {
   /**
    * addResolved for message k of a batch another thread prepared: `tokenRemap` takes its token ids
    * to this builder's (internToken of each of that thread's tokens, in its order), and
-   * `conversationRemap` its conversations (internConversation of each). Only for a builder made
-   * with `prepareText`.
+   * `conversationRemap` its conversations (internConversation of each); its content comes with
+   * addPreparedContents. Only for a builder made with `prepareText`.
    */
   addPrepared(
     contact: number,
@@ -146,7 +146,15 @@ export class OrgDataBuilder {
     let at = seq.length;
     for (let q = from; q < to; q++) buf[at++] = tokenRemap[ids[q]];
     seq.length = at;
-    t.content.pushBytes(batch.content, batch.contentOffsets[k], batch.contentOffsets[k + 1]);
+  }
+
+  /**
+   * The escaped contents of messages from .. to - 1 of a prepared batch, in one copy: each of those
+   * messages is added with addPrepared, in the same order, and its content is this (this call may
+   * come before or after theirs).
+   */
+  addPreparedContents(batch: PreparedBatch, from: number, to: number): void {
+    this.preparedColumns().content.pushRun(batch.content, batch.contentOffsets, from, to);
   }
 
   /** This builder's id of a token another thread interned (see addPrepared). */

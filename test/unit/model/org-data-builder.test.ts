@@ -96,6 +96,10 @@ describe('OrgDataBuilder prepareText', () => {
             }
             const batch = reader.batch(b, messages);
             const { tokenRemap, conversationRemap } = reader;
+            // the contents of a batch go in runs, as the import's merge adds them (two here)
+            const half = messages.length >> 1;
+            b.addPreparedContents(batch, 0, half);
+            b.addPreparedContents(batch, half, messages.length);
             messages.forEach((m, k) => {
               b.addPrepared(m[1], 0, 0, `m${all.push(m)}`, 1000, batch, k, tokenRemap.buf, conversationRemap.buf);
             });
