@@ -125,7 +125,8 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
   private async writeSnapshotFile(file: string, prepared: PreparedSnapshot, version: number): Promise<void> {
     const fh = await fs.open(file, 'w');
     try {
-      const enc = encodeSnapshot(prepared, version);
+      // each chunk is written before the next is asked for: one buffer serves them all
+      const enc = encodeSnapshot(prepared, version, 1);
       for (const chunk of enc.chunks) await fh.write(chunk);
       const manifest = enc.manifest();
       const footer = Buffer.alloc(FOOTER_SIZE);

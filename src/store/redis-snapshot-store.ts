@@ -69,7 +69,8 @@ export class RedisSnapshotStore implements SnapshotStore {
       const key = versionKey(ref);
       // Recorded first, so a publisher killed midway leaves something the next clean-up finds.
       await r.zadd(snapKey(org, 'versions'), version, String(version));
-      const enc = encodeSnapshot(prepared, version);
+      // at most WINDOW - 1 chunks are in flight when the next is asked for (see the loop)
+      const enc = encodeSnapshot(prepared, version, WINDOW);
       let i = 0,
         inFlight: Promise<unknown>[] = [];
       for (const chunk of enc.chunks) {

@@ -130,6 +130,30 @@ describe('snapshot format', () => {
     assert.ok(sizes.length > 1);
     for (const s of sizes) assert.ok(s <= CHUNK_MAX, `chunk of ${s} bytes`);
   });
+
+  test('chunks from a ring of reused buffers are the same bytes, for a consumer holding up to reuse - 1', () => {
+    const g = generate(11, 2000, 30000);
+    g.messages.forEach((m, i) => {
+      m.content = `${i} `.repeat(60);
+    });
+    const prepared = prepareSnapshot(orgData(g));
+    const fresh = [...encodeSnapshot(prepared, 1).chunks].map((c) => Buffer.from(c));
+    assert.ok(fresh.filter((c) => c.length >= CHUNK_MAX / 4).length >= 3, 'several full chunks');
+    for (const reuse of [1, 2, 3]) {
+      // the consumer keeps views of its last reuse - 1 chunks, and reads each as it lets it go
+      const held: Uint8Array[] = [];
+      const seen: Buffer[] = [];
+      for (const chunk of encodeSnapshot(prepared, 1, reuse).chunks) {
+        held.push(chunk);
+        if (held.length === reuse) seen.push(Buffer.from(held.shift()!));
+      }
+      for (const c of held) seen.push(Buffer.from(c));
+      assert.equal(seen.length, fresh.length);
+      seen.forEach((c, i) => {
+        assert.ok(c.equals(fresh[i]), `reuse ${reuse}: chunk ${i} differs`);
+      });
+    }
+  });
 });
 
 backendCases(embeddedHarness());
