@@ -143,8 +143,9 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   let conversations = 0;
   const tokenRenumber = new Uint32Array(interner.size).fill(NONE);
   let vocabulary = 0;
-  const seqStart = new Uint32Array(n + 1);
-  const seq = new Uint32Array(srcSeqLength);
+  // the token sequences in answer order; let go once encoded (below), before the postings exist
+  let seqStart: Uint32Array | null = new Uint32Array(n + 1);
+  let seq: Uint32Array | null = new Uint32Array(srcSeqLength);
   const contactMessages = new Uint32Array(contactCount + 1);
   let idAt = 0,
     contentAt = 0,
@@ -199,7 +200,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   const df = new Uint32Array(vocabulary);
   const lastMessage = new Uint32Array(vocabulary).fill(NONE);
   for (let o = 0; o < n; o++) {
-    for (let k = seqStart[o], end = seqStart[o + 1]; k < end; k++) {
+    for (let k: number = seqStart[o], end: number = seqStart[o + 1]; k < end; k++) {
       const t = seq[k];
       if (lastMessage[t] !== o) {
         lastMessage[t] = o;
@@ -229,12 +230,13 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     contactKeys[msgContact[o] + 1] += keys;
   }
   for (let c = 0; c < contactCount; c++) contactKeys[c + 1] += contactKeys[c];
-  const stream = new Uint32Array(contactKeys[contactCount]);
+  // (all let go after the fill below: at 10M messages ~0.7 GB the summaries and top lists need)
+  let stream: Uint32Array | null = new Uint32Array(contactKeys[contactCount]);
   // per position p in contact order: where message p's keys start in the stream, its ordinal, combo, time rank
-  const streamStart = new Uint32Array(n + 1);
-  const byContact = new Uint32Array(n);
-  const comboByContact = new Uint8Array(n);
-  const rankByContact = new Uint32Array(n);
+  let streamStart: Uint32Array | null = new Uint32Array(n + 1);
+  let byContact: Uint32Array | null = new Uint32Array(n);
+  let comboByContact: Uint8Array | null = new Uint8Array(n);
+  let rankByContact: Uint32Array | null = new Uint32Array(n);
   // The time rank of ordinal o is the first ordinal with the same sent_at, so equal times tie.
   // One linear pass (build scratch, not kept): walking back per entry was quadratic when many
   // messages share one sent_at (bulk-migrated data stamped with a date).
@@ -271,6 +273,12 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   }
   streamStart[n] = stream.length;
   const keyCount = vocabulary + pairIds.size;
+
+  // Kept for phrase adjacency: varints of frequency ranks, not 32-bit ids (token-seq.ts). The
+  // 32-bit sequences go now: at 10M messages ~0.5 GB that the postings need next.
+  const tokenRank = frequencyRanks(seq, vocabulary);
+  const { seqByteStart, tokenSeqBytes } = encodeTokenSeq(seq, seqStart, tokenRank);
+  seq = seqStart = null;
 
   // Postings and entries per token and pair, counted first, then filled. Walking messages
   // contact by contact makes each token's postings come out grouped by contact.
@@ -350,6 +358,8 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     }
   }
   entryPostStart[entryCount] = postings.length;
+  stream = streamStart = byContact = rankByContact = null;
+  comboByContact = null;
 
   const postStarts = encodePostStarts(entryPostStart);
   const summaries = buildEntrySummaries(
@@ -371,10 +381,6 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     },
     options.topLists ?? TOP_LIST_DEFAULTS,
   );
-
-  // Kept for phrase adjacency: varints of frequency ranks, not 32-bit ids (token-seq.ts).
-  const tokenRank = frequencyRanks(seq, vocabulary);
-  const { seqByteStart, tokenSeqBytes } = encodeTokenSeq(seq, seqStart, tokenRank);
 
   return {
     organizationId: data.organizationId,
