@@ -200,6 +200,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   const df = new Uint32Array(vocabulary);
   const lastMessage = new Uint32Array(vocabulary).fill(NONE);
   for (let o = 0; o < n; o++) {
+    // (k and end typed: seq and seqStart are let go below, and TypeScript cannot infer them here)
     for (let k: number = seqStart[o], end: number = seqStart[o + 1]; k < end; k++) {
       const t = seq[k];
       if (lastMessage[t] !== o) {
