@@ -13,33 +13,42 @@ export function smallestKeys(keys: Float64Array, n: number, need: number, heap: 
     return keys;
   }
   let size = 0;
-  for (let i = 0; i < n; i++) {
-    const k = keys[i];
-    if (size < need) {
-      // sift up
-      let j = size++;
-      while (j > 0) {
-        const parent = (j - 1) >> 1;
-        if (heap[parent] >= k) break;
-        heap[j] = heap[parent];
-        j = parent;
-      }
-      heap[j] = k;
-    } else if (k < heap[0]) {
-      // replace the largest and sift down
-      let j = 0;
-      for (;;) {
-        let child = 2 * j + 1;
-        if (child >= size) break;
-        if (child + 1 < size && heap[child + 1] > heap[child]) child++;
-        if (heap[child] <= k) break;
-        heap[j] = heap[child];
-        j = child;
-      }
-      heap[j] = k;
-    }
-  }
+  for (let i = 0; i < n; i++) size = offerKey(heap, size, need, keys[i]);
   return heap.subarray(0, size).sort();
+}
+
+/**
+ * One key offered to a bounded max-heap of the `need` smallest keys seen so far, heap[0 .. size)
+ * with the largest at heap[0] once full (a key above it cannot enter); returns the new size.
+ * Sorting heap[0 .. size) afterwards gives smallestKeys's answer.
+ */
+export function offerKey(heap: Float64Array, size: number, need: number, k: number): number {
+  if (size < need) {
+    // sift up
+    let j = size;
+    while (j > 0) {
+      const parent = (j - 1) >> 1;
+      if (heap[parent] >= k) break;
+      heap[j] = heap[parent];
+      j = parent;
+    }
+    heap[j] = k;
+    return size + 1;
+  }
+  if (k < heap[0]) {
+    // replace the largest and sift down
+    let j = 0;
+    for (;;) {
+      let child = 2 * j + 1;
+      if (child >= size) break;
+      if (child + 1 < size && heap[child + 1] > heap[child]) child++;
+      if (heap[child] <= k) break;
+      heap[j] = heap[child];
+      j = child;
+    }
+    heap[j] = k;
+  }
+  return size;
 }
 
 /** Quickselect (Hoare): afterwards a[lo..k] are the k - lo + 1 smallest of a[lo..hi]. Keys are distinct. */
