@@ -29,19 +29,29 @@ export function bytesOf(u: Uint8Array): Bytes {
 }
 
 /**
- * A constant JSON piece: its bytes and how many. The count is kept beside them because
- * DataView#byteLength is a builtin call each time (2.4% of a served request's CPU in a profile).
+ * A constant JSON piece: its bytes as little-endian 32-bit words (the last one padded) and how
+ * many bytes. raw() stores the words, up to 3 bytes past the piece that the next write
+ * overwrites: no source to read per byte, and a few stores for the body's commonest writes (a
+ * DataView copy of each piece cost ~15 ns, 1,000 of them a page of 50 items).
  */
 export interface Piece {
-  readonly bytes: Bytes;
+  readonly words: Uint32Array;
   readonly length: number;
 }
 
 /** UTF-8 bytes of a constant JSON piece. */
 export function utf8(s: string): Piece {
-  const bytes = bytesOf(new Uint8Array(Buffer.from(s, 'utf8')));
-  return { bytes, length: bytes.byteLength };
+  const bytes = Buffer.from(s, 'utf8');
+  const padded = new Uint8Array((bytes.length + 3) & ~3);
+  padded.set(bytes);
+  const view = bytesOf(padded);
+  const words = new Uint32Array(padded.length >>> 2);
+  for (let i = 0; i < words.length; i++) words[i] = view.getUint32(4 * i, true);
+  return { words, length: bytes.length };
 }
+
+/** Bytes past a reservation that raw() may store into (its padding), kept free at the buffer's end. */
+const SLACK = 4;
 
 export class BodyWriter {
   buf: Buffer = Buffer.allocUnsafe(1 << 20);
@@ -54,8 +64,8 @@ export class BodyWriter {
 
   /** Room for n more bytes (callers reserve an upper bound before a group of writes). */
   reserve(n: number): void {
-    if (this.pos + n <= this.buf.length) return;
-    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n));
+    if (this.pos + n + SLACK <= this.buf.length) return;
+    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n + SLACK));
     this.buf.copy(next, 0, 0, this.pos);
     this.buf = next;
     this.dv = bytesOf(next);
@@ -63,7 +73,11 @@ export class BodyWriter {
 
   /** A constant piece (reserved by the caller). */
   raw(piece: Piece): void {
-    this.slice(piece.bytes, 0, piece.length);
+    const dv = this.dv;
+    const words = piece.words;
+    const p = this.pos;
+    for (let i = 0; i < words.length; i++) dv.setUint32(p + 4 * i, words[i], true);
+    this.pos = p + piece.length;
   }
 
   /** bytes[from, to) of a column (reserved by the caller). */
@@ -72,16 +86,42 @@ export class BodyWriter {
     const start = this.pos;
     const n = to - from;
     this.pos = start + n;
-    if (n < 4) {
-      for (let k = 0; k < n; k++) dv.setUint8(start + k, bytes.getUint8(from + k));
+    if (n < 16) {
+      if (n < 4) {
+        for (let k = 0; k < n; k++) dv.setUint8(start + k, bytes.getUint8(from + k));
+        return;
+      }
+      // little-endian in and out: the bytes land in their order whatever the machine's. Whole
+      // words, then the last 4 bytes again as one word overlapping the copy (not a byte loop of
+      // 0-3 turns: its unpredictable exit cost as much as the words, 40 -> 23 ns a copy measured)
+      let p = start;
+      for (let i = from, end = to - 4; i < end; i += 4, p += 4) dv.setUint32(p, bytes.getUint32(i, true), true);
+      dv.setUint32(start + n - 4, bytes.getUint32(to - 4, true), true);
       return;
     }
-    // little-endian in and out: the bytes land in their order whatever the machine's. Whole
-    // words, then the last 4 bytes again as one word overlapping the copy (not a byte loop of
-    // 0-3 turns: its unpredictable exit cost as much as the words, 40 -> 23 ns a copy measured)
+    // 16 bytes a turn, four loads then four stores, and the last 16 bytes again overlapping: a
+    // contact's JSON (~330 bytes) copied in 57 ns against 100 a word at a time
     let p = start;
-    for (let i = from, end = to - 4; i < end; i += 4, p += 4) dv.setUint32(p, bytes.getUint32(i, true), true);
-    dv.setUint32(start + n - 4, bytes.getUint32(to - 4, true), true);
+    for (let i = from, end = to - 16; i < end; i += 16, p += 16) {
+      const a = bytes.getUint32(i, true),
+        b = bytes.getUint32(i + 4, true),
+        c = bytes.getUint32(i + 8, true),
+        d = bytes.getUint32(i + 12, true);
+      dv.setUint32(p, a, true);
+      dv.setUint32(p + 4, b, true);
+      dv.setUint32(p + 8, c, true);
+      dv.setUint32(p + 12, d, true);
+    }
+    const i = to - 16;
+    p = start + n - 16;
+    const a = bytes.getUint32(i, true),
+      b = bytes.getUint32(i + 4, true),
+      c = bytes.getUint32(i + 8, true),
+      d = bytes.getUint32(i + 12, true);
+    dv.setUint32(p, a, true);
+    dv.setUint32(p + 4, b, true);
+    dv.setUint32(p + 8, c, true);
+    dv.setUint32(p + 12, d, true);
   }
 
   /** A JS string as UTF-8 (reserves it itself): for the small per-request echo. */

@@ -21,8 +21,10 @@ const FIRST_MATCHED = utf8(',"first_matched_at":"');
 const LAST_MATCHED = utf8('","last_matched_at":"');
 const MESSAGES_OPEN = utf8('","messages":[');
 const ITEM_CLOSE = utf8(']}');
+/** a message's close is written with what follows it: the next message's open, or the list's close */
 const MESSAGE_OPEN = utf8('{"id":"');
-const NEXT_MESSAGE_OPEN = utf8(',{"id":"');
+const NEXT_MESSAGE_OPEN = utf8('"},{"id":"');
+const LAST_MESSAGE_ITEM_CLOSE = utf8('"}]}');
 const CONVERSATION = utf8('","conversation_id":"');
 /** per combo (direction * CHANNEL_COUNT + channel): the channel and direction fields and the opening of content */
 const COMBO = Array.from({ length: 2 * CHANNEL_COUNT }, (_, combo) =>
@@ -31,7 +33,6 @@ const COMBO = Array.from({ length: 2 * CHANNEL_COUNT }, (_, combo) =>
   ),
 );
 const SENT_AT = utf8('","sent_at":"');
-const MESSAGE_CLOSE = utf8('"}');
 const PAGINATION = utf8('],"pagination":{"limit":');
 const OFFSET = utf8(',"offset":');
 const COUNT = utf8(',"count":');
@@ -58,7 +59,7 @@ const BODY_CLOSE = utf8('}}');
 const ITEM_FIXED = 320;
 const MESSAGE_FIXED = 200;
 
-/** Writes one message object (spec 2.3, full form). */
+/** Writes one message object (spec 2.3, full form) but its closing `"}` (see NEXT_MESSAGE_OPEN). */
 function writeMessage(out: BodyWriter, index: OrgIndex, text: TextViews, o: number, first: boolean): void {
   const { msgIdOffsets, msgContentOffsets, conversationIdOffsets } = index;
   const conv = index.msgConversation[o];
@@ -77,7 +78,6 @@ function writeMessage(out: BodyWriter, index: OrgIndex, text: TextViews, o: numb
   out.slice(text.content, textFrom, textTo);
   out.raw(SENT_AT);
   out.isoAt(index.msgSentAt, o);
-  out.raw(MESSAGE_CLOSE);
 }
 
 /** Writes the result item of one matching contact (spec 2.2). */
@@ -109,8 +109,8 @@ export function writeItem(
   out.isoAt(index.msgSentAt, w.newest);
   out.raw(MESSAGES_OPEN);
   for (let i = 0; i < w.picked; i++) writeMessage(out, index, s.text, s.picked[i], i === 0);
-  out.reserve(ITEM_CLOSE.length);
-  out.raw(ITEM_CLOSE);
+  out.reserve(LAST_MESSAGE_ITEM_CLOSE.length);
+  out.raw(w.picked > 0 ? LAST_MESSAGE_ITEM_CLOSE : ITEM_CLOSE);
 }
 
 /** Closes `data` and writes `pagination` and `query`: the end of every 200 body. */

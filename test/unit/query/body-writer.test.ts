@@ -140,3 +140,19 @@ test('slice copies any run of a column at any output position, byte for byte (fa
     { numRuns: 20_000 },
   );
 });
+
+test('raw writes constant pieces of any length back to back, its word padding overwritten (fast-check)', () => {
+  fc.assert(
+    fc.property(fc.array(fc.string({ maxLength: 23 }), { maxLength: 12 }), fc.nat(40), (texts, room) => {
+      const w = new BodyWriter();
+      // a buffer that ends just past the reservation: the padding must not write beyond it
+      w.buf = Buffer.alloc(room);
+      w.dv = bytesOf(w.buf);
+      const pieces = texts.map(utf8);
+      w.reserve(pieces.reduce((n, p) => n + p.length, 0));
+      for (const p of pieces) w.raw(p);
+      assert.equal(Buffer.from(w.view()).toString('utf8'), texts.join(''));
+    }),
+    { numRuns: 20_000 },
+  );
+});
