@@ -77,6 +77,11 @@ export function walkContact(
     }
     return;
   }
+  if (k <= FEW_TERMS && withoutPhrase(views)) {
+    for (let j = 0; j < k; j++) termRange(plan, s, j, c, entry, term);
+    walkFew(plan, s, messagesLimit, w, k);
+    return;
+  }
   if (k >= UNION_BY_SORT) {
     walkBySort(plan, s, c, messagesLimit, w, entry, term);
     return;
@@ -96,6 +101,48 @@ export function walkContact(
       if (passes && !matched) matched = phrase === null || containsPhrase(index, o, phrase);
     }
     if (matched) counted(index, s, w, o, messagesLimit);
+  }
+}
+
+/**
+ * walkContact's merge for two or three terms without a phrase (s.pos / s.end set by termRange;
+ * a third term's range empty for two): a cursor a term in locals, a message in several lists
+ * counted once. The k-way loop's scans over the terms and their phrase tests, and walkBySort's
+ * gathering and sorting, cost more than the postings they read. Measured on pages of 50 (search
+ * plus rendering): 2 terms all 54.7 -> 45 µs, 3 terms any 60.9 -> 50.7, 3 terms all 101 -> 80.
+ */
+function walkFew(plan: Plan, s: Scratch, messagesLimit: number, w: Walk, k: number): void {
+  const { index, mask, hi } = plan;
+  const { postings, msgCombo } = index;
+  let p0 = s.pos[0],
+    p1 = s.pos[1],
+    p2 = s.pos[2];
+  const e0 = s.end[0],
+    e1 = s.end[1],
+    e2 = k === 3 ? s.end[2] : 0;
+  if (k === 2) {
+    // its own loop: the third cursor's tests cost two terms 7% (44.0 -> 47.1 µs a page)
+    for (;;) {
+      const a = p0 < e0 ? postings[p0] : NONE;
+      const b = p1 < e1 ? postings[p1] : NONE;
+      const o = a < b ? a : b;
+      // NONE when every list is done: hi is at most the message count, below NONE
+      if (o >= hi) return;
+      if (a === o) p0++;
+      if (b === o) p1++;
+      if (((1 << msgCombo[o]) & mask) !== 0) counted(index, s, w, o, messagesLimit);
+    }
+  }
+  for (;;) {
+    const a = p0 < e0 ? postings[p0] : NONE;
+    const b = p1 < e1 ? postings[p1] : NONE;
+    const c = p2 < e2 ? postings[p2] : NONE;
+    const o = a < b ? (a < c ? a : c) : b < c ? b : c;
+    if (o >= hi) return;
+    if (a === o) p0++;
+    if (b === o) p1++;
+    if (c === o) p2++;
+    if (((1 << msgCombo[o]) & mask) !== 0) counted(index, s, w, o, messagesLimit);
   }
 }
 
@@ -149,6 +196,14 @@ function walkSummarized(
   }
 }
 
+/** No view is a phrase (walkFew reads no token sequence). */
+function withoutPhrase(views: readonly { phrase: unknown }[]): boolean {
+  for (let j = 0; j < views.length; j++) if (views[j].phrase !== null) return false;
+  return true;
+}
+
+/** Up to this many terms without a phrase, walkFew merges a contact's lists with a cursor each in locals. */
+const FEW_TERMS = 3;
 /** From this many terms on, a contact's lists are gathered and merged once (walkBySort), not merged a posting at a time. */
 const UNION_BY_SORT = 3;
 /** Up to this many gathered postings walkBySort sorts by insertion (see there). */
