@@ -54,6 +54,11 @@ export interface Scratch {
   viewContact: Array<ContactColumn | undefined>;
   viewEntry: Array<Uint32Array | undefined>;
   text: TextViews;
+  /**
+   * entryFlags as 32-bit words, entry 2i in the low half of word i, for reading two entries' flags
+   * at once (match.ts, matchFiltered); null on a big-endian machine or an unaligned column
+   */
+  flagPairs: Uint32Array | null;
 }
 
 const scratches = new WeakMap<OrgIndex, Scratch>();
@@ -90,11 +95,20 @@ export function scratchFor(index: OrgIndex): Scratch {
         content: bytesOf(index.msgContentBytes),
         contactJson: bytesOf(index.contactJsonBytes),
       },
+      flagPairs: flagPairsOf(index.entryFlags),
     };
     scratches.set(index, s);
   }
   nextGeneration(s);
   return s;
+}
+
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** The flags as words of two entries (see Scratch.flagPairs), or null. */
+function flagPairsOf(flags: Uint16Array): Uint32Array | null {
+  if (!LITTLE_ENDIAN || flags.byteOffset % 4 !== 0) return null;
+  return new Uint32Array(flags.buffer, flags.byteOffset, flags.length >>> 1);
 }
 
 /** Starts a new generation: every stamp of the previous one reads as unseen. */
