@@ -9,7 +9,7 @@ import type { SearchRequest, SearchResponse } from '../request/search-request.js
 import { filterMask } from './filter-mask.js';
 import { matchContacts } from './match.js';
 import type { Plan } from './plan.js';
-import { emptyBody, openBody, writeItem, writeTail } from './render.js';
+import { emptyBody, openBody, writePage, writeTail } from './render.js';
 import { type Scratch, scratchFor } from './scratch.js';
 import { termView, type TermView } from './term-view.js';
 import { topPage } from './top-page.js';
@@ -38,8 +38,7 @@ function topListBody(plan: Plan, s: Scratch, req: SearchRequest): Uint8Array | n
   if (req.offset >= need) return emptyBody(req, count);
   const out = openBody();
   // topPage left each page contact's entry of one term in s.pageEntry (no search for it again)
-  for (let i = req.offset; i < need; i++)
-    writeItem(out, plan, s, s.touched[i], req.messagesLimit, i === req.offset, s.pageEntry[i], s.pageTerm[i]);
+  writePage(out, plan, s, req.offset, need, req.messagesLimit, true);
   return writeTail(out, req, count, need - req.offset);
 }
 
@@ -80,11 +79,10 @@ export function searchBody(index: OrgIndex | null, req: SearchRequest): Uint8Arr
   if (req.offset >= need) return emptyBody(req, count);
 
   const top = smallestKeys(s.keys, count, need, s.heap, req.offset);
+  // the page's contacts where writePage reads them (matchContacts is done with s.touched)
+  for (let i = req.offset; i < need; i++) s.touched[i] = index.contactByIdRank[top[i] % index.contactCount];
   const out = openBody();
-  for (let i = req.offset; i < need; i++) {
-    const c = index.contactByIdRank[top[i] % index.contactCount];
-    writeItem(out, plan, s, c, req.messagesLimit, i === req.offset);
-  }
+  writePage(out, plan, s, req.offset, need, req.messagesLimit, false);
   return writeTail(out, req, count, need - req.offset);
 }
 

@@ -59,6 +59,12 @@ export interface Scratch {
    * at once (match.ts, matchFiltered); null on a big-endian machine or an unaligned column
    */
   flagPairs: Uint32Array | null;
+  /** a page's walks, its picked messages and their columns (render.ts, writePage), grown when needed */
+  pageItems: Int32Array;
+  pagePicked: Uint32Array;
+  pageMessages: Uint32Array;
+  /** where writePage leaves what its cache-warming reads add up to, so that they are kept */
+  sink: number;
 }
 
 const scratches = new WeakMap<OrgIndex, Scratch>();
@@ -96,6 +102,10 @@ export function scratchFor(index: OrgIndex): Scratch {
         contactJson: bytesOf(index.contactJsonBytes),
       },
       flagPairs: flagPairsOf(index.entryFlags),
+      pageItems: new Int32Array(0),
+      pagePicked: new Uint32Array(0),
+      pageMessages: new Uint32Array(0),
+      sink: 0,
     };
     scratches.set(index, s);
   }
