@@ -1,7 +1,8 @@
 /**
  * The walk of one page contact: its counting messages newest first, for match_count,
  * conversations_count, first and last matched_at and the first few messages. One term reads its
- * list (or its summary), two merge, more gather and sort.
+ * list (or its summary), two or three without a phrase merge with a cursor each, the rest (more
+ * terms, or a phrase among two or three) merge a posting at a time or gather and sort.
  */
 import { summaryAt } from '../index/entry-summaries.js';
 import { NONE } from '../index/layout.js';
