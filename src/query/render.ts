@@ -135,8 +135,9 @@ export function writePage(
     sink ^= touch(conversationIdBytes, msgs[at + 2], msgs[at + 3]);
     sink ^= touch(msgContentBytes, msgs[at + 4], msgs[at + 5]);
   }
-  for (let i = 0; i < n; i++) if (msgSentAt[items[i * ITEM_WORDS + 3]] > 0) sink++;
   for (let i = 0; i < n; i++) {
+    // the oldest counting message's time (first_matched_at; the newest is a picked one) and the contact
+    if (msgSentAt[items[i * ITEM_WORDS + 3]] > 0) sink++;
     const c = s.touched[from + i];
     sink ^= touch(contactJsonBytes, contactJsonOffsets[c], contactJsonOffsets[c + 1]);
   }
