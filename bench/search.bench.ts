@@ -84,7 +84,7 @@ async function main(): Promise<void> {
   console.log(
     `index memory: ${(perIndex / MESSAGES).toFixed(1)} bytes/message in all, of which message text ${(textBytes / MESSAGES).toFixed(1)}, ` +
       `overhead beyond the text ${((perIndex - textBytes) / MESSAGES).toFixed(1)} (vocabulary ${index.tokenIds.size}, pairs ${index.pairIds.size}, ` +
-      `postings ${index.postings.length}, contact entries ${index.entryContact.length}, token sequence ${index.tokenSeqBytes.length} bytes)` +
+      `stored postings ${index.storedPostings.length}, contact entries ${index.entryContact.length}, token sequence ${index.tokenSeqBytes.length} bytes)` +
       (gc ? '' : ' [run with --expose-gc for exact figures]'),
   );
   if (second.messageCount !== index.messageCount) throw new Error('bench: builds differ');

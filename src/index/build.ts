@@ -4,7 +4,17 @@ import { Growable } from '../model/growable.js';
 import type { Contact, OrgData } from '../model/records.js';
 import { internTokens } from '../text/analyze.js';
 import { TokenInterner } from '../text/token-interner.js';
-import { CHANNEL_COUNT, comboOf, NONE, OUT_FAR, OUT_SHIFT, OUT_UNTIED, timeRanks } from './layout.js';
+import {
+  CHANNEL_COUNT,
+  comboOf,
+  HEAD_INLINE,
+  NO_INBOUND,
+  NONE,
+  OUT_FAR,
+  OUT_SHIFT,
+  OUT_UNTIED,
+  timeRanks,
+} from './layout.js';
 import { contactColumn, type OrgIndex } from './org-index.js';
 import { buildEntrySummaries, SUMMARY_MIN_DEFAULT } from './entry-summaries.js';
 import { encodePostStarts } from './post-starts.js';
@@ -362,9 +372,19 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   stream = streamStart = byContact = rankByContact = null;
   comboByContact = null;
 
+  const storedPostings = inlineHeads(postings, entryPostStart, entryNewestIn, entryFlags);
   const postStarts = encodePostStarts(entryPostStart);
   const summaries = buildEntrySummaries(
-    { ...postStarts, entryCount, postings, msgCombo, msgConversation, conversationCount },
+    {
+      ...postStarts,
+      entryCount,
+      entryFlags,
+      entryNewestIn,
+      storedPostings,
+      msgCombo,
+      msgConversation,
+      conversationCount,
+    },
     options.summaryMin ?? SUMMARY_MIN_DEFAULT,
   );
   const top = buildTopLists(
@@ -374,7 +394,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
       entryNewestIn,
       entryFlags,
       ...postStarts,
-      postings,
+      storedPostings,
       msgCombo,
       msgSentAt,
       contactIdRank,
@@ -406,11 +426,50 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     ...postStarts,
     entryFlags,
     entryNewestIn,
-    postings,
+    storedPostings,
+    keyFrequency: keyDf,
     ...summaries,
     tokenRank,
     seqByteStart,
     tokenSeqBytes,
     ...top,
   };
+}
+
+/**
+ * Takes each entry's first message out of the postings when entryNewestIn can give its ordinal
+ * (layout.ts, HEAD_INLINE): the entry has no inbound message (entryNewestIn becomes NO_INBOUND and
+ * the ordinal), or its first message is its newest inbound one and that one's time rank is its
+ * ordinal (untied). Compacts `postings` in place, rewrites `starts` (entries + 1 values) for what
+ * is left, and returns it as a right-sized copy.
+ */
+function inlineHeads(
+  postings: Uint32Array,
+  starts: Uint32Array,
+  newestIn: Uint32Array,
+  flags: Uint16Array,
+): Uint32Array {
+  const entryCount = starts.length - 1;
+  let w = 0;
+  let from = starts[0];
+  for (let e = 0; e < entryCount; e++) {
+    const to = starts[e + 1];
+    starts[e] = w;
+    let p = from;
+    const head = postings[p];
+    const r = newestIn[e];
+    if (r === NONE) {
+      newestIn[e] = (NO_INBOUND | head) >>> 0;
+      flags[e] |= HEAD_INLINE;
+      p++;
+    } else if (r === head && ((flags[e] >>> OUT_SHIFT) & OUT_FAR) !== 1) {
+      // the first message is inbound (an outbound first has code 1) and untied
+      flags[e] |= HEAD_INLINE;
+      p++;
+    }
+    for (; p < to; p++) postings[w++] = postings[p];
+    from = to;
+  }
+  starts[entryCount] = w;
+  return postings.slice(0, w);
 }

@@ -1,5 +1,5 @@
 /**
- * Summaries of long entries: for every (token, contact) entry with at least `min` postings, per
+ * Summaries of long entries: for every (token, contact) entry with at least `min` messages, per
  * direction mode (INBOUND, OUTBOUND, BOTH: layout.ts) the exact match_count, conversations_count
  * and oldest ordinal (first_matched_at) of an unfiltered one-token query. Rendering such a contact
  * then reads its first few postings (the newest and the page's messages), not all of them: a
@@ -11,7 +11,7 @@
  * summaries take 0.45 bytes a message. (In process, a minimum of 16 (1.9 B a message) was no
  * faster than 32 or 64: 31-33 µs for the common term against 29.5.)
  */
-import { BOTH, CHANNEL_COUNT, INBOUND, NONE, OUTBOUND, TOP_MODES } from './layout.js';
+import { BOTH, CHANNEL_COUNT, entryHead, HEAD_INLINE, INBOUND, NONE, OUTBOUND, TOP_MODES } from './layout.js';
 import { lowerBound } from './lower-bound.js';
 import { type PostStarts, postStart } from './post-starts.js';
 
@@ -39,18 +39,26 @@ export const SUMMARY_SECTIONS = ['summaryMin', 'summaryEntries', 'summaryValues'
 /** What the build (or a loader, for a snapshot written before summaries) passes. */
 export interface SummarySource extends PostStarts {
   readonly entryCount: number;
-  readonly postings: Uint32Array;
+  /** HEAD_INLINE: the entry's first message is entryHead's, not stored (layout.ts) */
+  readonly entryFlags: Uint16Array;
+  readonly entryNewestIn: Uint32Array;
+  readonly storedPostings: Uint32Array;
   readonly msgCombo: Uint8Array;
   readonly msgConversation: Uint32Array;
   readonly conversationCount: number;
 }
 
-/** Summaries of every entry of `x` with at least `min` postings (min >= 1). */
+/** Messages of entry e: its stored postings and its inline head. */
+function messagesOf(x: SummarySource, e: number): number {
+  return postStart(x, e + 1) - postStart(x, e) + ((x.entryFlags[e] & HEAD_INLINE) !== 0 ? 1 : 0);
+}
+
+/** Summaries of every entry of `x` with at least `min` messages (min >= 1). */
 export function buildEntrySummaries(x: SummarySource, min: number): EntrySummaries {
   if (!(Number.isSafeInteger(min) && min >= 1)) throw new Error(`index: summary minimum must be >= 1, got ${min}`);
-  const { entryCount, postings, msgCombo, msgConversation } = x;
+  const { entryCount, storedPostings: postings, msgCombo, msgConversation } = x;
   let count = 0;
-  for (let e = 0; e < entryCount; e++) if (postStart(x, e + 1) - postStart(x, e) >= min) count++;
+  for (let e = 0; e < entryCount; e++) if (messagesOf(x, e) >= min) count++;
   const summaryEntries = new Uint32Array(count);
   const summaryValues = new Uint32Array(count * SUMMARY_WIDTH);
   // a conversation is counted once per entry and mode: the stamp of the last entry that counted it
@@ -59,14 +67,11 @@ export function buildEntrySummaries(x: SummarySource, min: number): EntrySummari
     stampBoth = new Uint32Array(x.conversationCount);
   let i = 0;
   for (let e = 0; e < entryCount; e++) {
-    const from = postStart(x, e),
-      end = postStart(x, e + 1);
-    if (end - from < min) continue;
+    if (messagesOf(x, e) < min) continue;
     const tag = i + 1;
     const v = i * SUMMARY_WIDTH;
     summaryValues[v + INBOUND * 3 + 2] = summaryValues[v + OUTBOUND * 3 + 2] = NONE;
-    for (let p = from; p < end; p++) {
-      const o = postings[p];
+    const add = (o: number): void => {
       const conv = msgConversation[o];
       const inbound = msgCombo[o] < CHANNEL_COUNT;
       const at = v + (inbound ? INBOUND : OUTBOUND) * 3;
@@ -76,7 +81,7 @@ export function buildEntrySummaries(x: SummarySource, min: number): EntrySummari
         stamp[conv] = tag;
         summaryValues[at + 1]++;
       }
-      summaryValues[at + 2] = o; // postings ascend: the last one is the oldest
+      summaryValues[at + 2] = o; // messages ascend: the last one is the oldest
       const both = v + BOTH * 3;
       summaryValues[both]++;
       if (stampBoth[conv] !== tag) {
@@ -84,7 +89,9 @@ export function buildEntrySummaries(x: SummarySource, min: number): EntrySummari
         summaryValues[both + 1]++;
       }
       summaryValues[both + 2] = o;
-    }
+    };
+    if ((x.entryFlags[e] & HEAD_INLINE) !== 0) add(entryHead(x, e));
+    for (let p = postStart(x, e), end = postStart(x, e + 1); p < end; p++) add(postings[p]);
     summaryEntries[i++] = e;
   }
   return { summaryMin: Uint32Array.of(min), summaryEntries, summaryValues };

@@ -24,8 +24,14 @@ export const INBOUND_COMBOS = (1 << CHANNEL_COUNT) - 1;
  * where the entry's newest outbound message is, so that it needs no column of its own (a Uint32
  * column was 4 bytes an entry, 13 B a message at 1M). Inbound is the default direction of a query,
  * so its newest keeps a column (entryNewestIn); outbound and both read one posting more.
- * - OUT_SHIFT.. (5 bits): 0 no outbound message; 1 .. OUT_FAR - 1: it is posting (code - 1) of the
- *   entry; OUT_FAR: posting OUT_FAR - 1 or later (a long run of inbound messages first; scan).
+ * - OUT_SHIFT.. (4 bits): 0 no outbound message; 1 .. OUT_FAR - 1: it is the entry's message
+ *   (code - 1), counting the head (below); OUT_FAR: message OUT_FAR - 1 or later (a long run of
+ *   inbound messages first; scan).
+ * - HEAD_INLINE (bit 14): the entry's first (newest) message is not in storedPostings: its
+ *   ordinal is entryNewestIn's (entryHead). 71% of the entries have one message, and most first
+ *   messages are either the newest inbound one with a time of its own (entryNewestIn holds its
+ *   ordinal already) or of an entry without inbound messages (entryNewestIn holds
+ *   NO_INBOUND | its ordinal): 22 B a message at 1M that the postings no longer repeat.
  * - OUT_UNTIED (bit 15): its sent_at differs from the message before it, so its time rank is its
  *   ordinal and no sent_at is read (the common case; ties take timeRank).
  */
@@ -33,37 +39,69 @@ export const COMBO_BITS = (1 << (2 * CHANNEL_COUNT)) - 1;
 /** Bits of the outbound combos in a combo mask. */
 export const OUTBOUND_COMBOS = COMBO_BITS & ~INBOUND_COMBOS;
 export const OUT_SHIFT = 2 * CHANNEL_COUNT;
-export const OUT_FAR = 31;
+export const OUT_FAR = 15;
+export const HEAD_INLINE = 0x4000;
 export const OUT_UNTIED = 0x8000;
-if (OUT_SHIFT + 5 > 15) throw new Error('layout: the combos leave no room for entryFlags');
+if (OUT_SHIFT + 4 > 14) throw new Error('layout: the combos leave no room for entryFlags');
+
+/**
+ * entryNewestIn of an entry without inbound messages: this bit, and the ordinal of its first
+ * message (the head, always inline then). Above every time rank and every window's end, so a test
+ * `r >= hi` or `r < NO_INBOUND` reads "no inbound message" as NONE did.
+ */
+export const NO_INBOUND = 0x80000000;
+const ORDINAL_BITS = 0x7fffffff;
 
 /** The columns newestOutbound and newestOfEntry read (an OrgIndex has them; the build passes its own). */
 export interface EntryNewestColumns extends PostStarts {
   readonly entryNewestIn: Uint32Array;
   readonly entryFlags: Uint16Array;
-  readonly postings: Uint32Array;
+  readonly storedPostings: Uint32Array;
   readonly msgCombo: Uint8Array;
   readonly msgSentAt: Float64Array;
 }
 
+/** Ordinal of entry e's first message when its flags have HEAD_INLINE (not in storedPostings). */
+export function entryHead(x: { readonly entryNewestIn: Uint32Array }, e: number): number {
+  return x.entryNewestIn[e] & ORDINAL_BITS;
+}
+
+/**
+ * Entry e's messages, newest first, whatever is inline (tests, tools and the build's second
+ * readings; the query reads the head and the stored postings itself).
+ */
+export function entryOrdinals(x: EntryNewestColumns, e: number): number[] {
+  const out: number[] = [];
+  if ((x.entryFlags[e] & HEAD_INLINE) !== 0) out.push(entryHead(x, e));
+  for (let p = postStart(x, e), end = postStart(x, e + 1); p < end; p++) out.push(x.storedPostings[p]);
+  return out;
+}
+
 /**
  * Time rank of entry e's newest outbound message, or -1 (never NONE: a value outside the
- * small-integer range returned from a call is boxed). One posting read, near the entry's start.
+ * small-integer range returned from a call is boxed). One posting read, near the entry's start,
+ * or none when it is the inline head.
  */
 export function newestOutbound(x: EntryNewestColumns, e: number): number {
   const f = x.entryFlags[e];
   const code = (f >>> OUT_SHIFT) & OUT_FAR;
   if (code === 0) return -1;
-  const postings = x.postings;
-  let p = postStart(x, e) + code - 1;
-  if (code === OUT_FAR) {
-    // rare: 30 or more newer inbound messages first; the flags say an outbound one follows
-    const { msgCombo } = x;
-    const end = postStart(x, e + 1);
-    while (p < end && msgCombo[postings[p]] < CHANNEL_COUNT) p++;
-    if (p === end) return -1;
+  let o: number;
+  const inline = (f & HEAD_INLINE) !== 0;
+  if (code === 1 && inline) o = entryHead(x, e);
+  else {
+    const postings = x.storedPostings;
+    // message (code - 1) of the entry, the inline head not being stored
+    let p = postStart(x, e) + code - 1 - (inline ? 1 : 0);
+    if (code === OUT_FAR) {
+      // rare: 14 or more newer inbound messages first; the flags say an outbound one follows
+      const { msgCombo } = x;
+      const end = postStart(x, e + 1);
+      while (p < end && msgCombo[postings[p]] < CHANNEL_COUNT) p++;
+      if (p === end) return -1;
+    }
+    o = postings[p];
   }
-  const o = postings[p];
   return (f & OUT_UNTIED) !== 0 ? o : timeRank(x.msgSentAt, o);
 }
 
@@ -77,7 +115,7 @@ export function newestOfEntry(x: EntryNewestColumns, e: number): number {
 export function newestOf(x: EntryNewestColumns, e: number, direction: number): number {
   if (direction === INBOUND) {
     const r = x.entryNewestIn[e];
-    return r === NONE ? -1 : r;
+    return r >= NO_INBOUND ? -1 : r;
   }
   return direction === OUTBOUND ? newestOutbound(x, e) : newestOfEntry(x, e);
 }

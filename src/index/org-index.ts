@@ -5,12 +5,13 @@
  * any list ascending ordinals are newest first, and a date range is one contiguous ordinal window.
  *
  * Postings are grouped by (token, contact): the entries of token t are
- * entryStart[t] .. entryStart[t+1], sorted by contact ordinal; entry e's messages are
- * postings[postStart(e) .. postStart(e+1)] (post-starts.ts), ascending ordinals. Queries therefore work
- * per matching contact, not per matching message, and a contact's newest match is its first.
+ * entryStart[t] .. entryStart[t+1], sorted by contact ordinal; entry e's messages are its head
+ * when inline (entryFlags HEAD_INLINE: entryHead, layout.ts), then
+ * storedPostings[postStart(e) .. postStart(e+1)] (post-starts.ts), ascending ordinals. Queries
+ * therefore work per matching contact, not per matching message, and a contact's newest match is
+ * its first.
  */
 import type { EntrySummaries } from './entry-summaries.js';
-import { postStart } from './post-starts.js';
 import type { PairLookup, TokenLookup } from './shared-dictionary.js';
 
 export interface OrgIndex extends EntrySummaries {
@@ -73,9 +74,15 @@ export interface OrgIndex extends EntrySummaries {
    * high bits: where its newest outbound message is (layout.ts, newestOutbound)
    */
   readonly entryFlags: Uint16Array;
-  /** time rank (first ordinal of equal sent_at) of the entry's newest inbound message, or NONE (layout.ts) */
+  /**
+   * time rank (first ordinal of equal sent_at) of the entry's newest inbound message, or
+   * NO_INBOUND | the ordinal of its first message (layout.ts)
+   */
   readonly entryNewestIn: Uint32Array;
-  readonly postings: Uint32Array;
+  /** each entry's messages but an inline head (see the top) */
+  readonly storedPostings: Uint32Array;
+  /** messages of each token and pseudo-token (its document frequency; the postings no longer give it) */
+  readonly keyFrequency: Uint32Array;
   /** frequency rank of each token id (0 = commonest): what tokenSeqBytes writes */
   readonly tokenRank: Uint32Array;
   /**
@@ -111,7 +118,7 @@ export function contactColumn(contactCount: number, length: number): ContactColu
 
 /** Messages of token t in the whole organization (its document frequency). */
 export function tokenFrequency(index: OrgIndex, t: number): number {
-  return postStart(index, index.entryStart[t + 1]) - postStart(index, index.entryStart[t]);
+  return index.keyFrequency[t];
 }
 
 /** Fields of OrgIndex that are typed arrays: what a worker thread transfers (not copies). */
@@ -136,7 +143,8 @@ export const TYPED_ARRAY_FIELDS = [
   'entryPostFar',
   'entryFlags',
   'entryNewestIn',
-  'postings',
+  'storedPostings',
+  'keyFrequency',
   'summaryMin',
   'summaryEntries',
   'summaryValues',

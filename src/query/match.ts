@@ -4,9 +4,11 @@
  * deciding each contact from its newest counting posting, most often without reading the rest.
  */
 import {
+  entryHead,
+  HEAD_INLINE,
   INBOUND,
   INBOUND_COMBOS,
-  NONE,
+  NO_INBOUND,
   newestOf,
   newestOutbound,
   OUT_FAR,
@@ -25,11 +27,23 @@ import { containsPhrase, type TermView } from './term-view.js';
 function newestCounting(plan: Plan, v: TermView, e: number): number {
   const { index } = plan;
   const g = v.entry === null ? e : v.entry[e];
-  if ((index.entryFlags[g] & plan.mask) === 0) return -1;
+  const f = index.entryFlags[g];
+  if ((f & plan.mask) === 0) return -1;
   // inbound (the default): an entry whose newest inbound message is older than the date window
   // has none in it, decided without reading its postings (a quarter of a common word's entries)
   if (plan.direction === INBOUND && index.entryNewestIn[g] >= plan.hi) return -1;
-  const { msgCombo, postings } = index;
+  const { msgCombo, storedPostings: postings } = index;
+  if ((f & HEAD_INLINE) !== 0) {
+    // the inline head is the entry's newest message
+    const o = entryHead(index, g);
+    if (o >= plan.hi) return -1;
+    if (
+      o >= plan.lo &&
+      ((1 << msgCombo[o]) & plan.mask) !== 0 &&
+      (v.phrase === null || containsPhrase(index, o, v.phrase))
+    )
+      return o;
+  }
   const end = postStart(index, g + 1);
   let p = postStart(index, g);
   if (plan.lo > 0) p = postingsLowerBound(postings, p, end, plan.lo);
@@ -75,14 +89,26 @@ function newestFiltered(plan: Plan, e: number): number {
   return scanFiltered(plan, e);
 }
 
-/** newestFiltered's scan of entry e's postings in the date window, for the first passing channel. */
+/** newestFiltered's scan of entry e's messages in the date window, for the first passing channel. */
 function scanFiltered(plan: Plan, e: number): number {
   const { index, mask, lo, hi } = plan;
-  const { postings, msgCombo } = index;
+  if ((index.entryFlags[e] & HEAD_INLINE) !== 0) {
+    // the inline head is the entry's newest message
+    const o = entryHead(index, e);
+    if (o >= hi) return -1;
+    if (o >= lo && ((1 << index.msgCombo[o]) & mask) !== 0) return timeRank(index.msgSentAt, o);
+  }
+  return scanStored(plan, e);
+}
+
+/** scanFiltered over entry e's stored postings only (its inline head, if any, known not to count). */
+function scanStored(plan: Plan, e: number): number {
+  const { index, mask, lo, hi } = plan;
+  const { storedPostings: postings, msgCombo } = index;
   const end = postStart(index, e + 1);
-  // every message newer than the window: one read, no scan
-  if (postings[end - 1] < lo) return -1;
   let p = postStart(index, e);
+  // nothing stored, or every message newer than the window: one read, no scan
+  if (p === end || postings[end - 1] < lo) return -1;
   if (lo > 0) p = postingsLowerBound(postings, p, end, lo);
   for (; p < end; p++) {
     const o = postings[p];
@@ -114,21 +140,26 @@ export function matchContacts(plan: Plan, s: Scratch): number {
         const newestIn = index.entryNewestIn;
         for (let e = v.from; e < v.to; e++) {
           const r = newestIn[e];
-          if (r !== NONE) keys[n++] = r * contactCount + idRank[contact[e]];
+          if (r < NO_INBOUND) keys[n++] = r * contactCount + idRank[contact[e]];
         }
         return n;
       }
       if (direction === OUTBOUND) {
         // most entries: the newest outbound is one of the entry's first postings, its own time rank
-        const { entryFlags: flags, postings } = index;
+        const { entryFlags: flags, storedPostings: postings } = index;
         for (let e = v.from; e < v.to; e++) {
           const f = flags[e];
           const code = (f >>> OUT_SHIFT) & OUT_FAR;
           if (code === 0) continue;
+          // message (code - 1) of the entry: the inline head for code 1 (an entry without inbound
+          // messages), else a stored posting, the head not being stored when inline
+          const inline = (f & HEAD_INLINE) !== 0;
           const r =
-            code !== OUT_FAR && (f & OUT_UNTIED) !== 0
-              ? postings[postStart(index, e) + code - 1]
-              : newestOutbound(index, e);
+            code === OUT_FAR || (f & OUT_UNTIED) === 0
+              ? newestOutbound(index, e)
+              : code === 1 && inline
+                ? entryHead(index, e)
+                : postings[postStart(index, e) + code - 1 - (inline ? 1 : 0)];
           if (r >= 0) keys[n++] = r * contactCount + idRank[contact[e]];
         }
         return n;
@@ -157,7 +188,7 @@ export function matchContacts(plan: Plan, s: Scratch): number {
  */
 function matchFiltered(plan: Plan, v: TermView, s: Scratch): number {
   const { index, mask, lo, hi } = plan;
-  const { entryFlags: flags, entryNewestIn: newestIn } = index;
+  const { entryFlags: flags, entryNewestIn: newestIn, msgCombo } = index;
   const keys = s.keys;
   const contact = v.contact;
   const contactCount = index.contactCount;
@@ -181,7 +212,12 @@ function matchFiltered(plan: Plan, v: TermView, s: Scratch): number {
     if (inboundOnly) {
       r = newestIn[e];
       if (r >= hi) continue;
-      if (r < lo || (f & inboundOut) !== 0) r = scanFiltered(plan, e);
+      // An inline head here is the newest inbound message, r itself (an entry without inbound
+      // messages has r >= hi): newer than the window, it cannot count; in it, it counts when its
+      // channel passes, with no posting read.
+      if (r < lo) r = scanStored(plan, e);
+      else if ((f & inboundOut) !== 0 && ((f & HEAD_INLINE) === 0 || ((1 << msgCombo[r]) & mask) === 0))
+        r = scanStored(plan, e);
     } else r = scanFiltered(plan, e);
     if (r >= 0) keys[n++] = r * contactCount + idRank[contact[e]];
   }

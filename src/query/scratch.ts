@@ -37,6 +37,8 @@ export interface Scratch {
   /** per term of a several-term walk: position and end in postings (or in a top list) */
   pos: Uint32Array;
   end: Uint32Array;
+  /** per term of a walk: its entry's inline head (layout.ts, HEAD_INLINE) when still to be read, else NONE */
+  head: Uint32Array;
   /** a many-term walk's (ordinal * 16 + term) of one contact (walkBySort), grown when needed */
   gather: Uint32Array;
   /** walkBySort's second buffer for merging runs (as long as gather) and run starts (two sets) */
@@ -85,6 +87,7 @@ export function scratchFor(index: OrgIndex): Scratch {
       pageTerm: new Uint8Array(index.contactCount),
       pos: new Uint32Array(MAX_TERMS),
       end: new Uint32Array(MAX_TERMS),
+      head: new Uint32Array(MAX_TERMS),
       gather: new Uint32Array(4096),
       merged: new Uint32Array(4096),
       runs: new Uint32Array(MAX_TERMS + 1),

@@ -25,7 +25,11 @@ it('a format-2 snapshot loads with its flat sections, all shared, the index read
     for (const [name, section] of Object.entries(built.flat.sections))
       assert.ok(section.buffer instanceof SharedArrayBuffer, `${name} is in shared memory`);
     const index = built.index as unknown as Record<string, { buffer: ArrayBufferLike }>;
-    assert.equal(index.postings.buffer, built.flat.sections.postings.buffer, 'the index wraps them, no copy');
+    assert.equal(
+      index.storedPostings.buffer,
+      built.flat.sections.storedPostings.buffer,
+      'the index wraps them, no copy',
+    );
   } finally {
     await store.close();
   }

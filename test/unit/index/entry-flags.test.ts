@@ -10,8 +10,17 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { buildIndex } from '../../../src/index/build.js';
-import { BOTH, CHANNEL_COUNT, INBOUND, NONE, newestOf, OUTBOUND, timeRank } from '../../../src/index/layout.js';
-import { postStart } from '../../../src/index/post-starts.js';
+import {
+  BOTH,
+  CHANNEL_COUNT,
+  entryOrdinals,
+  HEAD_INLINE,
+  INBOUND,
+  NO_INBOUND,
+  newestOf,
+  OUTBOUND,
+  timeRank,
+} from '../../../src/index/layout.js';
 import { OrgDataBuilder } from '../../../src/model/org-data-builder.js';
 import type { Contact, MessageLine } from '../../../src/model/records.js';
 import { searchBody } from '../../../src/query/execute.js';
@@ -90,8 +99,7 @@ describe('entry flags', () => {
         const entries = index.entryContact.length;
         for (let e = 0; e < entries; e++) {
           const best = [-1, -1];
-          for (let p = postStart(index, e); p < postStart(index, e + 1); p++) {
-            const o = index.postings[p];
+          for (const o of entryOrdinals(index, e)) {
             const out = index.msgCombo[o] >= CHANNEL_COUNT ? 1 : 0;
             if (best[out] < 0) best[out] = timeRank(index.msgSentAt, o);
           }
@@ -99,7 +107,14 @@ describe('entry flags', () => {
           assert.equal(newestOf(index, e, OUTBOUND), best[1], `entry ${e} outbound`);
           const newest = best[0] < 0 ? best[1] : best[1] < 0 ? best[0] : Math.min(best[0], best[1]);
           assert.equal(newestOf(index, e, BOTH), newest, `entry ${e} newest`);
-          assert.equal(index.entryNewestIn[e], best[0] < 0 ? NONE : best[0], `entry ${e} entryNewestIn`);
+          // without inbound messages: NO_INBOUND and the first message's ordinal, always inline
+          const first = entryOrdinals(index, e)[0];
+          assert.equal(
+            index.entryNewestIn[e],
+            best[0] < 0 ? (NO_INBOUND | first) >>> 0 : best[0],
+            `entry ${e} entryNewestIn`,
+          );
+          if (best[0] < 0) assert.ok((index.entryFlags[e] & HEAD_INLINE) !== 0, `entry ${e} head inline`);
         }
       }),
       { seed: SEED, numRuns: RUNS },

@@ -1,6 +1,7 @@
 /**
  * Long-entry summaries (src/index/entry-summaries.ts) against a brute-force count over random
- * entries: which entries get one, and each mode's count, conversations and oldest ordinal.
+ * entries, some with their first message inline: which entries get one, and each mode's count,
+ * conversations and oldest ordinal.
  * Seed: PROPERTY_SEED (else Date.now()).
  */
 import assert from 'node:assert/strict';
@@ -12,7 +13,7 @@ import {
   summaryAt,
   type SummarySource,
 } from '../../../src/index/entry-summaries.js';
-import { BOTH, CHANNEL_COUNT, INBOUND, NONE, OUTBOUND } from '../../../src/index/layout.js';
+import { BOTH, CHANNEL_COUNT, HEAD_INLINE, INBOUND, NO_INBOUND, NONE, OUTBOUND } from '../../../src/index/layout.js';
 import { encodePostStarts } from '../../../src/index/post-starts.js';
 
 const SEED = process.env.PROPERTY_SEED !== undefined ? Number(process.env.PROPERTY_SEED) : Date.now() % 2 ** 31;
@@ -36,17 +37,29 @@ const sourceArb = fc
       maxLength: 12,
     }),
     min: fc.integer({ min: 1, max: 6 }),
+    // per entry: 0 its first message stored, 1 inline as a newest inbound, 2 inline without inbound
+    heads: fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 12, maxLength: 12 }),
   })
-  .map(({ combos, conversations, entries, min }) => {
+  .map(({ combos, conversations, entries, min, heads }) => {
     const lists = entries.map((l) => [...l].sort((a, b) => a - b));
+    const entryFlags = new Uint16Array(lists.length);
+    const entryNewestIn = new Uint32Array(lists.length).fill(NONE);
+    const stored = lists.map((l, e) => {
+      if (heads[e] === 0) return l;
+      entryFlags[e] = HEAD_INLINE;
+      entryNewestIn[e] = heads[e] === 1 ? l[0] : (NO_INBOUND | l[0]) >>> 0;
+      return l.slice(1);
+    });
     const starts = new Uint32Array(lists.length + 1);
-    lists.forEach((l, e) => {
+    stored.forEach((l, e) => {
       starts[e + 1] = starts[e] + l.length;
     });
     const source: SummarySource = {
       ...encodePostStarts(starts),
       entryCount: lists.length,
-      postings: Uint32Array.from(lists.flat()),
+      entryFlags,
+      entryNewestIn,
+      storedPostings: Uint32Array.from(stored.flat()),
       msgCombo: Uint8Array.from(combos),
       msgConversation: Uint32Array.from(conversations),
       conversationCount: CONVERSATIONS,
@@ -87,7 +100,9 @@ describe('entry summaries', () => {
     const empty: SummarySource = {
       ...encodePostStarts(new Uint32Array(1)),
       entryCount: 0,
-      postings: new Uint32Array(0),
+      entryFlags: new Uint16Array(0),
+      entryNewestIn: new Uint32Array(0),
+      storedPostings: new Uint32Array(0),
       msgCombo: new Uint8Array(0),
       msgConversation: new Uint32Array(0),
       conversationCount: 0,

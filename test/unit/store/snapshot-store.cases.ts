@@ -95,9 +95,12 @@ export function snapshotStoreCases(store: () => SnapshotStore, tamper: Tamper): 
     test('a format-2 snapshot of another index layout is refused, naming the organization, version and command', async () => {
       const old = await store().publishSnapshot(orgData(generate(12, 3, 40, 1)));
       const ref = await store().publishSnapshot(orgData(generate(12, 3, 40, 2)));
-      await tamper.setFormat(ref, (m) => ({ ...m, sections: m.sections!.filter(([name]) => name !== 'postings') }));
+      await tamper.setFormat(ref, (m) => ({
+        ...m,
+        sections: m.sections!.filter(([name]) => name !== 'storedPostings'),
+      }));
       const refused = {
-        message: `snapshot: organization ${uuid(12, 0)} version ${ref.version} has no section postings (another index layout); publish it again with \`npm run snapshot -- import\``,
+        message: `snapshot: organization ${uuid(12, 0)} version ${ref.version} has no section storedPostings (another index layout); publish it again with \`npm run snapshot -- import\``,
       };
       await assert.rejects(store().loadFlatIndex(ref), refused);
       await tamper.setFormat(ref, (m) => ({
@@ -129,7 +132,7 @@ export function snapshotStoreCases(store: () => SnapshotStore, tamper: Tamper): 
       const served = await store().loadFlatIndex(ref);
       assert.equal(served.sections.msgContact, undefined);
       assert.equal(served.sections.sourceOrder, undefined);
-      assert.ok(served.sections.postings.buffer instanceof SharedArrayBuffer);
+      assert.ok(served.sections.storedPostings.buffer instanceof SharedArrayBuffer);
       // a manifest that drops the section its chunks still carry is corrupt, named as such
       await tamper.setFormat(ref, (m) => ({ ...m, sections: m.sections!.filter(([name]) => name !== 'msgContact') }));
       await assert.rejects(
