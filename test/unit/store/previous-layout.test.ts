@@ -1,7 +1,8 @@
 /**
  * A snapshot of the layout before long-entry summaries (src/index/entry-summaries.ts) has every
  * other section: the decoder derives the summaries on load, equal to the ones the build writes,
- * in shared memory, and the loaded index answers byte for byte as the built one.
+ * in shared memory, and the loaded index answers byte for byte as the built one. A snapshot of
+ * the layout before inline heads (layout.ts, HEAD_INLINE) cannot be read so, and is refused.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -92,6 +93,23 @@ describe('a snapshot written before long-entry summaries', () => {
     assert.ok([...enc.chunks].length > 0); // the manifest lists the chunks once they are made
     assert.throws(() => new SnapshotDecoder(parseManifest(enc.manifest(), { organizationId: orgId, version: 4 })), {
       message: `snapshot: organization ${orgId} version 4 has some summary sections but not all (another index layout); publish it again with \`npm run snapshot -- import\``,
+    });
+  });
+});
+
+describe('a snapshot written before inline heads', () => {
+  it('is refused, naming the organization, the version and the command that publishes it again', () => {
+    // that layout stored every message of an entry in a section named postings, and had no
+    // keyFrequency: its first messages are not where this layout reads them
+    const { orgId, data } = generatedOrg(300, 4, 10);
+    const flat = flattenIndex(buildIndex(data));
+    const { storedPostings, keyFrequency, ...rest } = flat.sections;
+    assert.ok(storedPostings.length > 0 && keyFrequency.length > 0);
+    flat.sections = { ...rest, postings: storedPostings };
+    const enc = encodeSnapshot({ format: 2, flat }, 6);
+    assert.ok([...enc.chunks].length > 0); // the manifest lists the chunks once they are made
+    assert.throws(() => new SnapshotDecoder(parseManifest(enc.manifest(), { organizationId: orgId, version: 6 })), {
+      message: `snapshot: organization ${orgId} version 6 has an unknown section postings (another index layout); publish it again with \`npm run snapshot -- import\``,
     });
   });
 });
