@@ -293,17 +293,44 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
 
   // Postings and entries per token and pair, counted first, then filled. Walking messages
   // contact by contact makes each token's postings come out grouped by contact.
+  //
+  // The count also decides which entries keep their first message inline (layout.ts,
+  // HEAD_INLINE): an inbound first message with a time of its own, or an outbound one with no
+  // inbound message after it in the entry. Entries are made in the same order by both passes,
+  // so the decisions go by that order (a bit an entry), and the fill allocates and writes only
+  // the stored postings (the full list at 10M was ~0.5 GB more at the build's peak).
   const keyDf = new Uint32Array(keyCount);
+  const keyInline = new Uint32Array(keyCount);
   const entries = new Uint32Array(keyCount);
   const lastSeen = new Uint32Array(keyCount).fill(NONE);
   const lastContact = new Uint32Array(keyCount).fill(NONE);
+  // per key: the creation number of its current entry, and whether that entry's head is an
+  // outbound message no inbound one has followed yet (inline unless one does)
+  const currentMade = new Uint32Array(keyCount);
+  const outboundHead = new Uint8Array(keyCount);
+  const inlineBits = new Uint32Array((stream.length >>> 5) + 1);
+  let made = 0;
   const visit = (c: number, p: number, t: number): void => {
     if (lastSeen[t] === p) return;
     lastSeen[t] = p;
     keyDf[t]++;
+    const inbound = comboByContact![p] < CHANNEL_COUNT;
     if (lastContact[t] !== c) {
       lastContact[t] = c;
       entries[t]++;
+      const k = made++;
+      currentMade[t] = k;
+      outboundHead[t] = inbound ? 0 : 1;
+      if (!inbound || rankByContact![p] === byContact![p]) {
+        inlineBits[k >>> 5] |= 1 << (k & 31);
+        keyInline[t]++;
+      }
+    } else if (inbound && outboundHead[t] === 1) {
+      // an inbound message after an outbound head: entryNewestIn holds its rank, the head is stored
+      outboundHead[t] = 0;
+      const k = currentMade[t];
+      inlineBits[k >>> 5] &= ~(1 << (k & 31));
+      keyInline[t]--;
     }
   };
   for (let c = 0; c < contactCount; c++) {
@@ -315,29 +342,34 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   const postStartOfKey = new Uint32Array(keyCount + 1);
   for (let t = 0; t < keyCount; t++) {
     entryStart[t + 1] = entryStart[t] + entries[t];
-    postStartOfKey[t + 1] = postStartOfKey[t] + keyDf[t];
+    postStartOfKey[t + 1] = postStartOfKey[t] + keyDf[t] - keyInline[t];
   }
   const entryCount = entryStart[keyCount];
   const entryContact = contactColumn(contactCount, entryCount);
   const entryPostStart = new Uint32Array(entryCount + 1);
   const entryFlags = new Uint16Array(entryCount);
-  // Per entry, the time rank of its newest inbound message (NONE if none), and in its flags where
-  // its newest outbound message is (layout.ts): an unfiltered-by-channel, undated query then
-  // decides a contact from one sequential read (inbound, the default) or one posting more. An
-  // entry's postings are filled newest first, so its first of each direction is its newest.
+  // Per entry, the time rank of its newest inbound message (or NO_INBOUND and its inline head),
+  // and in its flags where its newest outbound message is (layout.ts): an unfiltered-by-channel,
+  // undated query then decides a contact from one sequential read (inbound, the default) or one
+  // posting more. An entry's messages come newest first, so its first of each direction is its newest.
   const entryNewestIn = new Uint32Array(entryCount).fill(NONE);
-  const postings = new Uint32Array(postStartOfKey[keyCount]);
+  const storedPostings = new Uint32Array(postStartOfKey[keyCount]);
   const entryFill = entryStart.slice(0, keyCount);
   const postFill = postStartOfKey.slice(0, keyCount);
   const currentEntry = new Uint32Array(keyCount);
-  // per key, the directions its current entry has had a posting of (1 inbound, 2 outbound)
+  // per key, the directions its current entry has had a message of (1 inbound, 2 outbound), and
+  // whether its head is inline (messages of the entry before the stored ones)
   const directions = new Uint8Array(keyCount);
+  const headInline = new Uint8Array(keyCount);
   lastSeen.fill(NONE);
   lastContact.fill(NONE);
+  made = 0;
   const fill = (c: number, o: number, t: number, combo: number, rank: number): void => {
     if (lastSeen[t] === o) return;
     lastSeen[t] = o;
     let e = currentEntry[t];
+    // the message's position in its entry (0: the head)
+    let at: number;
     if (lastContact[t] !== c) {
       lastContact[t] = c;
       e = entryFill[t]++;
@@ -345,10 +377,21 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
       entryContact[e] = c;
       entryPostStart[e] = postFill[t];
       directions[t] = 0;
+      const k = made++;
+      const inline = (inlineBits[k >>> 5] >>> (k & 31)) & 1;
+      headInline[t] = inline;
+      at = 0;
+      if (inline !== 0) {
+        entryFlags[e] |= HEAD_INLINE;
+        // an inline outbound head: the entry has no inbound message (the count saw to it)
+        if (combo >= CHANNEL_COUNT) entryNewestIn[e] = (NO_INBOUND | o) >>> 0;
+      } else storedPostings[postFill[t]++] = o;
+    } else {
+      const p = postFill[t]++;
+      storedPostings[p] = o;
+      at = p - entryPostStart[e] + headInline[t];
     }
     entryFlags[e] |= 1 << combo;
-    const p = postFill[t]++;
-    postings[p] = o;
     const seen = directions[t];
     if (combo < CHANNEL_COUNT) {
       if ((seen & 1) === 0) {
@@ -357,7 +400,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
       }
     } else if ((seen & 2) === 0) {
       directions[t] = seen | 2;
-      entryFlags[e] |= (Math.min(p - entryPostStart[e] + 1, OUT_FAR) << OUT_SHIFT) | (rank === o ? OUT_UNTIED : 0);
+      entryFlags[e] |= (Math.min(at + 1, OUT_FAR) << OUT_SHIFT) | (rank === o ? OUT_UNTIED : 0);
     }
   };
   for (let c = 0; c < contactCount; c++) {
@@ -368,11 +411,10 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
       for (let q = streamStart[p], end = streamStart[p + 1]; q < end; q++) fill(c, o, stream[q], combo, rank);
     }
   }
-  entryPostStart[entryCount] = postings.length;
+  entryPostStart[entryCount] = storedPostings.length;
   stream = streamStart = byContact = rankByContact = null;
   comboByContact = null;
 
-  const storedPostings = inlineHeads(postings, entryPostStart, entryNewestIn, entryFlags);
   const postStarts = encodePostStarts(entryPostStart);
   const summaries = buildEntrySummaries(
     {
@@ -434,42 +476,4 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     tokenSeqBytes,
     ...top,
   };
-}
-
-/**
- * Takes each entry's first message out of the postings when entryNewestIn can give its ordinal
- * (layout.ts, HEAD_INLINE): the entry has no inbound message (entryNewestIn becomes NO_INBOUND and
- * the ordinal), or its first message is its newest inbound one and that one's time rank is its
- * ordinal (untied). Compacts `postings` in place, rewrites `starts` (entries + 1 values) for what
- * is left, and returns it as a right-sized copy.
- */
-function inlineHeads(
-  postings: Uint32Array,
-  starts: Uint32Array,
-  newestIn: Uint32Array,
-  flags: Uint16Array,
-): Uint32Array {
-  const entryCount = starts.length - 1;
-  let w = 0;
-  let from = starts[0];
-  for (let e = 0; e < entryCount; e++) {
-    const to = starts[e + 1];
-    starts[e] = w;
-    let p = from;
-    const head = postings[p];
-    const r = newestIn[e];
-    if (r === NONE) {
-      newestIn[e] = (NO_INBOUND | head) >>> 0;
-      flags[e] |= HEAD_INLINE;
-      p++;
-    } else if (r === head && ((flags[e] >>> OUT_SHIFT) & OUT_FAR) !== 1) {
-      // the first message is inbound (an outbound first has code 1) and untied
-      flags[e] |= HEAD_INLINE;
-      p++;
-    }
-    for (; p < to; p++) postings[w++] = postings[p];
-    from = to;
-  }
-  starts[entryCount] = w;
-  return postings.slice(0, w);
 }
