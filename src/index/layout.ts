@@ -31,7 +31,7 @@ export const INBOUND_COMBOS = (1 << CHANNEL_COUNT) - 1;
  *   ordinal is entryNewestIn's (entryHead). 71% of the entries have one message, and most first
  *   messages are either the newest inbound one with a time of its own (entryNewestIn holds its
  *   ordinal already) or of an entry without inbound messages (entryNewestIn holds
- *   NO_INBOUND | its ordinal): 22 B a message at 1M that the postings no longer repeat.
+ *   NO_INBOUND | its ordinal): 23 B a message at 1M that the postings no longer repeat.
  * - OUT_UNTIED (bit 15): its sent_at differs from the message before it, so its time rank is its
  *   ordinal and no sent_at is read (the common case; ties take timeRank).
  */
@@ -67,8 +67,8 @@ export function entryHead(x: { readonly entryNewestIn: Uint32Array }, e: number)
 }
 
 /**
- * Entry e's messages, newest first, whatever is inline (tests, tools and the build's second
- * readings; the query reads the head and the stored postings itself).
+ * Entry e's messages, newest first, whatever is inline (tests and tools; the query reads the
+ * head and the stored postings itself, without an array).
  */
 export function entryOrdinals(x: EntryNewestColumns, e: number): number[] {
   const out: number[] = [];
