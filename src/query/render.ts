@@ -7,7 +7,6 @@ import type { OrgIndex } from '../index/org-index.js';
 import { CHANNELS } from '../model/records.js';
 import type { SearchRequest } from '../request/search-request.js';
 import { bodyWriter, type BodyWriter, type Piece, utf8 } from './body-writer.js';
-import { postStart } from '../index/post-starts.js';
 import type { Plan } from './plan.js';
 import type { Scratch, TextViews } from './scratch.js';
 import { walkContact } from './walk.js';
@@ -93,20 +92,6 @@ export function writePage(
   const items = s.pageItems;
   const picked = s.pagePicked;
   let sink = 0;
-  if (withEntries) {
-    // a top-list page knows its entries: their columns read at once, then their first stored
-    // postings, before the walks read them one contact after the other
-    const { entryFlags, entryNewestIn, storedPostings } = index;
-    const entries = s.pageEntry;
-    for (let p = from; p < to; p++) {
-      const e = entries[p];
-      sink += entryFlags[e] + (entryNewestIn[e] & 1) + postStart(index, e);
-    }
-    for (let p = from; p < to; p++) {
-      const q = postStart(index, entries[p]);
-      if (q < storedPostings.length) sink += storedPostings[q] & 1;
-    }
-  }
   let m = 0;
   for (let i = 0; i < n; i++) {
     const p = from + i;
