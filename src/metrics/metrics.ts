@@ -123,9 +123,40 @@ export class Metrics {
     });
   }
 
+  // prom-client's labelled children, made once: `inc({ listener, status })` hashes its labels on
+  // every call (~1.5 µs of a request's ~50 under load, measured with a rare term)
+  private readonly counted = new Map<number, Counter.Internal>();
+  private readonly timed = new Map<string, Histogram.Internal<'listener'>>();
+
+  /** The request counter of one listener and status. */
+  private counterOf(listener: 'public' | 'admin', status: number): Counter.Internal {
+    const key = (listener === 'public' ? 0 : 1000) + status;
+    let child = this.counted.get(key);
+    if (child === undefined) {
+      child = this.requests.labels({ listener, status: String(status) });
+      this.counted.set(key, child);
+    }
+    return child;
+  }
+
+  /** The latency histogram of one listener. */
+  private latencyOf(listener: 'public' | 'admin'): Histogram.Internal<'listener'> {
+    let child = this.timed.get(listener);
+    if (child === undefined) {
+      child = this.latency.labels({ listener });
+      this.timed.set(listener, child);
+    }
+    return child;
+  }
+
   /** Records one response. */
   observe(listener: 'public' | 'admin', status: number, startedAt: bigint): void {
-    this.requests.inc({ listener, status: String(status) });
-    this.latency.observe({ listener }, Number(process.hrtime.bigint() - startedAt) / 1e9);
+    this.record(listener, status, Number(process.hrtime.bigint() - startedAt) / 1e9);
+  }
+
+  /** Records one response that took `seconds` (a serving thread's, measured there). */
+  record(listener: 'public' | 'admin', status: number, seconds: number): void {
+    this.counterOf(listener, status).inc();
+    this.latencyOf(listener).observe(seconds);
   }
 }

@@ -246,10 +246,8 @@ export class ThreadPool {
             this.storeCall(worker, m.id, m.method, m.args);
             break;
           case 'observed':
-            for (let k = 0; k + 1 < m.pairs.length; k += 2) {
-              this.deps.metrics.requests.inc({ listener: 'public', status: String(m.pairs[k]) });
-              this.deps.metrics.latency.observe({ listener: 'public' }, m.pairs[k + 1]);
-            }
+            for (let k = 0; k + 1 < m.pairs.length; k += 2)
+              this.deps.metrics.record('public', m.pairs[k], m.pairs[k + 1]);
             break;
           case 'stopped':
             break;
