@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, hash, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ServingKeyStore } from './key-store.js';
 import type { KeyRecord } from './key-record.js';
@@ -33,6 +33,8 @@ interface CachedKey {
   expiresAt: number;
   /** epoch ms when it was read from the store by a single-key lookup, else 0 */
   lookedUpAt: number;
+  /** the key holds every scope the endpoint requires (checked once, not per request) */
+  hasRequiredScopes: boolean;
 }
 
 // Compared against when the prefix is unknown, so unknown and wrong-secret keys cost the same.
@@ -102,7 +104,8 @@ const MAX_MISSES = 10_000;
  */
 export class KeyCache {
   private keys = new Map<string, CachedKey>();
-  private lastUsed = new Map<string, string>();
+  /** prefix -> epoch ms of its last successful use, formatted when flushed (not per request) */
+  private lastUsed = new Map<string, number>();
   private loaded = false;
   private refreshing: Promise<void> | null = null;
   private warnedLost = false;
@@ -211,7 +214,8 @@ export class KeyCache {
     const parts = token === null ? null : parseKey(token);
     if (parts === null) return { ok: false, prefix: null };
     const cached = this.keys.get(parts.prefix);
-    const digest = createHash('sha256').update(parts.secret, 'utf8').digest();
+    // one-shot: no Hash object a request (createHash().update().digest() cost ~1.5 µs under load)
+    const digest = hash('sha256', parts.secret, 'buffer');
     // Same work whether or not the prefix exists.
     const equal = this.compare(digest, cached ? cached.digest : DUMMY_DIGEST);
     if (!cached) {
@@ -219,9 +223,8 @@ export class KeyCache {
       return lookup ? { ok: false, prefix: parts.prefix, lookup } : { ok: false, prefix: parts.prefix };
     }
     if (!equal || cached.revoked || now >= cached.expiresAt) return { ok: false, prefix: parts.prefix };
-    this.lastUsed.set(parts.prefix, new Date(now).toISOString());
-    const scopes = cached.principal.scopes;
-    return { ok: true, principal: cached.principal, hasRequiredScopes: REQUIRED_SCOPES.every((s) => scopes.has(s)) };
+    this.lastUsed.set(parts.prefix, now);
+    return { ok: true, principal: cached.principal, hasRequiredScopes: cached.hasRequiredScopes };
   }
 
   /**
@@ -269,7 +272,8 @@ export class KeyCache {
   /** Writes the collected last_used_at values in one batch; failures only log (it is best effort). */
   async flush(): Promise<void> {
     if (this.lastUsed.size === 0) return;
-    const batch = this.lastUsed;
+    const batch = new Map<string, string>();
+    for (const [prefix, at] of this.lastUsed) batch.set(prefix, new Date(at).toISOString());
     this.lastUsed = new Map();
     try {
       await this.store.touchKeys(batch);
@@ -297,6 +301,7 @@ function toCached(r: KeyRecord): CachedKey {
     revoked,
     expiresAt: Number.isNaN(expires) ? -Infinity : expires,
     lookedUpAt: 0,
+    hasRequiredScopes: REQUIRED_SCOPES.every((s) => r.scopes.includes(s)),
     principal: {
       prefix: r.prefix,
       organizationIds: new Set(r.organization_ids.map((o) => o.toLowerCase())),
