@@ -85,6 +85,8 @@ export function createPublicApp(deps: PublicAppDeps): TemplatedApp {
     answer: answerSearchRequest,
     done(req, answer, status, startedAt) {
       metrics.observe('public', status, startedAt);
+      // the line's object is not built when it would be dropped (LOG_LEVEL above info)
+      if (!logger.isLevelEnabled('info')) return;
       const facts = answer as SearchAnswer;
       logger.info(
         {
