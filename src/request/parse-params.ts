@@ -47,18 +47,18 @@ const SCALARS = v.object({
       ),
     ),
   ),
-  match: v.optional(v.picklist(['any', 'all'], 'must be one of: any, all'), 'any'),
-  direction: v.optional(
-    v.picklist(['inbound', 'outbound', 'all'], 'must be one of: inbound, outbound, all'),
-    'inbound',
-  ),
+  // defaults are applied after parsing (parseSearchParams): a default given here would run
+  // through its schema on every request that omits the parameter (~1 µs of a 3 µs parse)
+  match: v.optional(v.picklist(['any', 'all'], 'must be one of: any, all')),
+  direction: v.optional(v.picklist(['inbound', 'outbound', 'all'], 'must be one of: inbound, outbound, all')),
   channel: v.optional(v.picklist(CHANNELS, `must be one of: ${CHANNELS.join(', ')}`)),
   from: v.optional(v.string()),
   to: v.optional(v.string()),
-  limit: v.optional(integerIn(PARAM_LIMITS.limit), String(PARAM_LIMITS.limit.default)),
-  offset: v.optional(integerIn(PARAM_LIMITS.offset), String(PARAM_LIMITS.offset.default)),
-  messages_limit: v.optional(integerIn(PARAM_LIMITS.messages_limit), String(PARAM_LIMITS.messages_limit.default)),
+  limit: v.optional(integerIn(PARAM_LIMITS.limit)),
+  offset: v.optional(integerIn(PARAM_LIMITS.offset)),
+  messages_limit: v.optional(integerIn(PARAM_LIMITS.messages_limit)),
 });
+const PARSE_CONFIG = { abortPipeEarly: true } as const;
 
 const SINGLE_VALUED = Object.keys(SCALARS.entries);
 const ORDER = [...SINGLE_VALUED.slice(0, 3), 'keyword', ...SINGLE_VALUED.slice(3)];
@@ -87,7 +87,7 @@ export function parseSearchParams(rawQuery: string): ParseResult {
   }
 
   if (input.organization_id === undefined && !values.has('organization_id')) add('organization_id', 'is required');
-  const parsed = v.safeParse(SCALARS, input, { abortPipeEarly: true });
+  const parsed = v.safeParse(SCALARS, input, PARSE_CONFIG);
   if (!parsed.success) {
     for (const issue of parsed.issues) {
       const key = issue.path?.[0]?.key;
@@ -129,14 +129,14 @@ export function parseSearchParams(rawQuery: string): ParseResult {
     request: {
       organizationId: out.organization_id!.toLowerCase(),
       terms,
-      match: out.match,
-      direction: out.direction,
+      match: out.match ?? 'any',
+      direction: out.direction ?? 'inbound',
       channel: out.channel ?? null,
       from,
       to,
-      limit: out.limit,
-      offset: out.offset,
-      messagesLimit: out.messages_limit,
+      limit: out.limit ?? PARAM_LIMITS.limit.default,
+      offset: out.offset ?? PARAM_LIMITS.offset.default,
+      messagesLimit: out.messages_limit ?? PARAM_LIMITS.messages_limit.default,
     },
   };
 }
