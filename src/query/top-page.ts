@@ -109,6 +109,41 @@ function combineBits(index: OrgIndex, k: number, all: boolean, direction: number
   // inbound bits of slot t at 2 * t * words, outbound right after them
   const shift = direction === OUTBOUND ? words : 0;
   const both = direction === BOTH;
+  if (k <= 3) {
+    // Two or three terms (the commonest queries): one pass over the words that combines and
+    // counts, instead of a pass a term and one to count (3 terms any: 52-54 -> 49.5-49.8 µs a
+    // whole request). For two terms the second bitmap is read twice: x | x = x and x & x = x.
+    const a0 = 2 * pos[0] * words + shift,
+      a1 = 2 * pos[1] * words + shift,
+      a2 = k === 3 ? 2 * pos[2] * words + shift : a1;
+    let count = 0;
+    if (both) {
+      // a contact counts for a term when it has either direction's bit (outbound right after)
+      const o0 = a0 + words,
+        o1 = a1 + words,
+        o2 = a2 + words;
+      for (let w = 0; w < words; w++) {
+        const x0 = topBits[a0 + w] | topBits[o0 + w],
+          x1 = topBits[a1 + w] | topBits[o1 + w],
+          x2 = topBits[a2 + w] | topBits[o2 + w];
+        const x = all ? x0 & x1 & x2 : x0 | x1 | x2;
+        bits[w] = x;
+        count += popcount(x);
+      }
+    } else if (all)
+      for (let w = 0; w < words; w++) {
+        const x = topBits[a0 + w] & topBits[a1 + w] & topBits[a2 + w];
+        bits[w] = x;
+        count += popcount(x);
+      }
+    else
+      for (let w = 0; w < words; w++) {
+        const x = topBits[a0 + w] | topBits[a1 + w] | topBits[a2 + w];
+        bits[w] = x;
+        count += popcount(x);
+      }
+    return count;
+  }
   for (let j = 0; j < k; j++) {
     const a = 2 * pos[j] * words + shift;
     const o = a + words; // the slot's outbound bits, read for both directions
