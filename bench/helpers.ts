@@ -247,7 +247,7 @@ export interface Server {
 }
 
 /**
- * Starts the real server (`node --import tsx src/main.ts`), its log going to `logFile` (a file,
+ * Starts the real server (`node --import tsx src/main.ts`, or BENCH_SERVER_JS), its log going to `logFile` (a file,
  * as in production behind a log shipper; not a pipe into this process, which runs the load).
  */
 export async function startServer(
@@ -273,8 +273,12 @@ export async function startServer(
   });
   const fd = openSync(opts.logFile, 'a');
   const t0 = performance.now();
-  // nodeArgs: e.g. a preload such as bench/gc-observer.ts
-  const child = spawn(process.execPath, ['--import', 'tsx', ...(opts.nodeArgs ?? []), 'src/main.ts'], {
+  // nodeArgs: e.g. a preload such as bench/gc-observer.ts. BENCH_SERVER_JS=dist/main.js runs the
+  // compiled server instead (`npm run build` first), as `npm start` does: its worker threads
+  // load compiled modules, not tsx's, which changes their memory.
+  const entry = process.env.BENCH_SERVER_JS;
+  const args = entry ? [...(opts.nodeArgs ?? []), entry] : ['--import', 'tsx', ...(opts.nodeArgs ?? []), 'src/main.ts'];
+  const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env,
     stdio: ['ignore', fd, fd],

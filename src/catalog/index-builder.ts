@@ -18,6 +18,9 @@ import type { WorkerReply, WorkerRequest } from './worker-protocol.js';
 import { collectGarbage } from '../runtime/collect-garbage.js';
 import { startModuleWorker } from '../runtime/module-worker.js';
 
+/** Young generation of the build worker's heap, MB (see spawn). */
+const BUILD_WORKER_YOUNG_MB = 4;
+
 /** A loaded snapshot's index and the counts the Catalog reports. */
 export interface BuiltIndex {
   index: OrgIndex;
@@ -161,6 +164,10 @@ export class IndexBuilder {
         execArgv: [],
         workerData: { store: this.storeConfig },
         name: 'index-build',
+        // A load allocates little on the JS heap (the sections are shared buffers), but at V8's
+        // default the young generation grew to 16 MB semi-spaces during one: a reload's peak RSS
+        // carried them (measured below, bench/RESULTS.md session 13).
+        resourceLimits: { maxYoungGenerationSizeMb: BUILD_WORKER_YOUNG_MB },
       });
     } catch (err) {
       this.giveUp(err as Error);
