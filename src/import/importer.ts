@@ -71,8 +71,8 @@ export async function readImport(
         // the builder prepares each message's text as it is read (tokens, escaped content,
         // conversation: beside the parsing, on the thread that parses it), not afterwards in the build
         const builder = new OrgDataBuilder(c.organization_id, { prepareText: true });
-        // the set keeps no id strings: it reads them back from the builder (id-set.ts)
-        org = { builder, messageIds: new IdSet((i) => builder.messageId(i)) };
+        // the set keeps no id strings: it reads the builder's column of ids (id-set.ts)
+        org = { builder, messageIds: new IdSet(builder.messageIds()) };
         orgs.set(c.organization_id, org);
       }
       if (!org.builder.addContact(c)) {

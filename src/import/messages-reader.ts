@@ -127,8 +127,9 @@ async function readRange(
       const m: MessageLine = parseLine(MessageLineSchema, l, input.messagesName, number);
       owner.resolve(m, number);
       const sink = input.sinks[owner.org];
-      if (!sink.messageIds.add(m.id, sink.builder.messageCount)) throw duplicate(input, number, m.id, owner.org);
+      // added first, then checked: a duplicate stops the import, so it need not be taken out
       sink.builder.addMessage(m, parseRfc3339(m.sent_at)!, owner.contact);
+      if (!sink.messageIds.add(sink.builder.messageCount - 1)) throw duplicate(input, number, m.id, owner.org);
       n++;
     }
   }
@@ -185,15 +186,15 @@ async function merge(input: MessagesInput, reader: ReaderThread, offset: number)
       const sink = input.sinks[org];
       sink.builder.addPreparedContents(batch, k, runEnd);
       for (; k < runEnd; k++) {
+        // the id is read from the batch's one string of ids, never sliced into a string of its own
         const idEnd = msg.idEnds[k];
-        const messageId = msg.ids.slice(id, idEnd);
-        if (!sink.messageIds.add(messageId, sink.builder.messageCount))
-          throw duplicate(input, offset + msg.line[k], messageId, org);
         sink.builder.addPrepared(
           msg.contact[k],
           msg.channel[k],
           msg.direction[k],
-          messageId,
+          msg.ids,
+          id,
+          idEnd,
           msg.sentAt[k],
           batch,
           k,
@@ -202,6 +203,8 @@ async function merge(input: MessagesInput, reader: ReaderThread, offset: number)
           // every message has a conversation, announced in its batch or before
           conversationRemap[org].buf,
         );
+        if (!sink.messageIds.add(sink.builder.messageCount - 1))
+          throw duplicate(input, offset + msg.line[k], msg.ids.slice(id, idEnd), org);
         id = idEnd;
         n++;
       }

@@ -9,8 +9,11 @@ const BUCKETS = 1 << DIGIT_BITS;
 const DIGIT_MASK = BUCKETS - 1;
 const TWO_32 = 4294967296;
 
-/** Message indexes 0..count-1 in answer order. */
-export function answerOrder(sentAt: Float64Array, id: readonly string[], count: number): Uint32Array {
+/**
+ * Message indexes 0..count-1 in answer order; `idAt(i)` is message i's id, asked for only where
+ * times tie (the import keeps ids as code units, not strings: model/id-column.ts).
+ */
+export function answerOrder(sentAt: Float64Array, idAt: (i: number) => string, count: number): Uint32Array {
   const order = new Uint32Array(count);
   for (let i = 0; i < count; i++) order[i] = i;
   if (count < 2) return order;
@@ -25,6 +28,7 @@ export function answerOrder(sentAt: Float64Array, id: readonly string[], count: 
   }
   // times are whole milliseconds of years 0000-9999 (rfc3339.ts); anything else sorts by comparison
   if (!integral || !(max - min <= Number.MAX_SAFE_INTEGER)) {
+    const id = Array.from({ length: count }, (_, i) => idAt(i));
     order.sort((a, b) => compareMessages(sentAt, id, a, b));
     return order;
   }
@@ -39,14 +43,21 @@ export function answerOrder(sentAt: Float64Array, id: readonly string[], count: 
     if (b - a === 2) {
       const x = order[a],
         y = order[a + 1];
-      if (id[y] < id[x]) {
+      if (idAt(y) < idAt(x)) {
         order[a] = y;
         order[a + 1] = x;
       }
-    } else if (b - a > 2) order.subarray(a, b).sort((x, y) => (id[x] < id[y] ? -1 : id[x] > id[y] ? 1 : 0));
+    } else if (b - a > 2) sortRunById(order, a, b, idAt);
     a = b;
   }
   return order;
+}
+
+/** order[a, b) (messages of one sent_at) by id ascending, each id asked for once. */
+function sortRunById(order: Uint32Array, a: number, b: number, idAt: (i: number) => string): void {
+  const run = Array.from(order.subarray(a, b), (i) => ({ i, id: idAt(i) }));
+  run.sort((x, y) => (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
+  for (let k = 0; k < run.length; k++) order[a + k] = run[k].i;
 }
 
 /** The order's comparison: sent_at descending, then id ascending. */

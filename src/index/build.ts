@@ -72,7 +72,10 @@ export interface BuildOptions {
 export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex {
   const m = data.messages;
   const n = m.count;
-  const order = answerOrder(m.sentAt, m.id, n);
+  // message ids: code units when the import prepared the text (no string a message), else strings
+  const idColumn = data.prepared?.ids;
+  const messageIdAt: (i: number) => string = idColumn !== undefined ? (i) => idColumn.at(i) : (i) => m.id[i];
+  const order = answerOrder(m.sentAt, messageIdAt, n);
   options.onOrder?.(order);
 
   const contacts = data.contacts;
@@ -115,16 +118,19 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   const ownSeqStart = read === undefined ? new Uint32Array(n + 1) : null;
   const ownSeq = read === undefined ? new Growable(n * 8) : null;
   const consume = options.consumeText === true;
+  // the message strings are emptied as they are read (consumeText); prepared data holds none
+  const consumeStrings = options.consumeText === true && read === undefined;
   for (let i = 0; i < n; i++) {
     const contact = m.contact[i];
-    srcId.push(jsonEscaped(m.id[i]));
+    if (idColumn === undefined || !srcId.pushPlain(idColumn.units(), idColumn.start(i), idColumn.end(i)))
+      srcId.push(jsonEscaped(messageIdAt(i)));
     if (read === undefined) srcContent.push(jsonEscaped(m.content[i]));
     if (ownConversation !== null) ownConversation[i] = conversationTable.idOf(contact, m.conversationId[i]);
     if (ownSeq !== null) {
       ownSeqStart![i] = ownSeq.length;
       internTokens(m.content[i], interner, ownSeq);
     }
-    if (consume) {
+    if (consumeStrings) {
       m.id[i] = '';
       m.conversationId[i] = '';
       m.content[i] = '';
@@ -135,6 +141,8 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   // each later mark-compact visited: ~150 ms a collection, and the snapshot's writing triggers
   // one every 64 MB it allocates)
   if (consume) m.id.length = m.conversationId.length = m.content.length = 0;
+  // the ids are in srcId now (at 10M messages their code units take ~0.2-0.4 GB)
+  if (consume) idColumn?.release();
   const srcSeqStart = read?.seqStart ?? ownSeqStart!;
   const srcTokens = read?.seq ?? ownSeq!.buf;
   const srcSeqLength = srcSeqStart[n];

@@ -49,6 +49,25 @@ export class StringColumnBuilder {
     this.length += this.bytes.write(s, this.length, 'utf8');
   }
 
+  /**
+   * codes[from, to) (UTF-16 code units) as one more string when every unit is printable ASCII
+   * that JSON does not escape, so its escaped UTF-8 is the units themselves; returns false,
+   * pushing nothing, otherwise (the caller escapes the string: jsonEscaped).
+   */
+  pushPlain(codes: Uint16Array, from: number, to: number): boolean {
+    for (let k = from; k < to; k++) {
+      const c = codes[k];
+      if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return false;
+    }
+    this.room(to - from);
+    const bytes = this.bytes;
+    let at = this.length;
+    this.offsets[this.count++] = at;
+    for (let k = from; k < to; k++) bytes[at++] = codes[k];
+    this.length = at;
+    return true;
+  }
+
   /** bytes[from, to) of another column, as one more string (already escaped and encoded). */
   pushBytes(bytes: Buffer, from: number, to: number): void {
     this.room(to - from);

@@ -3,6 +3,7 @@ import { internTokens } from '../text/analyze.js';
 import { TokenInterner } from '../text/token-interner.js';
 import { ConversationTable } from './conversation-table.js';
 import { Growable, grown } from './growable.js';
+import { IdColumn } from './id-column.js';
 import { CHANNELS, DIRECTIONS, type Contact, type MessageLine, type OrgData } from './records.js';
 
 /** A channel's and a direction's code: its index into CHANNELS and DIRECTIONS. */
@@ -12,9 +13,10 @@ export const DIRECTION_CODE = new Map<string, number>(DIRECTIONS.map((d, i) => [
 export interface OrgDataBuilderOptions {
   /**
    * What the import does: intern each message's content tokens, escape and encode its content and
-   * resolve its conversation as it is added (OrgData.prepared), keeping neither string
-   * (messages.content and messages.conversationId hold ''). So this work runs on the reading
-   * threads beside the parsing, not after it in the build, and the heap never holds the texts.
+   * resolve its conversation as it is added (OrgData.prepared), keeping no string of a message:
+   * messages.id, messages.content and messages.conversationId are empty, the ids are in
+   * prepared.ids. So this work runs on the reading threads beside the parsing, not after it in the
+   * build, and the heap never holds the texts.
    */
   prepareText?: boolean;
 }
@@ -54,7 +56,8 @@ export class OrgDataBuilder {
   private contacts: Contact[] = [];
   private contactOrdinal = new Map<string, number>();
   private n = 0;
-  private ids: string[] = [];
+  private readonly ids = new IdColumn();
+  /** (only without prepareText) */
   private conversationIds: string[] = [];
   private contents: string[] = [];
   private contactCol = new Uint32Array(1024);
@@ -107,10 +110,10 @@ export class OrgDataBuilder {
   ): void {
     const t = this.prepared;
     if (t === null) {
-      this.put(contact, channel, direction, id, sentAtMs, conversationId, content);
+      this.put(contact, channel, direction, id, 0, id.length, sentAtMs, conversationId, content);
       return;
     }
-    const i = this.put(contact, channel, direction, id, sentAtMs);
+    const i = this.put(contact, channel, direction, id, 0, id.length, sentAtMs);
     t.conversation[i] = t.conversations.idOf(contact, conversationId);
     t.seqStart[i] = t.seq.length;
     internTokens(content, t.interner, t.seq);
@@ -118,16 +121,19 @@ export class OrgDataBuilder {
   }
 
   /**
-   * addResolved for message k of a batch another thread prepared: `tokenRemap` takes its token ids
-   * to this builder's (internToken of each of that thread's tokens, in its order), and
-   * `conversationRemap` its conversations (internConversation of each); its content comes with
-   * addPreparedContents. Only for a builder made with `prepareText`.
+   * addResolved for message k of a batch another thread prepared: its id is ids[idFrom, idTo)
+   * (the batch's ids come as one string), `tokenRemap` takes its token ids to this builder's
+   * (internToken of each of that thread's tokens, in its order), and `conversationRemap` its
+   * conversations (internConversation of each); its content comes with addPreparedContents. Only
+   * for a builder made with `prepareText`.
    */
   addPrepared(
     contact: number,
     channel: number,
     direction: number,
-    id: string,
+    ids: string,
+    idFrom: number,
+    idTo: number,
     sentAtMs: number,
     batch: PreparedBatch,
     k: number,
@@ -135,16 +141,16 @@ export class OrgDataBuilder {
     conversationRemap: Uint32Array,
   ): void {
     const t = this.preparedColumns();
-    const i = this.put(contact, channel, direction, id, sentAtMs);
+    const i = this.put(contact, channel, direction, ids, idFrom, idTo, sentAtMs);
     t.conversation[i] = conversationRemap[batch.conversation[k]];
     const seq = t.seq;
     t.seqStart[i] = seq.length;
     const from = k === 0 ? 0 : batch.tokenEnds[k - 1],
       to = batch.tokenEnds[k];
     const buf = seq.room(to - from);
-    const ids = batch.tokens;
+    const tokens = batch.tokens;
     let at = seq.length;
-    for (let q = from; q < to; q++) buf[at++] = tokenRemap[ids[q]];
+    for (let q = from; q < to; q++) buf[at++] = tokenRemap[tokens[q]];
     seq.length = at;
   }
 
@@ -173,21 +179,28 @@ export class OrgDataBuilder {
     return this.prepared;
   }
 
-  /** Adds a message's columns; its strings are '' when the builder prepares them (prepareText). */
+  /**
+   * Adds a message's columns, its id being id[idFrom, idTo); its strings only when the builder
+   * does not prepare them (prepareText).
+   */
   private put(
     contact: number,
     channel: number,
     direction: number,
     id: string,
+    idFrom: number,
+    idTo: number,
     sentAtMs: number,
     conversationId = '',
     content = '',
   ): number {
     if (this.n === this.contactCol.length) this.grow();
     const i = this.n++;
-    this.ids.push(id);
-    this.conversationIds.push(conversationId);
-    this.contents.push(content);
+    this.ids.push(id, idFrom, idTo);
+    if (this.prepared === null) {
+      this.conversationIds.push(conversationId);
+      this.contents.push(content);
+    }
     this.contactCol[i] = contact;
     this.channelCol[i] = channel;
     this.directionCol[i] = direction;
@@ -195,9 +208,9 @@ export class OrgDataBuilder {
     return i;
   }
 
-  /** The id of message i (below messageCount), as added. */
-  messageId(i: number): string {
-    return this.ids[i];
+  /** The ids of the messages added so far, message i's at index i (the import's IdSet reads them). */
+  messageIds(): IdColumn {
+    return this.ids;
   }
 
   get messageCount(): number {
@@ -241,7 +254,8 @@ export class OrgDataBuilder {
       contacts: this.contacts,
       messages: {
         count: n,
-        id: this.ids,
+        // prepared: the ids stay code units (prepared.ids), no string a message
+        id: this.prepared === null ? Array.from({ length: n }, (_, i) => this.ids.at(i)) : [],
         contact: this.contactCol.slice(0, n),
         conversationId: this.conversationIds,
         channel: this.channelCol.slice(0, n),
@@ -262,6 +276,7 @@ export class OrgDataBuilder {
         content: t.content.view(),
         conversation: t.conversation.slice(0, n),
         conversations: t.conversations,
+        ids: this.ids,
       };
     }
     return data;

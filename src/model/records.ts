@@ -1,6 +1,7 @@
 /** The record shapes of CONTRACT 9 and the columnar form every snapshot and index is built from. */
 import type { TokenInterner } from '../text/token-interner.js';
 import type { ConversationTable } from './conversation-table.js';
+import type { IdColumn } from './id-column.js';
 
 export const CHANNELS = ['whatsapp', 'whatsapp_cloud_api', 'instagram', 'telegram', 'email'] as const;
 export type Channel = (typeof CHANNELS)[number];
@@ -56,9 +57,10 @@ export interface MessageColumns {
  *   numbered by `interner` (the build renumbers tokens by first occurrence in answer order, so
  *   this numbering does not change the index);
  * - every message's content, JSON-escaped and UTF-8 (jsonEscaped): message i's is
- *   content.bytes[content.offsets[i] .. content.offsets[i + 1]). messages.content then holds '';
+ *   content.bytes[content.offsets[i] .. content.offsets[i + 1]);
  * - every message's conversation, numbered by `conversations` (renumbered by the build too);
- *   messages.conversationId then holds ''.
+ * - every message's id, as code units (`ids`).
+ * messages.id, messages.content and messages.conversationId are then empty: no string a message.
  */
 export interface PreparedText {
   interner: TokenInterner;
@@ -68,6 +70,8 @@ export interface PreparedText {
   content: { bytes: Buffer; offsets: Uint32Array };
   conversation: Uint32Array;
   conversations: ConversationTable;
+  /** every message's id (messages.id is then empty) */
+  ids: IdColumn;
 }
 
 /** Everything one organization's snapshot holds. */

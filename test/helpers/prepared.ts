@@ -4,9 +4,10 @@ import type { OrgData } from '../../src/model/records.js';
 import { tokensOf } from '../../src/text/analyze.js';
 
 /**
- * `data` without `prepared`, each message's content and conversation id decoded from the prepared
- * columns; asserts that the prepared tokens of every message spell tokensOf(its content) and that
- * its conversations are exactly its (contact, conversation id) pairs.
+ * `data` without `prepared`, each message's id, content and conversation id decoded from the
+ * prepared columns; asserts that no string a message was kept, that the prepared tokens of every
+ * message spell tokensOf(its content) and that its conversations are exactly its (contact,
+ * conversation id) pairs.
  */
 export function unprepared(data: OrgData): OrgData {
   const { prepared, ...plain } = data;
@@ -16,8 +17,10 @@ export function unprepared(data: OrgData): OrgData {
   assert.equal(offsets.length, m.count + 1);
   assert.equal(prepared.seqStart.length, m.count + 1);
   const words = prepared.interner.tokens();
-  const content = m.content.map((kept, i) => {
-    assert.equal(kept, '', `message ${i}: no content string kept`);
+  assert.equal(m.id.length + m.content.length + m.conversationId.length, 0, 'no string a message kept');
+  assert.equal(prepared.ids.count, m.count);
+  const id = Array.from({ length: m.count }, (_, i) => prepared.ids.at(i));
+  const content = Array.from({ length: m.count }, (_, i) => {
     const text = JSON.parse(`"${bytes.toString('utf8', offsets[i], offsets[i + 1])}"`) as string;
     const ids = [...prepared.seq.subarray(prepared.seqStart[i], prepared.seqStart[i + 1])];
     assert.deepEqual(
@@ -30,8 +33,7 @@ export function unprepared(data: OrgData): OrgData {
   // conversations: each message's id read back, its conversation's contact the message's own
   const ids = prepared.conversations.ids.view();
   assert.equal(prepared.conversation.length, m.count);
-  const conversationId = m.conversationId.map((kept, i) => {
-    assert.equal(kept, '', `message ${i}: no conversation id string kept`);
+  const conversationId = Array.from({ length: m.count }, (_, i) => {
     const conv = prepared.conversation[i];
     assert.ok(conv < prepared.conversations.size, `message ${i}: conversation ${conv} exists`);
     assert.equal(prepared.conversations.contact.buf[conv], m.contact[i], `message ${i}: conversation's contact`);
@@ -48,5 +50,5 @@ export function unprepared(data: OrgData): OrgData {
     pairOf.set(conv, pair);
     convOf.set(pair, conv);
   });
-  return { ...plain, messages: { ...m, content, conversationId } };
+  return { ...plain, messages: { ...m, id, content, conversationId } };
 }

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { answerOrder } from '../../../src/index/answer-order.js';
+import { IdColumn } from '../../../src/model/id-column.js';
 
 /** The order by definition: sent_at descending, ties by id ascending (JS `<`). */
 function byComparison(sentAt: Float64Array, id: string[]): Uint32Array {
@@ -13,7 +14,12 @@ function byComparison(sentAt: Float64Array, id: string[]): Uint32Array {
 function check(times: number[], ids?: string[]): void {
   const sentAt = Float64Array.from(times);
   const id = ids ?? times.map((_, i) => `m${(i * 7919) % 1000003}`);
-  assert.deepEqual([...answerOrder(sentAt, id, times.length)], [...byComparison(sentAt, id)]);
+  const expected = [...byComparison(sentAt, id)];
+  assert.deepEqual([...answerOrder(sentAt, (i) => id[i], times.length)], expected);
+  // the import's ids: code units in a column (any string, lone surrogates included), decoded where times tie
+  const column = new IdColumn();
+  for (const s of id) column.push(s);
+  assert.deepEqual([...answerOrder(sentAt, (i) => column.at(i), times.length)], expected);
 }
 
 // whole milliseconds of years 0000-9999, as rfc3339.ts gives them

@@ -101,12 +101,30 @@ describe('OrgDataBuilder prepareText', () => {
             b.addPreparedContents(batch, 0, half);
             b.addPreparedContents(batch, half, messages.length);
             messages.forEach((m, k) => {
-              b.addPrepared(m[1], 0, 0, `m${all.push(m)}`, 1000, batch, k, tokenRemap.buf, conversationRemap.buf);
+              const id = `m${all.push(m)}`;
+              b.addPrepared(
+                m[1],
+                0,
+                0,
+                `<${id}>`,
+                1,
+                id.length + 1,
+                1000,
+                batch,
+                k,
+                tokenRemap.buf,
+                conversationRemap.buf,
+              );
             });
           }
           // unprepared checks tokens and that conversations are exactly the (contact, id) pairs;
           // lone surrogates become U+FFFD, as every string column renders them
           const m = unprepared(b.build()).messages;
+          // ids as added: own messages' whole strings, the reader's from inside the batch's string
+          assert.deepEqual(
+            m.id,
+            all.map((_, i) => `m${i + 1}`),
+          );
           assert.deepEqual(
             m.content,
             all.map(([content]) => content.toWellFormed()),
