@@ -66,6 +66,12 @@ export async function readMessages(
     const first: LineRange = { start: 0, end: split, onLines: (n) => (firstLines = n) };
     messages += await readRange(input, owner, first, 0, counts, report);
     if (split < size) {
+      if (reader !== null && split > 0) {
+        // the reader's part is the rest of the file: room for about as much again, per byte, as
+        // this thread's part made, so the columns grow once (5% over, for the variation)
+        const fraction = ((size - split) / split) * 1.05;
+        for (const sink of input.sinks) sink.builder.reserve(fraction);
+      }
       const merged = reader === null ? null : await merge(input, reader, firstLines);
       // no reader thread could start: this thread reads the rest too
       messages += merged ?? (await readRange(input, owner, { start: split }, firstLines, counts, report));

@@ -89,6 +89,21 @@ export class StringColumnBuilder {
     this.length += end - start;
   }
 
+  /** Bytes held. */
+  get byteLength(): number {
+    return this.length;
+  }
+
+  /**
+   * Room for `strings` more strings of `bytes` bytes in all, made at once: a column about to take
+   * a known amount (the import's second part) grows once instead of doubling several times, each
+   * doubling a copy of everything so far (3.8 s of copies at 10M). Memory not yet written is not
+   * resident.
+   */
+  reserve(bytes: number, strings: number): void {
+    this.room(bytes, strings);
+  }
+
   /** Room for `strings` more strings of `need` bytes in all, their offsets and the closing one. */
   private room(need: number, strings = 1): void {
     if (this.length + need > this.bytes.length) {

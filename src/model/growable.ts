@@ -21,6 +21,10 @@ export class Growable {
     if (this.length + n > this.buf.length) this.grow(this.length + n);
     return this.buf;
   }
+  /** Room for `n` more values made at once (see StringColumnBuilder.reserve). */
+  reserve(n: number): void {
+    if (this.length + n > this.buf.length) this.grow(this.length + n);
+  }
   toArray(): Uint32Array {
     return this.buf.slice(0, this.length);
   }

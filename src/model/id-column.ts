@@ -12,6 +12,20 @@ export class IdColumn {
   private used = 0;
   count = 0;
 
+  /** Room for `ids` more ids of `units` code units in all, made at once (see StringColumnBuilder.reserve). */
+  reserve(ids: number, units: number): void {
+    if (this.used + units > this.codes.length) {
+      const next = new Uint16Array(this.used + units);
+      next.set(this.codes.subarray(0, this.used));
+      this.codes = next;
+    }
+    if (this.count + ids > this.ends.length) {
+      const next = new Uint32Array(this.count + ids);
+      next.set(this.ends.subarray(0, this.count));
+      this.ends = next;
+    }
+  }
+
   /** Appends `s`, or its code units from .. to - 1 (an id inside a longer string, without slicing it). */
   push(s: string, from = 0, to = s.length): void {
     const n = to - from;
@@ -21,7 +35,7 @@ export class IdColumn {
       this.codes = next;
     }
     if (this.count === this.ends.length) {
-      const next = new Uint32Array(this.ends.length * 2);
+      const next = new Uint32Array(Math.max(16, this.ends.length * 2));
       next.set(this.ends);
       this.ends = next;
     }
@@ -37,6 +51,11 @@ export class IdColumn {
     this.codes = new Uint16Array(0);
     this.ends = new Uint32Array(1);
     this.used = this.count = 0;
+  }
+
+  /** Code units held (the ids' total length). */
+  get unitCount(): number {
+    return this.used;
   }
 
   start(i: number): number {

@@ -234,8 +234,28 @@ export class OrgDataBuilder {
     );
   }
 
-  private grow(): void {
-    const size = this.contactCol.length * 2;
+  /**
+   * Room for about `fraction` times the messages, text and tokens it holds now, made at once: the
+   * import's main thread calls it before taking the reader thread's part (that part's share of
+   * the file over its own), so each column grows once, not by doubling (each doubling a copy of
+   * all before it: 3.8 s of a 10M import). Capacity not written stays out of the RSS.
+   */
+  reserve(fraction: number): void {
+    if (!(fraction > 0)) return;
+    const more = (x: number) => Math.ceil(x * fraction);
+    const messages = more(this.n);
+    const size = this.n + messages;
+    if (size > this.contactCol.length) this.grow(size);
+    this.ids.reserve(messages, more(this.ids.unitCount));
+    const t = this.prepared;
+    if (t !== null) {
+      t.content.reserve(more(t.content.byteLength), messages);
+      t.seq.reserve(more(t.seq.length));
+    }
+  }
+
+  private grow(atLeast = 0): void {
+    const size = Math.max(this.contactCol.length * 2, atLeast);
     this.contactCol = grown(this.contactCol, size);
     this.channelCol = grown(this.channelCol, size);
     this.directionCol = grown(this.directionCol, size);

@@ -139,6 +139,19 @@ describe('OrgDataBuilder prepareText', () => {
     );
   });
 
+  test('reserve (room made at once, as the import does before the reader part) changes nothing it holds', () => {
+    for (const fraction of [0, 0.01, 1.05, 7]) {
+      const plain = builder();
+      const reserved = builder();
+      for (let i = 0; i < 2500; i++) {
+        if (i === 700) reserved.reserve(fraction);
+        for (const b of [plain, reserved])
+          b.addResolved(i % 2, i % 3, i % 2, `m${i}é`, `cv${i % 5}`, `w${i % 7} ção`, 1000 + i);
+      }
+      assert.deepEqual(unprepared(reserved.build()), unprepared(plain.build()));
+    }
+  });
+
   test('grows past its first columns; a builder without prepareText keeps the content and refuses prepared text', () => {
     const b = builder();
     for (let i = 0; i < 3000; i++) b.addResolved(i % 2, 0, 0, `m${i}`, `cv${i % 5}`, `w${i % 7} pedido`, 1000);
