@@ -1,5 +1,5 @@
+// a namespace import: crypto.hash is looked up at run time (Node 20 before 20.12 lacks it)
 import * as crypto from 'node:crypto';
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ServingKeyStore } from './key-store.js';
 import type { KeyRecord } from './key-record.js';
@@ -45,10 +45,10 @@ interface CachedKey {
 const sha256: (s: string) => Buffer =
   typeof crypto.hash === 'function'
     ? (s) => crypto.hash('sha256', s, 'buffer') as unknown as Buffer
-    : (s) => createHash('sha256').update(s, 'utf8').digest();
+    : (s) => crypto.createHash('sha256').update(s, 'utf8').digest();
 
 // Compared against when the prefix is unknown, so unknown and wrong-secret keys cost the same.
-const DUMMY_DIGEST = createHash('sha256').update('no such key').digest();
+const DUMMY_DIGEST = crypto.createHash('sha256').update('no such key').digest();
 
 export interface KeyCacheOptions {
   logger: Logger;
@@ -138,7 +138,7 @@ export class KeyCache {
     this.logger = opts.logger;
     this.refreshMs = opts.refreshMs ?? 1000;
     this.flushMs = opts.flushMs ?? 5000;
-    this.compare = opts.compare ?? timingSafeEqual;
+    this.compare = opts.compare ?? crypto.timingSafeEqual;
     this.lookupLimiter = opts.lookupLimiter ?? lookupLimiter(opts.lookupsPerSecond ?? 20);
     this.onListing = opts.onListing;
     this.beforeAuthenticate = opts.beforeAuthenticate;
