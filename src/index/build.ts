@@ -133,7 +133,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   const ownSeq = read === undefined ? new Growable(n * 8) : null;
   const consume = options.consumeText === true;
   // the message strings are emptied as they are read (consumeText); prepared data holds none
-  const consumeStrings = options.consumeText === true && read === undefined;
+  const consumeStrings = consume && read === undefined;
   for (let i = 0; i < n; i++) {
     const contact = m.contact[i];
     if (idColumn === undefined || !srcId.pushPlain(idColumn.units(), idColumn.start(i), idColumn.end(i)))

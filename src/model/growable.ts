@@ -1,7 +1,14 @@
-/** `a`'s values at the start of a new array of its type, `length` long. */
-export function grown<T extends Uint8Array | Uint16Array | Uint32Array | Float64Array>(a: T, length: number): T {
+/**
+ * `a`'s first `used` values (all by default) at the start of a new array of its type, `length`
+ * long. Only they are copied: capacity never written stays untouched, out of the RSS.
+ */
+export function grown<T extends Uint8Array | Uint16Array | Uint32Array | Float64Array>(
+  a: T,
+  length: number,
+  used = a.length,
+): T {
   const next = new (a.constructor as new (length: number) => T)(length);
-  next.set(a);
+  next.set(used === a.length ? a : (a.subarray(0, used) as T));
   return next;
 }
 
@@ -29,8 +36,6 @@ export class Growable {
     return this.buf.slice(0, this.length);
   }
   private grow(min: number): void {
-    const next = new Uint32Array(Math.max(this.buf.length * 2, min));
-    next.set(this.buf.subarray(0, this.length));
-    this.buf = next;
+    this.buf = grown(this.buf, Math.max(this.buf.length * 2, min), this.length);
   }
 }

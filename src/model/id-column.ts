@@ -1,3 +1,5 @@
+import { grown } from './growable.js';
+
 /**
  * Message ids as UTF-16 code units, one after another, with where each ends: the import's ids
  * without a JS string a message. At 10M messages the strings (and the arrays holding them) were
@@ -14,31 +16,16 @@ export class IdColumn {
 
   /** Room for `ids` more ids of `units` code units in all, made at once (see StringColumnBuilder.reserve). */
   reserve(ids: number, units: number): void {
-    if (this.used + units > this.codes.length) {
-      const next = new Uint16Array(this.used + units);
-      next.set(this.codes.subarray(0, this.used));
-      this.codes = next;
-    }
-    if (this.count + ids > this.ends.length) {
-      const next = new Uint32Array(this.count + ids);
-      next.set(this.ends.subarray(0, this.count));
-      this.ends = next;
-    }
+    if (this.used + units > this.codes.length) this.codes = grown(this.codes, this.used + units, this.used);
+    if (this.count + ids > this.ends.length) this.ends = grown(this.ends, this.count + ids, this.count);
   }
 
   /** Appends `s`, or its code units from .. to - 1 (an id inside a longer string, without slicing it). */
   push(s: string, from = 0, to = s.length): void {
     const n = to - from;
-    if (this.used + n > this.codes.length) {
-      const next = new Uint16Array(Math.max(this.codes.length * 2, this.used + n));
-      next.set(this.codes.subarray(0, this.used));
-      this.codes = next;
-    }
-    if (this.count === this.ends.length) {
-      const next = new Uint32Array(Math.max(16, this.ends.length * 2));
-      next.set(this.ends);
-      this.ends = next;
-    }
+    if (this.used + n > this.codes.length)
+      this.codes = grown(this.codes, Math.max(this.codes.length * 2, this.used + n), this.used);
+    if (this.count === this.ends.length) this.ends = grown(this.ends, Math.max(16, this.ends.length * 2));
     const codes = this.codes;
     let at = this.used;
     for (let k = from; k < to; k++) codes[at++] = s.charCodeAt(k);

@@ -256,14 +256,14 @@ export class OrgDataBuilder {
 
   private grow(atLeast = 0): void {
     const size = Math.max(this.contactCol.length * 2, atLeast);
-    this.contactCol = grown(this.contactCol, size);
-    this.channelCol = grown(this.channelCol, size);
-    this.directionCol = grown(this.directionCol, size);
-    this.sentAtCol = grown(this.sentAtCol, size);
+    this.contactCol = grown(this.contactCol, size, this.n);
+    this.channelCol = grown(this.channelCol, size, this.n);
+    this.directionCol = grown(this.directionCol, size, this.n);
+    this.sentAtCol = grown(this.sentAtCol, size, this.n);
     const t = this.prepared;
     if (t !== null) {
-      t.seqStart = grown(t.seqStart, size);
-      t.conversation = grown(t.conversation, size);
+      t.seqStart = grown(t.seqStart, size, this.n);
+      t.conversation = grown(t.conversation, size, this.n);
     }
   }
 

@@ -1,0 +1,69 @@
+/**
+ * KeyCache's successful path: a key's required scopes (checked when its record is installed) and
+ * its last use (kept as a time, written as an ISO instant, the latest a prefix, at flush).
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { pino } from 'pino';
+import { generateKey } from '../../../src/auth/api-key.js';
+import { KeyCache } from '../../../src/auth/key-cache.js';
+import type { KeyRecord } from '../../../src/auth/key-record.js';
+import type { ServingKeyStore } from '../../../src/auth/key-store.js';
+
+const ORG = '0a0a0a0a-0000-4000-8000-00000000000a';
+
+function record(prefix: string, hash: string, scopes: string[]): KeyRecord {
+  return {
+    prefix,
+    name: 't',
+    hash,
+    organization_ids: [ORG],
+    scopes,
+    created_at: '2026-01-01T00:00:00.000Z',
+    expires_at: null,
+    revoked_at: null,
+    last_used_at: null,
+  };
+}
+
+test('required scopes per key, and last use flushed as the latest ISO instant a prefix', async () => {
+  const full = generateKey();
+  const partial = generateKey();
+  const touched: Map<string, string>[] = [];
+  const store = {
+    listKeys: async () => [
+      record(full.prefix, full.hash, ['contacts:read', 'messages:read']),
+      record(partial.prefix, partial.hash, ['contacts:read']),
+    ],
+    getKey: async () => null,
+    touchKeys: async (m: Map<string, string>) => {
+      touched.push(new Map(m));
+    },
+  } as unknown as ServingKeyStore;
+  const cache = new KeyCache(store, { logger: pino({ level: 'silent' }) });
+  await cache.refresh();
+
+  const t1 = Date.parse('2026-03-01T10:00:00.000Z');
+  const t2 = Date.parse('2026-03-01T10:00:05.250Z');
+  const a = cache.authenticate(`Bearer ${full.key}`, t1);
+  const b = cache.authenticate(`Bearer ${full.key}`, t2);
+  const c = cache.authenticate(`Bearer ${partial.key}`, t1);
+  assert.deepEqual(
+    [a, b, c].map((r) => (r.ok ? r.hasRequiredScopes : 'refused')),
+    [true, true, false],
+  );
+  // a wrong secret is refused and not counted as a use
+  const wrong = cache.authenticate(`Bearer ${full.key.slice(0, -1)}${full.key.endsWith('a') ? 'b' : 'a'}`, t2 + 1000);
+  assert.equal(wrong.ok, false);
+
+  await cache.flush();
+  assert.deepEqual(touched, [
+    new Map([
+      [full.prefix, '2026-03-01T10:00:05.250Z'],
+      [partial.prefix, '2026-03-01T10:00:00.000Z'],
+    ]),
+  ]);
+  // nothing new since: no write
+  await cache.flush();
+  assert.equal(touched.length, 1);
+});
