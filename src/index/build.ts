@@ -17,6 +17,7 @@ import {
 } from './layout.js';
 import { contactColumn, type OrgIndex } from './org-index.js';
 import { buildEntrySummaries, SUMMARY_MIN_DEFAULT } from './entry-summaries.js';
+import { prefixLength, writePrefix } from './message-rows.js';
 import { encodePostStarts } from './post-starts.js';
 import { jsonEscaped, StringColumnBuilder, wellFormed } from './string-column.js';
 import { buildTopLists, TOP_LIST_DEFAULTS, type TopListOptions } from './top-lists.js';
@@ -165,10 +166,13 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   // conversations and tokens renumbered by first occurrence, as the index has always numbered them.
   const ids = srcId.view();
   const contents = read?.content ?? srcContent.view();
-  const msgIdBytes = new Uint8Array(ids.bytes.length);
-  const msgIdOffsets = new Uint32Array(n + 1);
-  const msgContentBytes = new Uint8Array(contents.bytes.length);
-  const msgContentOffsets = new Uint32Array(n + 1);
+  // each message's id and content in one row (message-rows.ts), the id after its length prefix
+  let rowLength = ids.bytes.length + contents.bytes.length;
+  for (let i = 0; i < n; i++) rowLength += prefixLength(ids.offsets[i + 1] - ids.offsets[i]);
+  if (rowLength > 0xffffffff)
+    throw new Error(`index: ${rowLength} bytes of message ids and contents in one organization; at most 2^32 - 1`);
+  const msgRowBytes = new Uint8Array(rowLength);
+  const msgRowOffsets = new Uint32Array(n + 1);
   const conversationCount = conversationTable.size;
   const conversationRank = new Uint32Array(conversationCount).fill(NONE);
   const conversationByRank = new Uint32Array(conversationCount);
@@ -182,8 +186,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   // where message i's id and content go (their bytes are copied after this loop, in import order)
   let idDest: Uint32Array | null = new Uint32Array(n);
   let contentDest: Uint32Array | null = new Uint32Array(n);
-  let idAt = 0,
-    contentAt = 0,
+  let rowAt = 0,
     k = 0;
   for (let o = 0; o < n; o++) {
     const i = order[o];
@@ -192,12 +195,12 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     contactMessages[contact + 1]++;
     msgCombo[o] = comboOf(m.direction[i], m.channel[i]);
     msgSentAt[o] = m.sentAt[i];
-    msgIdOffsets[o] = idAt;
+    msgRowOffsets[o] = rowAt;
+    const idLength = ids.offsets[i + 1] - ids.offsets[i];
+    const idAt = writePrefix(msgRowBytes, rowAt, idLength);
     idDest[i] = idAt;
-    idAt += ids.offsets[i + 1] - ids.offsets[i];
-    msgContentOffsets[o] = contentAt;
-    contentDest[i] = contentAt;
-    contentAt += contents.offsets[i + 1] - contents.offsets[i];
+    contentDest[i] = idAt + idLength;
+    rowAt = idAt + idLength + contents.offsets[i + 1] - contents.offsets[i];
     const conv = srcConversation[i];
     let rank = conversationRank[conv];
     if (rank === NONE) {
@@ -213,13 +216,12 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
       seq[k++] = id;
     }
   }
-  msgIdOffsets[n] = idAt;
-  msgContentOffsets[n] = contentAt;
+  msgRowOffsets[n] = rowAt;
   // The bytes, read in import order (in sequence) and written where answer order puts them: a
   // scattered write does not stall the loop as a scattered read does, and a byte loop costs less
   // than a Buffer#copy call for strings this short.
-  scatter(ids.bytes, ids.offsets, msgIdBytes, idDest, n);
-  scatter(contents.bytes, contents.offsets, msgContentBytes, contentDest, n);
+  scatter(ids.bytes, ids.offsets, msgRowBytes, idDest, n);
+  scatter(contents.bytes, contents.offsets, msgRowBytes, contentDest, n);
   idDest = contentDest = null;
   seqStart[n] = k;
   // the prepared content and tokens are copied: the caller's data lets go of them now, not after
@@ -488,10 +490,8 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     msgConversation,
     msgCombo,
     msgSentAt,
-    msgIdBytes,
-    msgIdOffsets,
-    msgContentBytes,
-    msgContentOffsets,
+    msgRowBytes,
+    msgRowOffsets,
     ...columns('conversationId', conversationIds),
     tokenIds,
     pairIds,

@@ -40,14 +40,14 @@ export interface OrgIndex extends EntrySummaries {
   /** epoch ms, non-increasing with the ordinal */
   readonly msgSentAt: Float64Array;
   /**
-   * message ids, contents and conversation ids as UTF-8 string columns (see string-column.ts),
-   * each string already JSON-escaped (the text between the quotes of JSON.stringify): responses
-   * copy these bytes as they are, and the text is kept once, in this form
+   * message ids and contents, and conversation ids, as UTF-8, each string already JSON-escaped
+   * (the text between the quotes of JSON.stringify): responses copy these bytes as they are, and
+   * the text is kept once, in this form. A message's id and content sit side by side in its row
+   * (message-rows.ts); conversation ids are a string column (string-column.ts).
    */
-  readonly msgIdBytes: Uint8Array;
-  readonly msgIdOffsets: Uint32Array;
-  readonly msgContentBytes: Uint8Array;
-  readonly msgContentOffsets: Uint32Array;
+  readonly msgRowBytes: Uint8Array;
+  /** one more than the number of messages */
+  readonly msgRowOffsets: Uint32Array;
   readonly conversationIdBytes: Uint8Array;
   /** one more than the number of conversations */
   readonly conversationIdOffsets: Uint32Array;
@@ -130,10 +130,8 @@ export const TYPED_ARRAY_FIELDS = [
   'msgConversation',
   'msgCombo',
   'msgSentAt',
-  'msgIdBytes',
-  'msgIdOffsets',
-  'msgContentBytes',
-  'msgContentOffsets',
+  'msgRowBytes',
+  'msgRowOffsets',
   'conversationIdBytes',
   'conversationIdOffsets',
   'entryStart',

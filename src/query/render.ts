@@ -3,6 +3,7 @@
  * index's pre-escaped strings copied, numbers and timestamps written in place (body-writer.ts).
  */
 import { CHANNEL_COUNT } from '../index/layout.js';
+import { contentStart, idStart } from '../index/message-rows.js';
 import type { OrgIndex } from '../index/org-index.js';
 import { CHANNELS } from '../model/records.js';
 import type { SearchRequest } from '../request/search-request.js';
@@ -114,26 +115,30 @@ export function writePage(
   }
   if (s.pageMessages.length < m * MESSAGE_WORDS) s.pageMessages = new Uint32Array(m * MESSAGE_WORDS);
   const msgs = s.pageMessages;
-  const { msgIdOffsets, msgContentOffsets, conversationIdOffsets, msgConversation, msgCombo, msgSentAt } = index;
+  const { msgRowOffsets, conversationIdOffsets, msgConversation, msgCombo, msgSentAt } = index;
   for (let j = 0; j < m; j++) {
     const o = picked[j];
     const conv = msgConversation[o];
     const at = j * MESSAGE_WORDS;
-    msgs[at] = msgIdOffsets[o];
-    msgs[at + 1] = msgIdOffsets[o + 1];
+    // the row's bounds for now; its id's and content's are found in the next pass
+    msgs[at] = msgRowOffsets[o];
     msgs[at + 2] = conversationIdOffsets[conv];
     msgs[at + 3] = conversationIdOffsets[conv + 1];
-    msgs[at + 4] = msgContentOffsets[o];
-    msgs[at + 5] = msgContentOffsets[o + 1];
+    msgs[at + 5] = msgRowOffsets[o + 1];
     msgs[at + 6] = msgCombo[o];
     if (msgSentAt[o] > 0) sink++;
   }
-  const { msgIdBytes, conversationIdBytes, msgContentBytes, contactJsonBytes, contactJsonOffsets } = index;
+  const { msgRowBytes, conversationIdBytes, contactJsonBytes, contactJsonOffsets } = index;
   for (let j = 0; j < m; j++) {
     const at = j * MESSAGE_WORDS;
-    sink ^= touch(msgIdBytes, msgs[at], msgs[at + 1]);
+    const row = msgs[at];
+    sink ^= touch(msgRowBytes, row, msgs[at + 5]);
     sink ^= touch(conversationIdBytes, msgs[at + 2], msgs[at + 3]);
-    sink ^= touch(msgContentBytes, msgs[at + 4], msgs[at + 5]);
+    // the id between its length prefix and the content, the content up to the row's end
+    const content = contentStart(msgRowBytes, row);
+    msgs[at] = idStart(msgRowBytes, row);
+    msgs[at + 1] = content;
+    msgs[at + 4] = content;
   }
   for (let i = 0; i < n; i++) {
     // the oldest counting message's time (first_matched_at; the newest is a picked one) and the contact
@@ -179,11 +184,11 @@ function writeMessage(
     textTo = msgs[at + 5];
   out.reserve(MESSAGE_FIXED + (idTo - idFrom) + (convTo - convFrom) + (textTo - textFrom));
   out.raw(first ? MESSAGE_OPEN : NEXT_MESSAGE_OPEN);
-  out.slice(text.msgId, idFrom, idTo);
+  out.slice(text.msgRow, idFrom, idTo);
   out.raw(CONVERSATION);
   out.slice(text.conversationId, convFrom, convTo);
   out.raw(COMBO[msgs[at + 6]]);
-  out.slice(text.content, textFrom, textTo);
+  out.slice(text.msgRow, textFrom, textTo);
   out.raw(SENT_AT);
   out.isoAt(index.msgSentAt, o);
 }

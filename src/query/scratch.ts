@@ -8,9 +8,9 @@ const MAX_MESSAGES_LIMIT = 20;
 
 /** The index's byte columns a body copies from, as the views BodyWriter copies with. */
 export interface TextViews {
-  msgId: Bytes;
+  /** message rows: id and content (message-rows.ts) */
+  msgRow: Bytes;
   conversationId: Bytes;
-  content: Bytes;
   contactJson: Bytes;
 }
 
@@ -99,9 +99,8 @@ export function scratchFor(index: OrgIndex): Scratch {
       viewContact: new Array<ContactColumn | undefined>(MAX_TERMS).fill(undefined),
       viewEntry: new Array<Uint32Array | undefined>(MAX_TERMS).fill(undefined),
       text: {
-        msgId: bytesOf(index.msgIdBytes),
+        msgRow: bytesOf(index.msgRowBytes),
         conversationId: bytesOf(index.conversationIdBytes),
-        content: bytesOf(index.msgContentBytes),
         contactJson: bytesOf(index.contactJsonBytes),
       },
       flagPairs: flagPairsOf(index.entryFlags),

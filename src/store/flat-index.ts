@@ -6,6 +6,7 @@
  * into the OrgIndex the query code reads (the dictionaries read in place), `flattenIndex` the reverse.
  */
 import { CHANNEL_COUNT } from '../index/layout.js';
+import { contentStart, idStart } from '../index/message-rows.js';
 import { TYPED_ARRAY_FIELDS, type OrgIndex } from '../index/org-index.js';
 import {
   buildTokenTable,
@@ -208,16 +209,19 @@ export function isExportSection(name: string): boolean {
 export function orgDataOf(flat: FlatIndex): OrgData {
   const s = flat.sections as Record<string, Section | undefined>;
   const n = flat.messageCount;
-  const col = (bytes: string, offsets: string) => {
-    const b = s[bytes] as Uint8Array,
-      o = s[offsets] as Uint32Array;
-    const text = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
-    // the columns hold JSON-escaped text (what responses copy): unescape it
-    return (i: number): string => JSON.parse('"' + text.toString('utf8', o[i], o[i + 1]) + '"') as string;
+  // the byte columns hold JSON-escaped text (what responses copy): unescaped here
+  const jsonText = (bytes: Uint8Array) => {
+    const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    return (from: number, to: number): string => JSON.parse('"' + text.toString('utf8', from, to) + '"') as string;
   };
-  const idAt = col('msgIdBytes', 'msgIdOffsets'),
-    contentAt = col('msgContentBytes', 'msgContentOffsets');
-  const convAt = col('conversationIdBytes', 'conversationIdOffsets');
+  const rows = s.msgRowBytes as Uint8Array,
+    rowOffsets = s.msgRowOffsets as Uint32Array,
+    rowString = jsonText(rows);
+  const idAt = (o: number): string => rowString(idStart(rows, rowOffsets[o]), contentStart(rows, rowOffsets[o]));
+  const contentAt = (o: number): string => rowString(contentStart(rows, rowOffsets[o]), rowOffsets[o + 1]);
+  const convOffsets = s.conversationIdOffsets as Uint32Array,
+    convString = jsonText(s.conversationIdBytes as Uint8Array);
+  const convAt = (c: number): string => convString(convOffsets[c], convOffsets[c + 1]);
   const msgContact = s.msgContact as Uint32Array | undefined,
     msgConversation = s.msgConversation as Uint32Array;
   if (msgContact === undefined) {

@@ -18,6 +18,7 @@ import { endianness } from 'node:os';
 import { Packr, Unpackr } from 'msgpackr';
 import { buildIndex } from '../index/build.js';
 import { buildEntrySummaries, SUMMARY_MIN_DEFAULT, SUMMARY_SECTIONS, SUMMARY_WIDTH } from '../index/entry-summaries.js';
+import { rowsOf } from '../index/message-rows.js';
 import { contactColumnType } from '../index/org-index.js';
 import { OlderFormatError, type LoadFlatOptions } from './snapshot-store.js';
 import { CHANNELS, DIRECTIONS, type Contact, type OrgData } from '../model/records.js';
@@ -396,6 +397,27 @@ const UPGRADE = 'publish it again with `npm run snapshot -- import`';
  */
 const DERIVED_SECTIONS: readonly string[] = SUMMARY_SECTIONS;
 
+/**
+ * The sections of the layout before message rows (message-rows.ts): ids and contents as two
+ * string columns. Such a snapshot is read into ordinary memory and its rows derived on load, in
+ * shared memory (a copy of its text: ~0.1 s at 1M messages), so it keeps loading without being
+ * published again.
+ */
+const TWO_COLUMN_SECTIONS: Readonly<Record<string, SectionType>> = {
+  msgIdBytes: 'Uint8Array',
+  msgIdOffsets: 'Uint32Array',
+  msgContentBytes: 'Uint8Array',
+  msgContentOffsets: 'Uint32Array',
+};
+const ROW_SECTIONS: readonly string[] = ['msgRowBytes', 'msgRowOffsets'];
+
+/** Whether a string column's offsets (n + 1 of them) run from 0 up to its bytes' length, never down. */
+function offsetsFit(offsets: Uint32Array, bytes: Uint8Array, n: number): boolean {
+  if (offsets.length !== n + 1 || offsets[0] !== 0 || offsets[n] !== bytes.length) return false;
+  for (let i = 0; i < n; i++) if (offsets[i + 1] < offsets[i]) return false;
+  return true;
+}
+
 /** The summary sections of a snapshot written without them, in shared memory. */
 function deriveSummaries(s: Record<string, Section>): Record<string, Section> {
   const offsets = s.entryPostOffset as Uint16Array;
@@ -473,7 +495,10 @@ class SectionsDecoder {
       }
       names.add(name);
       // entryContact's width follows the contact count (contactColumnType): hold the manifest to it
-      const want = name === 'entryContact' ? contactColumnType(manifest.contacts) : expected.get(name);
+      const want =
+        name === 'entryContact'
+          ? contactColumnType(manifest.contacts)
+          : (expected.get(name) ?? TWO_COLUMN_SECTIONS[name]);
       const exportOnly = isExportSection(name);
       if (exportOnly ? type !== 'Uint32Array' : want !== type) {
         const known = exportOnly || want !== undefined;
@@ -487,8 +512,9 @@ class SectionsDecoder {
       if (length * Ctor.BYTES_PER_ELEMENT > total) throw new Error(`snapshot: malformed manifest for ${this.what}`);
       if (exportOnly && !keepExport) {
         this.skipped.set(name, length * Ctor.BYTES_PER_ELEMENT);
-      } else if (exportOnly) {
-        // Only serves finishData: ordinary memory, not shared, and dropped when serving.
+      } else if (exportOnly || Object.hasOwn(TWO_COLUMN_SECTIONS, name)) {
+        // Export sections only serve finishData, and the two columns only give the rows their
+        // bytes: ordinary memory, not shared, dropped once loaded.
         const array = new (Ctor as unknown as new (n: number) => Section)(length);
         this.sections.set(name, { bytes: new Uint8Array(array.buffer), array, filled: 0 });
       } else {
@@ -502,8 +528,14 @@ class SectionsDecoder {
         filled: 0,
       });
     }
+    // the message rows, or the two columns they are derived from: one layout or the other, whole
+    const twoColumns = Object.keys(TWO_COLUMN_SECTIONS).filter((name) => names.has(name)).length;
+    if (twoColumns !== 0 && (twoColumns !== 4 || ROW_SECTIONS.some((name) => names.has(name))))
+      throw new Error(
+        `snapshot: ${this.what} has an incomplete or mixed set of message id and content sections (another index layout); ${UPGRADE}`,
+      );
     for (const name of expected.keys()) {
-      if (!names.has(name) && !DERIVED_SECTIONS.includes(name))
+      if (!names.has(name) && !DERIVED_SECTIONS.includes(name) && !(twoColumns === 4 && ROW_SECTIONS.includes(name)))
         throw new Error(`snapshot: ${this.what} has no section ${name} (another index layout); ${UPGRADE}`);
     }
     // derived sections come all together (written by this layout) or not at all (by the one before)
@@ -560,6 +592,30 @@ class SectionsDecoder {
     }
   }
 
+  /** A snapshot of the layout before rows: its rows in shared memory, its two columns let go. */
+  private rowsFromTwoColumns(sections: Record<string, Section>): Record<string, Section> {
+    const n = this.manifest.messages;
+    const idBytes = sections.msgIdBytes as Uint8Array,
+      idOffsets = sections.msgIdOffsets as Uint32Array,
+      contentBytes = sections.msgContentBytes as Uint8Array,
+      contentOffsets = sections.msgContentOffsets as Uint32Array;
+    if (!offsetsFit(idOffsets, idBytes, n) || !offsetsFit(contentOffsets, contentBytes, n))
+      throw this.corrupt('the message id or content sections disagree with the counts');
+    for (const name of Object.keys(TWO_COLUMN_SECTIONS)) {
+      delete sections[name];
+      this.sections.delete(name);
+    }
+    let rows: Record<string, Section> = {};
+    rowsOf(idBytes, idOffsets, contentBytes, contentOffsets, (length) => {
+      rows = allocateShared([
+        ['msgRowBytes', 'Uint8Array', length],
+        ['msgRowOffsets', 'Uint32Array', n + 1],
+      ]);
+      return { bytes: rows.msgRowBytes as Uint8Array, offsets: rows.msgRowOffsets as Uint32Array };
+    });
+    return rows;
+  }
+
   finish(withSourceOrder: boolean): FlatIndex {
     const m = this.manifest;
     if (this.seen.some((s) => !s)) throw this.corrupt('missing chunks');
@@ -579,6 +635,10 @@ class SectionsDecoder {
     ) {
       throw this.corrupt('sections disagree with the counts');
     }
+    if (sections.msgRowBytes === undefined) Object.assign(sections, this.rowsFromTwoColumns(sections));
+    const rowOffsets = sections.msgRowOffsets as Uint32Array;
+    if (rowOffsets.length !== n + 1 || rowOffsets[n] !== sections.msgRowBytes.length)
+      throw this.corrupt('the message rows disagree with the counts');
     if (sections.summaryMin === undefined) Object.assign(sections, deriveSummaries(sections));
     else if (!summariesFit(sections)) throw this.corrupt('the summary sections disagree with the entries');
     return {

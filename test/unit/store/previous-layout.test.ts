@@ -1,4 +1,7 @@
 /**
+ * A snapshot of the layout before message rows (src/index/message-rows.ts) has ids and contents
+ * as two string columns: the decoder derives the rows on load, in shared memory, and the loaded
+ * index answers byte for byte as the built one.
  * A snapshot of the layout before long-entry summaries (src/index/entry-summaries.ts) has every
  * other section: the decoder derives the summaries on load, equal to the ones the build writes,
  * in shared memory, and the loaded index answers byte for byte as the built one. A snapshot of
@@ -16,6 +19,7 @@ import { parseSearchParams } from '../../../src/request/parse-params.js';
 import { exportColumns, flattenIndex, wrapIndex } from '../../../src/store/flat-index.js';
 import { encodeSnapshot, parseManifest, SnapshotDecoder } from '../../../src/store/snapshot-format.js';
 import { parseRfc3339 } from '../../../src/time/rfc3339.js';
+import { toTwoColumns } from '../../helpers/two-columns.js';
 
 const SUMMARIES = SUMMARY_SECTIONS;
 
@@ -33,6 +37,84 @@ function generatedOrg(messageCount: number, contactCount: number, seed: number):
   for (const m of messages) b.addMessage(m, parseRfc3339(m.sent_at)!);
   return { orgId, data: b.build() };
 }
+
+describe('a snapshot written before message rows', () => {
+  it('loads with its rows derived from the two columns, equal to the built ones, and answers the same', () => {
+    const { orgId, data } = generatedOrg(3000, 40, 11);
+    let order: Uint32Array | undefined;
+    const built = buildIndex(data, {
+      onOrder: (o) => {
+        order = o;
+      },
+    });
+    const flat = flattenIndex(built, exportColumns(data, order!));
+    toTwoColumns(flat);
+    // and before summaries too: both are derived
+    for (const name of SUMMARIES) delete flat.sections[name];
+    const enc = encodeSnapshot({ format: 2, flat }, 2);
+    const chunks = [...enc.chunks];
+    const manifest = parseManifest(enc.manifest(), { organizationId: orgId, version: 2 });
+    assert.ok(manifest.sections!.some(([name]) => name === 'msgIdOffsets'));
+    assert.ok(!manifest.sections!.some(([name]) => name === 'msgRowBytes'));
+    for (const purpose of ['serve', 'export'] as const) {
+      const decoder = new SnapshotDecoder(manifest, {}, purpose);
+      for (const [i, chunk] of chunks.entries()) decoder.add(i, chunk);
+      const loaded = decoder.finishFlat();
+      for (const name of ['msgRowBytes', 'msgRowOffsets'] as const) {
+        const a = loaded.sections[name];
+        assert.ok(a.buffer instanceof SharedArrayBuffer, `${name} is shared memory`);
+        assert.deepEqual(
+          Buffer.from(a.buffer, a.byteOffset, a.byteLength),
+          Buffer.from(built[name].buffer, built[name].byteOffset, built[name].byteLength),
+          name,
+        );
+      }
+      for (const name of ['msgIdBytes', 'msgIdOffsets', 'msgContentBytes', 'msgContentOffsets'])
+        assert.equal(loaded.sections[name], undefined, `${name} is let go`);
+      const index = wrapIndex(loaded);
+      for (const q of ['q=the', 'q=que&direction=all&messages_limit=20', 'keywords=que,de&channel=whatsapp']) {
+        const parsed = parseSearchParams(`organization_id=${orgId}&${q}`);
+        assert.ok(parsed.ok);
+        const want = Buffer.from(searchBody(built, parsed.request)).toString('utf8');
+        assert.equal(Buffer.from(searchBody(index, parsed.request)).toString('utf8'), want, q);
+      }
+    }
+  });
+
+  it('is refused when it has some of the two columns, or both layouts, naming the command', () => {
+    const { orgId, data } = generatedOrg(200, 4, 12);
+    const partial = flattenIndex(buildIndex(data));
+    toTwoColumns(partial);
+    delete partial.sections.msgContentOffsets;
+    const mixed = flattenIndex(buildIndex(data));
+    mixed.sections.msgIdBytes = new Uint8Array(0);
+    for (const [version, flat] of [
+      [7, partial],
+      [8, mixed],
+    ] as const) {
+      const enc = encodeSnapshot({ format: 2, flat }, version);
+      assert.ok([...enc.chunks].length > 0); // the manifest lists the chunks once they are made
+      assert.throws(() => new SnapshotDecoder(parseManifest(enc.manifest(), { organizationId: orgId, version })), {
+        message: `snapshot: organization ${orgId} version ${version} has an incomplete or mixed set of message id and content sections (another index layout); publish it again with \`npm run snapshot -- import\``,
+      });
+    }
+  });
+
+  it('is refused as corrupt when its offsets run past its bytes', () => {
+    const { orgId, data } = generatedOrg(200, 4, 13);
+    const flat = flattenIndex(buildIndex(data));
+    toTwoColumns(flat);
+    const offsets = flat.sections.msgContentOffsets as Uint32Array;
+    offsets[offsets.length - 1] += 1;
+    const enc = encodeSnapshot({ format: 2, flat }, 9);
+    const chunks = [...enc.chunks];
+    const decoder = new SnapshotDecoder(parseManifest(enc.manifest(), { organizationId: orgId, version: 9 }));
+    for (const [i, chunk] of chunks.entries()) decoder.add(i, chunk);
+    assert.throws(() => decoder.finishFlat(), {
+      message: `snapshot: corrupt snapshot of organization ${orgId} version 9: the message id or content sections disagree with the counts`,
+    });
+  });
+});
 
 describe('a snapshot written before long-entry summaries', () => {
   it('loads with its summaries derived, equal to the built ones, and answers the same', () => {

@@ -1,0 +1,86 @@
+/**
+ * A message's id and content, JSON-escaped UTF-8, kept side by side in one byte column
+ * (msgRowBytes, bounds in msgRowOffsets): a rendered message reads one offset and starts copying
+ * from one line of memory, where two columns cost two offset reads and two places in memory.
+ * Measured through HTTP on the six-class mix (1M messages, one server thread, 6 rounds alternated
+ * with the two columns): 7,545 -> 7,857 requests/s (+4%); and 2.8 MiB less at 1M (one offset
+ * column of 4 bytes a message gone, a prefix of 1 byte come).
+ *
+ * Row o, from msgRowOffsets[o] to msgRowOffsets[o + 1]:
+ *   [id length: 1 byte, or LONG_ID then 4 bytes little-endian] [id bytes] [content bytes]
+ */
+
+/** First byte of a row whose id is LONG_ID bytes or more: the length follows in 4 bytes. */
+export const LONG_ID = 0xff;
+
+/** Bytes of the length prefix of an id of `idLength` bytes. */
+export function prefixLength(idLength: number): number {
+  return idLength < LONG_ID ? 1 : 5;
+}
+
+/** Writes the length prefix of an id of `idLength` bytes at rows[at]; returns where the id starts. */
+export function writePrefix(rows: Uint8Array, at: number, idLength: number): number {
+  if (idLength < LONG_ID) {
+    rows[at] = idLength;
+    return at + 1;
+  }
+  rows[at] = LONG_ID;
+  rows[at + 1] = idLength & 0xff;
+  rows[at + 2] = (idLength >>> 8) & 0xff;
+  rows[at + 3] = (idLength >>> 16) & 0xff;
+  rows[at + 4] = idLength >>> 24;
+  return at + 5;
+}
+
+/** Where the id of the row starting at `at` ends and its content starts. */
+export function contentStart(rows: Uint8Array, at: number): number {
+  const first = rows[at];
+  if (first !== LONG_ID) return at + 1 + first;
+  const length = (rows[at + 1] | (rows[at + 2] << 8) | (rows[at + 3] << 16) | (rows[at + 4] << 24)) >>> 0;
+  return at + 5 + length;
+}
+
+/** Where the id of the row starting at `at` starts (after its length prefix). */
+export function idStart(rows: Uint8Array, at: number): number {
+  return at + (rows[at] === LONG_ID ? 5 : 1);
+}
+
+/** The message text of every row (their contents' bytes, the ids and prefixes left out). */
+export function contentBytesOf(rows: Uint8Array, offsets: Uint32Array): number {
+  let total = 0;
+  for (let o = 0; o + 1 < offsets.length; o++) total += offsets[o + 1] - contentStart(rows, offsets[o]);
+  return total;
+}
+
+/**
+ * The rows of messages whose ids and contents are two string columns (bytes, offsets), message o
+ * of both in row o: how a snapshot of the layout before rows is read.
+ */
+export function rowsOf(
+  idBytes: Uint8Array,
+  idOffsets: Uint32Array,
+  contentBytes: Uint8Array,
+  contentOffsets: Uint32Array,
+  allocate: (length: number) => { bytes: Uint8Array; offsets: Uint32Array },
+): { bytes: Uint8Array; offsets: Uint32Array } {
+  const n = idOffsets.length - 1;
+  let length = idBytes.length + contentBytes.length;
+  for (let o = 0; o < n; o++) length += prefixLength(idOffsets[o + 1] - idOffsets[o]);
+  if (length > 0xffffffff) throw new Error(`index: ${length} bytes of message ids and contents; at most 2^32 - 1`);
+  const out = allocate(length);
+  let at = 0;
+  for (let o = 0; o < n; o++) {
+    out.offsets[o] = at;
+    const idFrom = idOffsets[o],
+      idTo = idOffsets[o + 1];
+    at = writePrefix(out.bytes, at, idTo - idFrom);
+    out.bytes.set(idBytes.subarray(idFrom, idTo), at);
+    at += idTo - idFrom;
+    const from = contentOffsets[o],
+      to = contentOffsets[o + 1];
+    out.bytes.set(contentBytes.subarray(from, to), at);
+    at += to - from;
+  }
+  out.offsets[n] = at;
+  return out;
+}

@@ -1,0 +1,33 @@
+/**
+ * A flat index as the layout before message rows wrote it (src/index/message-rows.ts): ids and
+ * contents as two string columns, msgIdBytes/msgIdOffsets and msgContentBytes/msgContentOffsets,
+ * and no msgRowBytes/msgRowOffsets. For tests of the loader's derivation of rows.
+ */
+import { contentStart, idStart } from '../../src/index/message-rows.js';
+import type { FlatIndex } from '../../src/store/flat-index.js';
+
+export function toTwoColumns(flat: FlatIndex): void {
+  const s = flat.sections;
+  const rows = s.msgRowBytes as Uint8Array,
+    offsets = s.msgRowOffsets as Uint32Array;
+  const n = offsets.length - 1;
+  const idParts: Uint8Array[] = [],
+    contentParts: Uint8Array[] = [];
+  const idOffsets = new Uint32Array(n + 1),
+    contentOffsets = new Uint32Array(n + 1);
+  for (let o = 0; o < n; o++) {
+    const row = offsets[o];
+    const id = rows.subarray(idStart(rows, row), contentStart(rows, row));
+    const content = rows.subarray(contentStart(rows, row), offsets[o + 1]);
+    idParts.push(id);
+    contentParts.push(content);
+    idOffsets[o + 1] = idOffsets[o] + id.length;
+    contentOffsets[o + 1] = contentOffsets[o] + content.length;
+  }
+  delete s.msgRowBytes;
+  delete s.msgRowOffsets;
+  s.msgIdBytes = new Uint8Array(Buffer.concat(idParts));
+  s.msgIdOffsets = idOffsets;
+  s.msgContentBytes = new Uint8Array(Buffer.concat(contentParts));
+  s.msgContentOffsets = contentOffsets;
+}
