@@ -13,6 +13,7 @@ import {
   OUT_FAR,
   OUT_SHIFT,
   OUT_UNTIED,
+  markTies,
   timeRanks,
 } from './layout.js';
 import { contactColumn, type OrgIndex } from './org-index.js';
@@ -480,6 +481,8 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     options.topLists ?? TOP_LIST_DEFAULTS,
   );
 
+  // last: every use above reads msgCombo as the combo alone
+  markTies(msgSentAt, msgCombo);
   return {
     organizationId: data.organizationId,
     messageCount: n,

@@ -11,7 +11,17 @@
  * summaries take 0.45 bytes a message. (In process, a minimum of 16 (1.9 B a message) was no
  * faster than 32 or 64: 31-33 µs for the common term against 29.5.)
  */
-import { BOTH, CHANNEL_COUNT, entryHead, HEAD_INLINE, INBOUND, NONE, OUTBOUND, TOP_MODES } from './layout.js';
+import {
+  BOTH,
+  CHANNEL_COUNT,
+  COMBO_VALUE,
+  entryHead,
+  HEAD_INLINE,
+  INBOUND,
+  NONE,
+  OUTBOUND,
+  TOP_MODES,
+} from './layout.js';
 import { lowerBound } from './lower-bound.js';
 import { type PostStarts, postStart } from './post-starts.js';
 
@@ -73,7 +83,7 @@ export function buildEntrySummaries(x: SummarySource, min: number): EntrySummari
     summaryValues[v + INBOUND * 3 + 2] = summaryValues[v + OUTBOUND * 3 + 2] = NONE;
     const add = (o: number): void => {
       const conv = msgConversation[o];
-      const inbound = msgCombo[o] < CHANNEL_COUNT;
+      const inbound = (msgCombo[o] & COMBO_VALUE) < CHANNEL_COUNT;
       const at = v + (inbound ? INBOUND : OUTBOUND) * 3;
       const stamp = inbound ? stampIn : stampOut;
       summaryValues[at]++;

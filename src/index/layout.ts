@@ -16,6 +16,27 @@ export function comboOf(direction: number, channel: number): number {
   return direction * CHANNEL_COUNT + channel;
 }
 
+/**
+ * msgCombo's bit 7: message o's sent_at equals message o - 1's, so its time rank is not its own
+ * ordinal (timeRank). Set on every load from msgSentAt (markTies), so a snapshot's own bits are
+ * never trusted. A filter's test `(1 << msgCombo[o]) & mask` ignores it: a shift count is taken
+ * modulo 32. Reads of the combo as a number take COMBO_VALUE of it.
+ */
+export const TIED = 0x80;
+export const COMBO_VALUE = 0x7f;
+
+/** Sets TIED in combo[o] exactly where sentAt[o] equals sentAt[o - 1] (sentAt non-increasing). */
+export function markTies(sentAt: Float64Array, combo: Uint8Array): void {
+  const n = combo.length;
+  if (n > 0) combo[0] &= COMBO_VALUE;
+  for (let o = 1; o < n; o++) combo[o] = (combo[o] & COMBO_VALUE) | (sentAt[o] === sentAt[o - 1] ? TIED : 0);
+}
+
+/** Time rank of message o whose combo (TIED bit included) is `combo`: its ordinal unless tied. */
+export function rankOf(sentAt: Float64Array, o: number, combo: number): number {
+  return (combo & TIED) === 0 ? o : timeRank(sentAt, o);
+}
+
 /** Bits of the inbound combos in a combo mask (entryFlags, a filter mask); the rest are outbound. */
 export const INBOUND_COMBOS = (1 << CHANNEL_COUNT) - 1;
 
@@ -97,7 +118,7 @@ export function newestOutbound(x: EntryNewestColumns, e: number): number {
       // rare: 14 or more newer inbound messages first; the flags say an outbound one follows
       const { msgCombo } = x;
       const end = postStart(x, e + 1);
-      while (p < end && msgCombo[postings[p]] < CHANNEL_COUNT) p++;
+      while (p < end && (msgCombo[postings[p]] & COMBO_VALUE) < CHANNEL_COUNT) p++;
       if (p === end) return -1;
     }
     o = postings[p];

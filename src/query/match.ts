@@ -15,7 +15,7 @@ import {
   OUT_SHIFT,
   OUT_UNTIED,
   OUTBOUND,
-  timeRank,
+  rankOf,
 } from '../index/layout.js';
 import { postingsLowerBound } from '../index/lower-bound.js';
 import { postStart } from '../index/post-starts.js';
@@ -66,7 +66,7 @@ function newestRank(plan: Plan, v: TermView, e: number): number {
     return plan.precomputed ? newestOf(plan.index, e, plan.direction) : newestFiltered(plan, e);
   }
   const o = newestCounting(plan, v, e);
-  return o < 0 ? -1 : timeRank(plan.index.msgSentAt, o);
+  return o < 0 ? -1 : rankOf(plan.index.msgSentAt, o, plan.index.msgCombo[o]);
 }
 
 /**
@@ -96,7 +96,8 @@ function scanFiltered(plan: Plan, e: number): number {
     // the inline head is the entry's newest message
     const o = entryHead(index, e);
     if (o >= hi) return -1;
-    if (o >= lo && ((1 << index.msgCombo[o]) & mask) !== 0) return timeRank(index.msgSentAt, o);
+    const combo = index.msgCombo[o];
+    if (o >= lo && ((1 << combo) & mask) !== 0) return rankOf(index.msgSentAt, o, combo);
   }
   return scanStored(plan, e);
 }
@@ -113,7 +114,8 @@ function scanStored(plan: Plan, e: number): number {
   for (; p < end; p++) {
     const o = postings[p];
     if (o >= hi) return -1;
-    if (((1 << msgCombo[o]) & mask) !== 0) return timeRank(index.msgSentAt, o);
+    const combo = msgCombo[o];
+    if (((1 << combo) & mask) !== 0) return rankOf(index.msgSentAt, o, combo);
   }
   return -1;
 }

@@ -2,7 +2,7 @@
  * The 200 body as bytes (spec 2.2-2.5, full forms, key order of the spec): constant pieces, the
  * index's pre-escaped strings copied, numbers and timestamps written in place (body-writer.ts).
  */
-import { CHANNEL_COUNT } from '../index/layout.js';
+import { CHANNEL_COUNT, COMBO_VALUE } from '../index/layout.js';
 import { contentStart, idStart } from '../index/message-rows.js';
 import type { OrgIndex } from '../index/org-index.js';
 import { CHANNELS } from '../model/records.js';
@@ -125,7 +125,7 @@ export function writePage(
     msgs[at + 2] = conversationIdOffsets[conv];
     msgs[at + 3] = conversationIdOffsets[conv + 1];
     msgs[at + 5] = msgRowOffsets[o + 1];
-    msgs[at + 6] = msgCombo[o];
+    msgs[at + 6] = msgCombo[o] & COMBO_VALUE;
     if (msgSentAt[o] > 0) sink++;
   }
   const { msgRowBytes, conversationIdBytes, contactJsonBytes, contactJsonOffsets } = index;

@@ -5,7 +5,7 @@
  * snapshot stores and what the build worker hands the request thread; `wrapIndex` turns it back
  * into the OrgIndex the query code reads (the dictionaries read in place), `flattenIndex` the reverse.
  */
-import { CHANNEL_COUNT } from '../index/layout.js';
+import { CHANNEL_COUNT, COMBO_VALUE } from '../index/layout.js';
 import { contentStart, idStart } from '../index/message-rows.js';
 import { TYPED_ARRAY_FIELDS, type OrgIndex } from '../index/org-index.js';
 import {
@@ -245,8 +245,9 @@ export function orgDataOf(flat: FlatIndex): OrgData {
     content[i] = contentAt(o);
     conversationId[i] = convAt(msgConversation[o]);
     contact[i] = msgContact[o];
-    channel[i] = msgCombo[o] % CHANNEL_COUNT; // comboOf's inverse
-    direction[i] = Math.floor(msgCombo[o] / CHANNEL_COUNT);
+    const combo = msgCombo[o] & COMBO_VALUE; // without its TIED bit
+    channel[i] = combo % CHANNEL_COUNT; // comboOf's inverse
+    direction[i] = Math.floor(combo / CHANNEL_COUNT);
     sentAt[i] = msgSentAt[o];
   }
   return {

@@ -18,6 +18,7 @@ import { endianness } from 'node:os';
 import { Packr, Unpackr } from 'msgpackr';
 import { buildIndex } from '../index/build.js';
 import { buildEntrySummaries, SUMMARY_MIN_DEFAULT, SUMMARY_SECTIONS, SUMMARY_WIDTH } from '../index/entry-summaries.js';
+import { markTies } from '../index/layout.js';
 import { rowsOf } from '../index/message-rows.js';
 import { contactColumnType } from '../index/org-index.js';
 import { OlderFormatError, type LoadFlatOptions } from './snapshot-store.js';
@@ -639,6 +640,8 @@ class SectionsDecoder {
     const rowOffsets = sections.msgRowOffsets as Uint32Array;
     if (rowOffsets.length !== n + 1 || rowOffsets[n] !== sections.msgRowBytes.length)
       throw this.corrupt('the message rows disagree with the counts');
+    // the TIED bits (layout.ts) from the times themselves, whatever the snapshot's bytes say
+    markTies(sections.msgSentAt as Float64Array, sections.msgCombo as Uint8Array);
     if (sections.summaryMin === undefined) Object.assign(sections, deriveSummaries(sections));
     else if (!summariesFit(sections)) throw this.corrupt('the summary sections disagree with the entries');
     return {

@@ -13,6 +13,7 @@ import { buildIndex } from '../../../src/index/build.js';
 import {
   BOTH,
   CHANNEL_COUNT,
+  COMBO_VALUE,
   entryOrdinals,
   HEAD_INLINE,
   INBOUND,
@@ -100,7 +101,7 @@ describe('entry flags', () => {
         for (let e = 0; e < entries; e++) {
           const best = [-1, -1];
           for (const o of entryOrdinals(index, e)) {
-            const out = index.msgCombo[o] >= CHANNEL_COUNT ? 1 : 0;
+            const out = (index.msgCombo[o] & COMBO_VALUE) >= CHANNEL_COUNT ? 1 : 0;
             if (best[out] < 0) best[out] = timeRank(index.msgSentAt, o);
           }
           assert.equal(newestOf(index, e, INBOUND), best[0], `entry ${e} inbound`);
