@@ -74,7 +74,10 @@ export interface FlatIndex {
   messageCount: number;
   contactCount: number;
   pairMinFrequency: number;
-  /** contacts in ordinal order, rendered (spec key order) */
+  /**
+   * contacts in ordinal order, rendered (spec key order); empty in a flat loaded to serve (no
+   * query reads them: a page copies contactJsonBytes)
+   */
   contacts: Contact[];
   /**
    * Every TYPED_ARRAY_FIELDS field, plus tokenBytes/tokenOffsets (token id t is the string

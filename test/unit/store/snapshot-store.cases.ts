@@ -89,7 +89,8 @@ export function snapshotStoreCases(store: () => SnapshotStore, tamper: Tamper): 
         assert.ok(v1.sections[k].buffer instanceof SharedArrayBuffer && a.buffer instanceof SharedArrayBuffer, k);
         assert.deepEqual([...v1.sections[k]], [...a], `section ${k}`);
       }
-      assert.deepEqual(v1.contacts, v2.contacts);
+      // served flats carry no contact records (pages copy contactJsonBytes, compared above)
+      assert.deepEqual([v1.contacts, v2.contacts], [[], []]);
     });
 
     test('a format-2 snapshot of another index layout is refused, naming the organization, version and command', async () => {
