@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { generateDataset } from '../../../scripts/gen-lib.js';
 import { buildIndex } from '../../../src/index/build.js';
+import type { OrgIndex } from '../../../src/index/org-index.js';
 import { SUMMARY_SECTIONS } from '../../../src/index/entry-summaries.js';
 import { OrgDataBuilder } from '../../../src/model/org-data-builder.js';
 import type { OrgData } from '../../../src/model/records.js';
@@ -36,6 +37,16 @@ function generatedOrg(messageCount: number, contactCount: number, seed: number):
   for (const c of contacts) b.addContact(c);
   for (const m of messages) b.addMessage(m, parseRfc3339(m.sent_at)!);
   return { orgId, data: b.build() };
+}
+
+/** Asserts that `index` answers each query byte for byte as `built` does. */
+function assertSameAnswers(built: OrgIndex, index: OrgIndex, orgId: string, queries: readonly string[]): void {
+  for (const q of queries) {
+    const parsed = parseSearchParams(`organization_id=${orgId}&${q}`);
+    assert.ok(parsed.ok);
+    const want = Buffer.from(searchBody(built, parsed.request)).toString('utf8');
+    assert.equal(Buffer.from(searchBody(index, parsed.request)).toString('utf8'), want, q);
+  }
 }
 
 describe('a snapshot written before message rows', () => {
@@ -71,13 +82,11 @@ describe('a snapshot written before message rows', () => {
       }
       for (const name of ['msgIdBytes', 'msgIdOffsets', 'msgContentBytes', 'msgContentOffsets'])
         assert.equal(loaded.sections[name], undefined, `${name} is let go`);
-      const index = wrapIndex(loaded);
-      for (const q of ['q=the', 'q=que&direction=all&messages_limit=20', 'keywords=que,de&channel=whatsapp']) {
-        const parsed = parseSearchParams(`organization_id=${orgId}&${q}`);
-        assert.ok(parsed.ok);
-        const want = Buffer.from(searchBody(built, parsed.request)).toString('utf8');
-        assert.equal(Buffer.from(searchBody(index, parsed.request)).toString('utf8'), want, q);
-      }
+      assertSameAnswers(built, wrapIndex(loaded), orgId, [
+        'q=the',
+        'q=que&direction=all&messages_limit=20',
+        'keywords=que,de&channel=whatsapp',
+      ]);
     }
   });
 
@@ -143,13 +152,12 @@ describe('a snapshot written before long-entry summaries', () => {
       assert.deepEqual([...a], [...built[name]], name);
     }
 
-    const index = wrapIndex(loaded);
-    for (const q of ['q=the', 'q=que&direction=all', 'q=que&direction=outbound', 'q=que&limit=3&offset=2']) {
-      const parsed = parseSearchParams(`organization_id=${orgId}&${q}`);
-      assert.ok(parsed.ok);
-      const want = Buffer.from(searchBody(built, parsed.request)).toString('utf8');
-      assert.equal(Buffer.from(searchBody(index, parsed.request)).toString('utf8'), want, q);
-    }
+    assertSameAnswers(built, wrapIndex(loaded), orgId, [
+      'q=the',
+      'q=que&direction=all',
+      'q=que&direction=outbound',
+      'q=que&limit=3&offset=2',
+    ]);
   });
 
   it('stored summaries of the wrong shape are refused as corrupt', () => {
