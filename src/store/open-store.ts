@@ -1,7 +1,5 @@
 /** Opens the store the validated configuration names (CONTRACT 8): REDIS_URL set means Redis, else files under DATA_DIR. */
 import { EmbeddedStore } from './embedded-store.js';
-import { redactUrl } from './redis-connection.js';
-import { RedisStore } from './redis-store.js';
 import type { StoreConfig, Stores } from './stores.js';
 
 /**
@@ -12,6 +10,12 @@ import type { StoreConfig, Stores } from './stores.js';
 export async function openStores(config: StoreConfig, onDown?: (err: Error) => void): Promise<Stores> {
   const url = config.redisUrl;
   if (url !== null && url !== '') {
+    // Redis's modules (ioredis and its dependencies) load only when a Redis store is named: a
+    // process on the embedded store, and each of its worker threads, never loads them
+    const [{ RedisStore }, { redactUrl }] = await Promise.all([
+      import('./redis-store.js'),
+      import('./redis-connection.js'),
+    ]);
     if (!onDown) return RedisStore.connect(url);
     const store = await RedisStore.connect(url, { background: true });
     if (!store.connected)
