@@ -18,7 +18,7 @@ import {
 } from './layout.js';
 import { contactColumn, type OrgIndex } from './org-index.js';
 import { buildEntrySummaries, SUMMARY_MIN_DEFAULT } from './entry-summaries.js';
-import { prefixLength, writePrefix } from './message-rows.js';
+import { rowsLength, writePrefix } from './message-rows.js';
 import { encodePostStarts } from './post-starts.js';
 import { jsonEscaped, StringColumnBuilder, wellFormed } from './string-column.js';
 import { buildTopLists, TOP_LIST_DEFAULTS, type TopListOptions } from './top-lists.js';
@@ -168,11 +168,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   const ids = srcId.view();
   const contents = read?.content ?? srcContent.view();
   // each message's id and content in one row (message-rows.ts), the id after its length prefix
-  let rowLength = ids.bytes.length + contents.bytes.length;
-  for (let i = 0; i < n; i++) rowLength += prefixLength(ids.offsets[i + 1] - ids.offsets[i]);
-  if (rowLength > 0xffffffff)
-    throw new Error(`index: ${rowLength} bytes of message ids and contents in one organization; at most 2^32 - 1`);
-  const msgRowBytes = new Uint8Array(rowLength);
+  const msgRowBytes = new Uint8Array(rowsLength(ids.offsets, contents.bytes.length));
   const msgRowOffsets = new Uint32Array(n + 1);
   const conversationCount = conversationTable.size;
   const conversationRank = new Uint32Array(conversationCount).fill(NONE);

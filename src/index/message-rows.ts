@@ -45,6 +45,19 @@ export function idStart(rows: Uint8Array, at: number): number {
   return at + (rows[at] === LONG_ID ? 5 : 1);
 }
 
+/**
+ * Bytes of the rows of messages whose ids end at idOffsets (n + 1 of them, in any message order)
+ * and whose contents take contentBytes in all; throws past what Uint32 offsets can hold.
+ */
+export function rowsLength(idOffsets: Uint32Array, contentBytes: number): number {
+  const n = idOffsets.length - 1;
+  let length = idOffsets[n] - idOffsets[0] + contentBytes;
+  for (let i = 0; i < n; i++) length += prefixLength(idOffsets[i + 1] - idOffsets[i]);
+  if (length > 0xffffffff)
+    throw new Error(`index: ${length} bytes of message ids and contents in one organization; at most 2^32 - 1`);
+  return length;
+}
+
 /** The message text of every row (their contents' bytes, the ids and prefixes left out). */
 export function contentBytesOf(rows: Uint8Array, offsets: Uint32Array): number {
   let total = 0;
@@ -64,10 +77,7 @@ export function rowsOf(
   allocate: (length: number) => { bytes: Uint8Array; offsets: Uint32Array },
 ): { bytes: Uint8Array; offsets: Uint32Array } {
   const n = idOffsets.length - 1;
-  let length = idBytes.length + contentBytes.length;
-  for (let o = 0; o < n; o++) length += prefixLength(idOffsets[o + 1] - idOffsets[o]);
-  if (length > 0xffffffff) throw new Error(`index: ${length} bytes of message ids and contents; at most 2^32 - 1`);
-  const out = allocate(length);
+  const out = allocate(rowsLength(idOffsets, contentBytes.length));
   let at = 0;
   for (let o = 0; o < n; o++) {
     out.offsets[o] = at;

@@ -60,7 +60,11 @@ const BODY_CLOSE = utf8('}}');
 const ITEM_FIXED = 320;
 const MESSAGE_FIXED = 200;
 
-/** Words of s.pageMessages a picked message: the bounds of its id, conversation id and content, and its combo. */
+/**
+ * Words of s.pageMessages a picked message: its id's start, its content's start (the id's end),
+ * its conversation id's bounds, its row's end (the content's end) and its combo; 8, not 6, so
+ * that a message's words never straddle two cache lines.
+ */
 const MESSAGE_WORDS = 8;
 /** Words of s.pageItems a page contact: its walk (count, conversations, newest, oldest, picked). */
 const ITEM_WORDS = 5;
@@ -124,21 +128,19 @@ export function writePage(
     msgs[at] = msgRowOffsets[o];
     msgs[at + 2] = conversationIdOffsets[conv];
     msgs[at + 3] = conversationIdOffsets[conv + 1];
-    msgs[at + 5] = msgRowOffsets[o + 1];
-    msgs[at + 6] = msgCombo[o] & COMBO_VALUE;
+    msgs[at + 4] = msgRowOffsets[o + 1];
+    msgs[at + 5] = msgCombo[o] & COMBO_VALUE;
     if (msgSentAt[o] > 0) sink++;
   }
   const { msgRowBytes, conversationIdBytes, contactJsonBytes, contactJsonOffsets } = index;
   for (let j = 0; j < m; j++) {
     const at = j * MESSAGE_WORDS;
     const row = msgs[at];
-    sink ^= touch(msgRowBytes, row, msgs[at + 5]);
+    sink ^= touch(msgRowBytes, row, msgs[at + 4]);
     sink ^= touch(conversationIdBytes, msgs[at + 2], msgs[at + 3]);
     // the id between its length prefix and the content, the content up to the row's end
-    const content = contentStart(msgRowBytes, row);
     msgs[at] = idStart(msgRowBytes, row);
-    msgs[at + 1] = content;
-    msgs[at + 4] = content;
+    msgs[at + 1] = contentStart(msgRowBytes, row);
   }
   for (let i = 0; i < n; i++) {
     // the oldest counting message's time (first_matched_at; the newest is a picked one) and the contact
@@ -177,17 +179,16 @@ function writeMessage(
   first: boolean,
 ): void {
   const idFrom = msgs[at],
-    idTo = msgs[at + 1];
+    textFrom = msgs[at + 1], // the id's end
+    textTo = msgs[at + 4];
   const convFrom = msgs[at + 2],
     convTo = msgs[at + 3];
-  const textFrom = msgs[at + 4],
-    textTo = msgs[at + 5];
-  out.reserve(MESSAGE_FIXED + (idTo - idFrom) + (convTo - convFrom) + (textTo - textFrom));
+  out.reserve(MESSAGE_FIXED + (textTo - idFrom) + (convTo - convFrom));
   out.raw(first ? MESSAGE_OPEN : NEXT_MESSAGE_OPEN);
-  out.slice(text.msgRow, idFrom, idTo);
+  out.slice(text.msgRow, idFrom, textFrom);
   out.raw(CONVERSATION);
   out.slice(text.conversationId, convFrom, convTo);
-  out.raw(COMBO[msgs[at + 6]]);
+  out.raw(COMBO[msgs[at + 5]]);
   out.slice(text.msgRow, textFrom, textTo);
   out.raw(SENT_AT);
   out.isoAt(index.msgSentAt, o);
