@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { requestLogger } from '../log/logger.js';
 import type { KeyCache } from '../auth/key-cache.js';
 import type { RateLimiter } from '../auth/rate-limit.js';
 import type { OrgIndex } from '../index/build.js';
@@ -79,6 +80,7 @@ export type SearchPipeline = (req: RequestIn) => SearchAnswer | Promise<SearchAn
 export function createPublicApp(deps: PublicAppDeps): TemplatedApp {
   const { uws, metrics, logger } = deps;
   const answerSearchRequest = createSearchPipeline(deps);
+  const requestLog = requestLogger(logger);
   return serveWith(uws.App(), {
     common: commonHeaders(deps.sunsetAt),
     logger,
@@ -86,9 +88,9 @@ export function createPublicApp(deps: PublicAppDeps): TemplatedApp {
     done(req, answer, status, startedAt) {
       metrics.observe('public', status, startedAt);
       // the line's object is not built when it would be dropped (LOG_LEVEL above info)
-      if (!logger.isLevelEnabled('info')) return;
+      if (!requestLog.isLevelEnabled('info')) return;
       const facts = answer as SearchAnswer;
-      logger.info(
+      requestLog.info(
         {
           request_id: answer.requestId,
           method: req.method,
