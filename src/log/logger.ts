@@ -8,6 +8,26 @@ const KEY_FIELDS = ['authorization', 'key'];
 const CENSOR = '[redacted]';
 
 /**
+ * pino's `isoTime` (`,"time":"<toISOString>"`) for the instant `now`, the text up to the second
+ * made once a second: a line a request at the default level, 0.5 µs a line with a Date each time
+ * against 0.06 µs. Instants whose ISO form is not 24 characters (years outside 0000-9999) take
+ * toISOString whole.
+ */
+export function isoTimeField(now: number): string {
+  const second = Math.floor(now / 1000);
+  if (second !== cachedSecond) {
+    const iso = new Date(now).toISOString();
+    if (iso.length !== 24) return `,"time":"${iso}"`;
+    cachedSecond = second;
+    cachedPrefix = `,"time":"${iso.slice(0, 20)}`;
+  }
+  const ms = now - second * 1000;
+  return cachedPrefix + (ms < 10 ? '00' : ms < 100 ? '0' : '') + ms + 'Z"';
+}
+let cachedSecond = Number.NaN;
+let cachedPrefix = '';
+
+/**
  * JSON lines on stdout (or `destination`, for tests). `authorization` is redacted wherever it
  * appears, as a second line of defence: no code path is supposed to log a key in the first place.
  */
@@ -15,7 +35,7 @@ export function createLogger(level: LogLevel, destination?: DestinationStream): 
   const options = {
     level,
     base: { service: 'message-search' },
-    timestamp: pino.stdTimeFunctions.isoTime,
+    timestamp: () => isoTimeField(Date.now()),
     redact: { paths: [...KEY_FIELDS, 'headers.authorization', '*.authorization'], censor: CENSOR },
     formatters: { level: (label: string) => ({ level: label }) },
   };

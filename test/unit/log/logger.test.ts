@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createLogger, requestLogger } from '../../../src/log/logger.js';
+import fc from 'fast-check';
+import { createLogger, isoTimeField, requestLogger } from '../../../src/log/logger.js';
 
 /** A logger at info writing its lines into an array, parsed. */
 function capture() {
@@ -45,4 +46,19 @@ test('the request logger keeps the line as the base logger writes it, top-level 
   assert.deepEqual(viaRequest, base);
   assert.equal(lines[2].authorization, '[redacted]');
   assert.equal(lines[2].key, '[redacted]');
+});
+
+test('the time field is pino isoTime, for any instant, in any order', () => {
+  fc.assert(
+    fc.property(
+      fc.array(fc.integer({ min: -62198755200000, max: 253402300799999 }), { minLength: 1, maxLength: 20 }),
+      (instants) => {
+        for (const now of instants) assert.equal(isoTimeField(now), `,"time":"${new Date(now).toISOString()}"`);
+      },
+    ),
+    { numRuns: 2000 },
+  );
+  // the same second twice, then years with other ISO forms, then back
+  for (const now of [1764135105129, 1764135105001, 1764135105999, -62198755200001, 253402300800000, 1764135105050])
+    assert.equal(isoTimeField(now), `,"time":"${new Date(now).toISOString()}"`);
 });
