@@ -3,8 +3,9 @@
  *   ceiling  uWS (the same native build) answering every request with one fixed body of the
  *            mix's mean response size, built once: what HTTP alone costs on this machine
  *   service  the real server (`node --import tsx src/main.ts`), data imported with the real
- *            snapshot CLI, key created with the real keys CLI, LOG_LEVEL=warn, with
- *            bench/gc-observer.ts preloaded to record every GC pause
+ *            snapshot CLI, key created with the real keys CLI, LOG_LEVEL=warn (`--log-level
+ *            info`: the default, one line a request, to a file), with bench/gc-observer.ts
+ *            preloaded to record every GC pause
  * Three parts:
  *   1. serial latency per query class: one keep-alive raw-socket client (test/helpers/raw-http.ts),
  *      one request at a time, the classes interleaved; a fetch client would add more client work
@@ -15,6 +16,7 @@
  *
  * Run: npm run bench -- --only http [--messages N] [--contacts M] [--duration S] [--rounds R]
  *      [--connections C] [--serial N] [--threads T (SERVER_THREADS of the service, default 1)]
+ *      [--log-level L (LOG_LEVEL of the service, default warn)]
  * Internal: `--serve ceiling --size B` starts the ceiling server (a child of the bench).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -53,6 +55,7 @@ const WARMUP = flagNumber('warmup', 2);
 const CONNECTIONS = flagNumber('connections', 32);
 const ROUNDS = flagNumber('rounds', 3);
 const SERIAL = flagNumber('serial', 2000);
+const LOG_LEVEL = flagString('log-level', 'warn');
 const SEARCH_PATH = '/contacts/message-search';
 
 // ---------------------------------------------------------------- query classes
@@ -310,7 +313,7 @@ async function main(): Promise<void> {
     const key = await createKey(store, [orgId]);
     const gcLog = path.join(tmp.dir, 'gc.log');
     service = await startServer(store, {
-      logLevel: 'warn',
+      logLevel: LOG_LEVEL,
       logFile: path.join(tmp.dir, 'server.log'),
       nodeArgs: ['--import', './bench/gc-observer.ts'],
       // The issue's goals are for one serving thread (the default is one a core).
@@ -372,7 +375,7 @@ async function main(): Promise<void> {
     wrkScript(script, Object.values(paths), `Bearer ${key}`);
     const targets = [
       { name: `uWS fixed ${fmt(meanSize)}-byte body (ceiling)`, port: ceiling.port, pid: ceiling.child.pid! },
-      { name: 'service (LOG_LEVEL=warn)', port: service.port, pid: service.child.pid! },
+      { name: `service (LOG_LEVEL=${LOG_LEVEL})`, port: service.port, pid: service.child.pid! },
     ];
     const runs: WrkResult[][] = targets.map(() => []);
     for (let round = 0; round < ROUNDS; round++) {

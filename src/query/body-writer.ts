@@ -139,6 +139,39 @@ export class BodyWriter {
     this.pos = p + s.length;
   }
 
+  /**
+   * `JSON.stringify(list)` as UTF-8 (reserves it itself). Strings of printable ASCII without a quote
+   * or a backslash (most search terms once normalized) are the same bytes in JSON: written as they are,
+   * no JSON.stringify and no encoder call; any other character takes JSON.stringify whole.
+   */
+  jsonStrings(list: readonly string[]): void {
+    let n = 2;
+    for (let k = 0; k < list.length; k++) {
+      const s = list[k];
+      for (let i = 0; i < s.length; i++) {
+        const c = s.charCodeAt(i);
+        if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) {
+          this.text(JSON.stringify(list));
+          return;
+        }
+      }
+      n += s.length + 3;
+    }
+    this.reserve(n);
+    const buf = this.buf;
+    let p = this.pos;
+    buf[p++] = 0x5b; // [
+    for (let k = 0; k < list.length; k++) {
+      const s = list[k];
+      if (k > 0) buf[p++] = 0x2c; // ,
+      buf[p++] = 0x22;
+      for (let i = 0; i < s.length; i++) buf[p++] = s.charCodeAt(i);
+      buf[p++] = 0x22;
+    }
+    buf[p++] = 0x5d; // ]
+    this.pos = p;
+  }
+
   /** A non-negative integer as JSON writes it (reserved: up to 16 bytes). */
   uint(n: number): void {
     if (!(n >= 0 && n <= 0x7fffffff) || n !== Math.floor(n)) {

@@ -249,8 +249,8 @@ function writeQuery(out: BodyWriter, req: SearchRequest): void {
   out.raw(QUERY_ORG);
   out.ascii(req.organizationId);
   out.raw(QUERY_TERMS);
-  // terms are the user's text: JSON.stringify escapes them (a few short strings)
-  out.text(JSON.stringify(req.terms));
+  // terms are the user's text, escaped as JSON.stringify escapes them (a few short strings)
+  out.jsonStrings(req.terms);
   const channel = QUERY_CHANNEL.get(req.channel);
   if (channel === undefined) throw new Error(`query: unknown channel ${req.channel}`);
   out.reserve(200);

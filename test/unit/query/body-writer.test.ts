@@ -183,3 +183,30 @@ test('raw writes constant pieces of any length back to back, its word padding ov
     { numRuns: 20_000 },
   );
 });
+
+test('jsonStrings writes the bytes of JSON.stringify for any list of strings', () => {
+  const bytesOfJson = (list: string[]) => {
+    const w = new BodyWriter();
+    w.reserve(1);
+    w.jsonStrings(list);
+    return Buffer.from(w.view());
+  };
+  for (const list of [[], [''], ['que'], ['pode enviar', 'a"b', 'c\\d'], ['\u007f', '\u0000'], ['\ud800'], ['é', 'ok']])
+    assert.deepEqual(bytesOfJson(list), Buffer.from(JSON.stringify(list)), JSON.stringify(list));
+  const char = fc.oneof(
+    fc.constantFrom('"', '\\', '\u0000', '\u001f', ' ', '~', '\u007f', '\u0080', 'é', '😀', '\ud800', '\udc00'),
+    fc.string({ minLength: 1, maxLength: 1 }),
+  );
+  fc.assert(
+    fc.property(
+      fc.array(
+        fc.array(char, { maxLength: 30 }).map((cs) => cs.join('')),
+        { maxLength: 12 },
+      ),
+      (list) => {
+        assert.deepEqual(bytesOfJson(list), Buffer.from(JSON.stringify(list)));
+      },
+    ),
+    { numRuns: 3000 },
+  );
+});
