@@ -1,0 +1,65 @@
+/**
+ * conversations_count for contacts of 1 to 80 distinct conversations (the property test's have at
+ * most 4): whole answers against the brute-force reference, on the built index and on one loaded
+ * from its snapshot, for every walk (one term, two or three, ten, a phrase, filters, offsets).
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { generateDataset } from '../../../scripts/gen-lib.js';
+import { buildIndex } from '../../../src/index/build.js';
+import type { MessageLine } from '../../../src/model/records.js';
+import { OrgDataBuilder } from '../../../src/model/org-data-builder.js';
+import { executeSearch } from '../../../src/query/execute.js';
+import { parseSearchParams } from '../../../src/request/parse-params.js';
+import { flattenIndex, wrapIndex } from '../../../src/store/flat-index.js';
+import { encodeSnapshot, parseManifest, SnapshotDecoder } from '../../../src/store/snapshot-format.js';
+import { parseRfc3339 } from '../../../src/time/rfc3339.js';
+import { referenceSearch } from '../../reference/brute-force.js';
+
+// distinct conversations of contact c: cycling through these counts
+const PER_CONTACT = [1, 15, 16, 17, 35, 80];
+
+const QUERIES = [
+  'q=que',
+  'q=que&direction=all&limit=100&messages_limit=20',
+  'q=que&direction=outbound&offset=3&limit=9',
+  'keywords=que,de&match=all',
+  'keywords=que,foi,pedido',
+  'keywords=que,pedido,the,com,para,tem,pix,chegou,boleto,entrega&limit=100&messages_limit=20&direction=all',
+  'q=o%20de',
+  'q=que&channel=whatsapp',
+  'q=de&from=2024-03-01&to=2024-12-31',
+];
+
+test('conversations_count of contacts with up to 80 conversations equals the reference', () => {
+  const d = generateDataset({ messages: 12_000, contacts: 60, organizations: 1, seed: 11 });
+  const seen = new Map<string, number>();
+  const messages: MessageLine[] = d.messages.map((m) => {
+    const k = seen.get(m.contact_id) ?? 0;
+    seen.set(m.contact_id, k + 1);
+    const c = d.contacts.findIndex((x) => x.id === m.contact_id);
+    return { ...m, conversation_id: `cv${k % PER_CONTACT[c % PER_CONTACT.length]}` };
+  });
+  const orgId = d.contacts[0].organization_id;
+  const b = new OrgDataBuilder(orgId);
+  for (const c of d.contacts) b.addContact(c);
+  for (const m of messages) b.addMessage(m, parseRfc3339(m.sent_at)!);
+  const index = buildIndex(b.build(), { pairMinFrequency: 50 });
+  const enc = encodeSnapshot({ format: 2, flat: flattenIndex(index) }, 1);
+  // the manifest is complete once every chunk is made
+  const chunks = [...enc.chunks];
+  const decoder = new SnapshotDecoder(parseManifest(enc.manifest(), { organizationId: orgId, version: 1 }));
+  for (const [i, chunk] of chunks.entries()) decoder.add(i, chunk);
+  const loaded = wrapIndex(decoder.finishFlat());
+  let many = 0;
+  for (const q of QUERIES) {
+    const parsed = parseSearchParams(`organization_id=${orgId}&${q}`);
+    assert.ok(parsed.ok, q);
+    const expected = referenceSearch(d.contacts, messages, parsed.request);
+    for (const item of expected.data) if (item.conversations_count > 16) many++;
+    assert.deepStrictEqual(executeSearch(index, parsed.request), expected, q);
+    assert.deepStrictEqual(executeSearch(loaded, parsed.request), expected, `${q} (loaded)`);
+  }
+  // the pages did hold such contacts
+  assert.ok(many > 10, `${many} page contacts with more than 16 conversations`);
+});
