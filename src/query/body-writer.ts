@@ -140,9 +140,9 @@ export class BodyWriter {
   }
 
   /**
-   * `JSON.stringify(list)` as UTF-8 (reserves it itself). Strings of printable ASCII without a quote
-   * or a backslash (most search terms once normalized) are the same bytes in JSON: written as they are,
-   * no JSON.stringify and no encoder call; any other character takes JSON.stringify whole.
+   * `JSON.stringify(list)` as UTF-8 (reserves it itself). Printable ASCII without a quote or a
+   * backslash (most search terms once normalized) is the same bytes in JSON: written as it is,
+   * without JSON.stringify or the encoder; any other character takes JSON.stringify whole.
    */
   jsonStrings(list: readonly string[]): void {
     let n = 2;
