@@ -159,17 +159,14 @@ export class BodyWriter {
     }
     this.reserve(n);
     const buf = this.buf;
-    let p = this.pos;
-    buf[p++] = 0x5b; // [
+    buf[this.pos++] = 0x5b; // [
     for (let k = 0; k < list.length; k++) {
-      const s = list[k];
-      if (k > 0) buf[p++] = 0x2c; // ,
-      buf[p++] = 0x22;
-      for (let i = 0; i < s.length; i++) buf[p++] = s.charCodeAt(i);
-      buf[p++] = 0x22;
+      if (k > 0) buf[this.pos++] = 0x2c; // ,
+      buf[this.pos++] = 0x22;
+      this.ascii(list[k]);
+      buf[this.pos++] = 0x22;
     }
-    buf[p++] = 0x5d; // ]
-    this.pos = p;
+    buf[this.pos++] = 0x5d; // ]
   }
 
   /** A non-negative integer as JSON writes it (reserved: up to 16 bytes). */

@@ -14,8 +14,8 @@ import { OrgDataBuilder } from '../../../src/model/org-data-builder.js';
 import { executeSearch } from '../../../src/query/execute.js';
 import { parseSearchParams } from '../../../src/request/parse-params.js';
 import { flattenIndex, wrapIndex } from '../../../src/store/flat-index.js';
-import { encodeSnapshot, parseManifest, SnapshotDecoder } from '../../../src/store/snapshot-format.js';
 import { parseRfc3339 } from '../../../src/time/rfc3339.js';
+import { throughSnapshot } from '../../helpers/snapshot-copy.js';
 import { referenceSearch } from '../../reference/brute-force.js';
 
 const STAMP = '2024-03-01T00:00:00Z';
@@ -53,11 +53,7 @@ describe('ties in sent_at', () => {
       // sets them from the times, never from the snapshot's bytes
       const flat = flattenIndex(index);
       flat.sections.msgCombo = Uint8Array.from(flat.sections.msgCombo as Uint8Array, (c) => c & COMBO_VALUE);
-      const enc = encodeSnapshot({ format: 2, flat }, 1);
-      const chunks = [...enc.chunks];
-      const decoder = new SnapshotDecoder(parseManifest(enc.manifest(), { organizationId: org.orgId, version: 1 }));
-      for (const [i, chunk] of chunks.entries()) decoder.add(i, chunk);
-      const loaded = wrapIndex(decoder.finishFlat());
+      const loaded = wrapIndex(throughSnapshot(flat, org.orgId));
       for (const q of QUERIES) {
         const parsed = parseSearchParams(`organization_id=${org.orgId}&${q}`);
         assert.ok(parsed.ok, q);

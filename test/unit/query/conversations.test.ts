@@ -12,8 +12,8 @@ import { OrgDataBuilder } from '../../../src/model/org-data-builder.js';
 import { executeSearch } from '../../../src/query/execute.js';
 import { parseSearchParams } from '../../../src/request/parse-params.js';
 import { flattenIndex, wrapIndex } from '../../../src/store/flat-index.js';
-import { encodeSnapshot, parseManifest, SnapshotDecoder } from '../../../src/store/snapshot-format.js';
 import { parseRfc3339 } from '../../../src/time/rfc3339.js';
+import { throughSnapshot } from '../../helpers/snapshot-copy.js';
 import { referenceSearch } from '../../reference/brute-force.js';
 
 // distinct conversations of contact c: cycling through these counts
@@ -45,12 +45,7 @@ test('conversations_count of contacts with up to 80 conversations equals the ref
   for (const c of d.contacts) b.addContact(c);
   for (const m of messages) b.addMessage(m, parseRfc3339(m.sent_at)!);
   const index = buildIndex(b.build(), { pairMinFrequency: 50 });
-  const enc = encodeSnapshot({ format: 2, flat: flattenIndex(index) }, 1);
-  // the manifest is complete once every chunk is made
-  const chunks = [...enc.chunks];
-  const decoder = new SnapshotDecoder(parseManifest(enc.manifest(), { organizationId: orgId, version: 1 }));
-  for (const [i, chunk] of chunks.entries()) decoder.add(i, chunk);
-  const loaded = wrapIndex(decoder.finishFlat());
+  const loaded = wrapIndex(throughSnapshot(flattenIndex(index), orgId));
   let many = 0;
   for (const q of QUERIES) {
     const parsed = parseSearchParams(`organization_id=${orgId}&${q}`);
