@@ -14,6 +14,7 @@ import {
   OUT_SHIFT,
   OUT_UNTIED,
   markTies,
+  TOP_MODES,
   timeRanks,
 } from './layout.js';
 import { contactColumn, type OrgIndex } from './org-index.js';
@@ -21,6 +22,7 @@ import { buildEntrySummaries, SUMMARY_MIN_DEFAULT } from './entry-summaries.js';
 import { rowsLength, writePrefix } from './message-rows.js';
 import { encodePostStarts } from './post-starts.js';
 import { jsonEscaped, StringColumnBuilder, wellFormed } from './string-column.js';
+import { buildChannelBits } from './channel-bits.js';
 import { buildTopLists, TOP_LIST_DEFAULTS, type TopListOptions } from './top-lists.js';
 import { encodeTokenSeq, frequencyRanks } from './token-seq.js';
 
@@ -476,6 +478,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     },
     options.topLists ?? TOP_LIST_DEFAULTS,
   );
+  const channelBits = buildChannelBits(entryStart, entryFlags, top.topSlot, top.topCount.length / TOP_MODES);
 
   // last: every use above reads msgCombo as the combo alone
   markTies(msgSentAt, msgCombo);
@@ -507,5 +510,6 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     seqByteStart,
     tokenSeqBytes,
     ...top,
+    ...channelBits,
   };
 }

@@ -11,10 +11,11 @@
  * therefore work per matching contact, not per matching message, and a contact's newest match is
  * its first.
  */
+import type { ChannelBits } from './channel-bits.js';
 import type { EntrySummaries } from './entry-summaries.js';
 import type { PairLookup, TokenLookup } from './shared-dictionary.js';
 
-export interface OrgIndex extends EntrySummaries {
+export interface OrgIndex extends EntrySummaries, ChannelBits {
   readonly organizationId: string;
   readonly messageCount: number;
   readonly contactCount: number;
@@ -154,4 +155,6 @@ export const TYPED_ARRAY_FIELDS = [
   'topCount',
   'topEntries',
   'topBits',
+  'inboundChannelBits',
+  'inboundChannelStart',
 ] as const satisfies ReadonlyArray<keyof OrgIndex>;

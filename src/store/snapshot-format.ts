@@ -17,8 +17,9 @@ import { crc32 } from 'node:zlib';
 import { endianness } from 'node:os';
 import { Packr, Unpackr } from 'msgpackr';
 import { buildIndex } from '../index/build.js';
+import { buildChannelBits, CHANNEL_BITS_SECTIONS, type ChannelBits, channelBitsFit } from '../index/channel-bits.js';
 import { buildEntrySummaries, SUMMARY_MIN_DEFAULT, SUMMARY_SECTIONS, SUMMARY_WIDTH } from '../index/entry-summaries.js';
-import { markTies } from '../index/layout.js';
+import { markTies, TOP_MODES } from '../index/layout.js';
 import { rowsOf } from '../index/message-rows.js';
 import { contactColumnType } from '../index/org-index.js';
 import { OlderFormatError, type LoadFlatOptions } from './snapshot-store.js';
@@ -395,11 +396,16 @@ function expectedLayout(): Map<string, SectionType> {
 const UPGRADE = 'publish it again with `npm run snapshot -- import`';
 
 /**
- * Sections a snapshot of the layout before them lacks: derived on load from the sections it has
- * (the long-entry summaries: a pass over 5% of the postings, ~10 ms at 1M messages), so such
- * snapshots keep loading, at full speed, without being published again.
+ * Groups of sections a snapshot of the layout before them lacks: derived on load from the
+ * sections it has, so such snapshots keep loading, at full speed, without being published again.
+ * The long-entry summaries: a pass over 5% of the postings, ~10 ms at 1M messages; the frequent
+ * tokens' channel bitmaps: a pass over their entries' flags, ~15 ms at 1M.
  */
-const DERIVED_SECTIONS: readonly string[] = SUMMARY_SECTIONS;
+const DERIVED_GROUPS: ReadonlyArray<{ readonly what: string; readonly names: readonly string[] }> = [
+  { what: 'summary', names: SUMMARY_SECTIONS },
+  { what: 'channel bitmap', names: CHANNEL_BITS_SECTIONS },
+];
+const DERIVED_SECTIONS: readonly string[] = DERIVED_GROUPS.flatMap((g) => g.names);
 
 /**
  * The sections of the layout before message rows (message-rows.ts): ids and contents as two
@@ -550,12 +556,14 @@ class SectionsDecoder {
       if (!names.has(name) && !DERIVED_SECTIONS.includes(name) && !(twoColumns === 4 && ROW_SECTIONS.includes(name)))
         throw new Error(`snapshot: ${this.what} has no section ${name} (another index layout); ${UPGRADE}`);
     }
-    // derived sections come all together (written by this layout) or not at all (by the one before)
-    const derived = DERIVED_SECTIONS.filter((name) => names.has(name)).length;
-    if (derived !== 0 && derived !== DERIVED_SECTIONS.length)
-      throw new Error(
-        `snapshot: ${this.what} has some summary sections but not all (another index layout); ${UPGRADE}`,
-      );
+    // a group of derived sections comes all together (written by a layout with it) or not at all
+    for (const group of DERIVED_GROUPS) {
+      const derived = group.names.filter((name) => names.has(name)).length;
+      if (derived !== 0 && derived !== group.names.length)
+        throw new Error(
+          `snapshot: ${this.what} has some ${group.what} sections but not all (another index layout); ${UPGRADE}`,
+        );
+    }
   }
 
   private corrupt(detail: string): Error {
@@ -658,6 +666,17 @@ class SectionsDecoder {
     markTies(sections.msgSentAt as Float64Array, sections.msgCombo as Uint8Array);
     if (sections.summaryMin === undefined) Object.assign(sections, deriveSummaries(sections));
     else if (!summariesFit(sections)) throw this.corrupt('the summary sections disagree with the entries');
+    const entryStart = sections.entryStart as Uint32Array,
+      topSlot = sections.topSlot as Int32Array,
+      slots = sections.topCount.length / TOP_MODES;
+    if (!Number.isInteger(slots)) throw this.corrupt('the top list sections disagree with each other');
+    if (sections.inboundChannelBits === undefined)
+      Object.assign(
+        sections,
+        shareSections(Object.entries(buildChannelBits(entryStart, sections.entryFlags as Uint16Array, topSlot, slots))),
+      );
+    else if (!channelBitsFit(sections as unknown as ChannelBits, entryStart, topSlot, slots))
+      throw this.corrupt('the channel bitmap sections disagree with the top lists');
     return {
       organizationId: m.organizationId,
       messageCount: n,

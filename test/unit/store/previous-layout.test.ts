@@ -6,12 +6,15 @@
  * other section: the decoder derives the summaries on load, equal to the ones the build writes,
  * in shared memory, and the loaded index answers byte for byte as the built one. A snapshot of
  * the layout before inline heads (layout.ts, HEAD_INLINE) cannot be read so, and is refused.
+ * A snapshot of the layout before channel bitmaps (src/index/channel-bits.ts) gets them derived
+ * on load, like the summaries.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { generateDataset } from '../../../scripts/gen-lib.js';
 import { buildIndex } from '../../../src/index/build.js';
 import type { OrgIndex } from '../../../src/index/org-index.js';
+import { CHANNEL_BITS_SECTIONS } from '../../../src/index/channel-bits.js';
 import { SUMMARY_SECTIONS } from '../../../src/index/entry-summaries.js';
 import { OrgDataBuilder } from '../../../src/model/org-data-builder.js';
 import type { OrgData } from '../../../src/model/records.js';
@@ -183,6 +186,64 @@ describe('a snapshot written before long-entry summaries', () => {
     assert.ok([...enc.chunks].length > 0); // the manifest lists the chunks once they are made
     assert.throws(() => new SnapshotDecoder(parseManifest(enc.manifest(), { organizationId: orgId, version: 4 })), {
       message: `snapshot: organization ${orgId} version 4 has some summary sections but not all (another index layout); publish it again with \`npm run snapshot -- import\``,
+    });
+  });
+});
+
+describe('a snapshot written before channel bitmaps', () => {
+  /** Every token a top-list slot, so that every token has channel bitmaps. */
+  const everyToken = { topLists: { minEntries: 1, length: 8 } };
+  const CHANNEL_QUERIES = [
+    'q=que&channel=whatsapp',
+    'q=que&channel=telegram&limit=3&offset=1',
+    'q=the&channel=email&messages_limit=5',
+    'q=de&channel=instagram&direction=inbound',
+    'q=que&channel=whatsapp&direction=all',
+  ];
+
+  it('loads with its bitmaps derived, equal to the built ones, and answers the same', () => {
+    const { orgId, data } = generatedOrg(4000, 60, 12);
+    const built = buildIndex(data, everyToken);
+    assert.ok(built.inboundChannelBits.length > 0, 'the index has bitmaps');
+    const flat = flattenIndex(built);
+    for (const name of CHANNEL_BITS_SECTIONS) delete flat.sections[name];
+    const enc = encodeSnapshot({ format: 2, flat }, 2);
+    const chunks = [...enc.chunks];
+    const manifest = parseManifest(enc.manifest(), { organizationId: orgId, version: 2 });
+    assert.ok(!manifest.sections!.some(([name]) => (CHANNEL_BITS_SECTIONS as readonly string[]).includes(name)));
+    const decoder = new SnapshotDecoder(manifest, {}, 'serve');
+    for (const [i, chunk] of chunks.entries()) decoder.add(i, chunk);
+    const loaded = decoder.finishFlat();
+    for (const name of CHANNEL_BITS_SECTIONS) {
+      const a = loaded.sections[name];
+      assert.ok(a.buffer instanceof SharedArrayBuffer, `${name} is shared memory`);
+      assert.deepEqual([...a], [...built[name]], name);
+    }
+    assertSameAnswers(built, wrapIndex(loaded), orgId, CHANNEL_QUERIES);
+  });
+
+  it('stored bitmaps of the wrong shape are refused as corrupt', () => {
+    const { orgId, data } = generatedOrg(800, 10, 13);
+    const flat = flattenIndex(buildIndex(data, everyToken));
+    const start = flat.sections.inboundChannelStart as Uint32Array;
+    flat.sections.inboundChannelStart = start.map((x, i) => (i === start.length - 1 ? x + 1 : x));
+    const enc = encodeSnapshot({ format: 2, flat }, 3);
+    const chunks = [...enc.chunks];
+    const decoder = new SnapshotDecoder(parseManifest(enc.manifest(), { organizationId: orgId, version: 3 }));
+    for (const [i, chunk] of chunks.entries()) decoder.add(i, chunk);
+    assert.throws(() => decoder.finishFlat(), {
+      message: `snapshot: corrupt snapshot of organization ${orgId} version 3: the channel bitmap sections disagree with the top lists`,
+    });
+  });
+
+  it('is refused when it has one of the two bitmap sections', () => {
+    const { orgId, data } = generatedOrg(200, 4, 14);
+    const flat = flattenIndex(buildIndex(data));
+    delete flat.sections.inboundChannelStart;
+    const enc = encodeSnapshot({ format: 2, flat }, 4);
+    assert.ok([...enc.chunks].length > 0); // the manifest lists the chunks once they are made
+    assert.throws(() => new SnapshotDecoder(parseManifest(enc.manifest(), { organizationId: orgId, version: 4 })), {
+      message: `snapshot: organization ${orgId} version 4 has some channel bitmap sections but not all (another index layout); publish it again with \`npm run snapshot -- import\``,
     });
   });
 });
