@@ -40,6 +40,11 @@ export async function* readLines(
   range?: LineRange,
 ): AsyncGenerator<Line[]> {
   const fromByte = range?.start ?? 0;
+  if (range?.end !== undefined && range.end <= fromByte) {
+    // an empty range (an empty file's whole): createReadStream reads an end before the start as an error
+    range.onLines?.(0);
+    return;
+  }
   const stream = createReadStream(file, {
     highWaterMark: 1 << 20,
     start: fromByte,

@@ -244,6 +244,21 @@ for (const kind of ['embedded', 'redis'] as const) {
       );
     });
 
+    test('an empty messages file publishes the contacts, with no messages', async () => {
+      // an organization with contacts and no message yet; the file is 0 bytes, not blank lines
+      const c = generate(3, 4, 0, 1);
+      const r = await snapshotCli(
+        ['import', '--contacts', file('c.ndjson', ndjson(c.contacts)), '--messages', file('m.ndjson', ''), '--json'],
+        env,
+      );
+      assert.equal(r.code, 0, r.stderr);
+      const s = JSON.parse(r.stdout);
+      assert.deepEqual([s.contacts, s.messages, s.organizations.length], [4, 0, 1]);
+      const ref = (await store.snapshots.latest()).find((x) => x.organizationId === uuid(3, 0));
+      assert.ok(ref);
+      assert.deepEqual(await store.snapshots.loadSnapshot(ref), orgData(c));
+    });
+
     if (kind === 'embedded') {
       test('bad usage exits 2 with a message', async () => {
         const r1 = await snapshotCli(['import', '--contacts', contacts], env);
