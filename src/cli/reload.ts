@@ -13,6 +13,7 @@ import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadStoreConfig } from '../config/config.js';
 import type { Fleet, ReloadAck, ServerEntry } from '../store/fleet.js';
+import { pidAlive } from '../store/file-utils.js';
 import { openStores } from '../store/open-store.js';
 import type { Stores } from '../store/stores.js';
 import { parseOrganizationId } from '../model/organization-id.js';
@@ -43,17 +44,11 @@ interface Outcome {
 }
 
 /**
- * A server on this host whose process is gone (killed, crashed) is known to be stopped at once;
- * elsewhere only its registry entry expiring (5 heartbeats) tells.
+ * A server on this host whose process is gone (killed, crashed, a zombie) is known to be stopped
+ * at once; elsewhere only its registry entry expiring (5 heartbeats) tells.
  */
 function goneFromThisHost(s: ServerEntry): boolean {
-  if (s.hostname !== hostname()) return false;
-  try {
-    process.kill(s.pid, 0);
-    return false;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'ESRCH';
-  }
+  return s.hostname === hostname() && !pidAlive(s.pid);
 }
 
 function describe(s: ServerEntry): string {
@@ -135,7 +130,8 @@ async function viaAdmin(
         if (res.status !== 200) return { server, status: 'failed', error: `HTTP ${res.status}: ${text.slice(0, 200)}` };
         return fromAck(server, { ok: true, summary: JSON.parse(text) });
       } catch (err) {
-        const gone = !(await fleet.listServers()).some((s) => s.id === server.id);
+        // killed on this host (connection refused on its admin port), or left the registry
+        const gone = goneFromThisHost(server) || !(await fleet.listServers()).some((s) => s.id === server.id);
         const cause = (err as { cause?: Error }).cause?.message ?? (err as Error).message;
         return gone ? { server, status: 'stopped' } : { server, status: 'failed', error: `${url}: ${cause}` };
       }

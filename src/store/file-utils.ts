@@ -1,5 +1,5 @@
 /** Small file-system helpers for the embedded store: durable atomic writes and a cross-process lock. */
-import { promises as fs } from 'node:fs';
+import { promises as fs, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 
@@ -39,14 +39,30 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array, d
   if (durable) await syncDir(dir);
 }
 
-/** True when `pid` is a live process on this host (EPERM means alive but not ours). */
+/**
+ * True when `pid` is a live process on this host (EPERM means alive but not ours). A process that
+ * was killed and that its parent has not reaped yet keeps its pid as a zombie: not alive.
+ */
 export function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
+  return !isZombie(pid);
+}
+
+/** Whether process `pid` has exited and awaits its parent's wait (state Z or X in /proc/PID/stat). */
+function isZombie(pid: number): boolean {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  } catch {
+    return false; // no /proc (not Linux), or the process went meanwhile: the next check tells
+  }
+  // "pid (comm) S ...": comm may hold spaces and parentheses; the state follows the last ')'
+  const state = stat.charAt(stat.lastIndexOf(')') + 2);
+  return state === 'Z' || state === 'X';
 }
 
 const LOCK_STALE_MS = 30_000;
