@@ -51,12 +51,16 @@ export function buildChannelBits(
       to = entryStart[t + 1];
     const words = channelWords(to - from);
     const base = inboundChannelStart[s];
-    for (let e = from; e < to; e++) {
-      // the inbound combos are the flags' low CHANNEL_COUNT bits, channel c at bit c (layout.ts)
-      const f = entryFlags[e];
-      const i = e - from;
-      for (let c = 0; c < CHANNEL_COUNT; c++)
-        if ((f & (1 << c)) !== 0) inboundChannelBits[base + c * words + (i >>> 5)] |= 1 << (i & 31);
+    // a word of 32 entries a channel, its bits gathered without a branch (the flags' low
+    // CHANNEL_COUNT bits are the inbound combos, channel c at bit c: layout.ts)
+    for (let w = 0; w < words; w++) {
+      const at = from + (w << 5),
+        n = Math.min(32, to - at);
+      for (let c = 0; c < CHANNEL_COUNT; c++) {
+        let word = 0;
+        for (let i = 0; i < n; i++) word |= ((entryFlags[at + i] >>> c) & 1) << i;
+        inboundChannelBits[base + c * words + w] = word;
+      }
     }
   }
   return { inboundChannelBits, inboundChannelStart };
