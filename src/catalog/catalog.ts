@@ -189,17 +189,23 @@ export class Catalog {
 
   /** Subscribes to reload broadcasts (retrying while the store is down), then starts the heartbeat. */
   private async join(): Promise<void> {
-    let delay = this.opts.pollMs;
     while (!this.stopped && this.store.fleet.signals && !this.unsubscribe) {
       try {
+        // On a reconnection: registered again at once (a reload CLI lists only registered
+        // servers, and the entry may have expired during the outage), and the newest snapshots
+        // checked for (a broadcast may have been missed).
         this.unsubscribe = await this.store.fleet.signals.subscribe(
           (req) => this.onRequest(req),
-          () => this.poll(),
+          () => {
+            void this.heartbeat();
+            this.poll();
+          },
         );
       } catch (err) {
         this.log.debug({ err: (err as Error).message }, 'catalog: cannot subscribe to reload requests yet; retrying');
-        await new Promise((r) => setTimeout(r, delay).unref());
-        delay = Math.min(delay * 2, 5 * this.opts.pollMs);
+        // every poll period: a server that started while the store was down joins soon after it
+        // answers (a backoff up to 5 periods left it serving unregistered for seconds)
+        await new Promise((r) => setTimeout(r, this.opts.pollMs).unref());
       }
     }
     if (this.stopped) {

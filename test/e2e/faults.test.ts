@@ -411,6 +411,51 @@ describe('Redis stopped while serving, then restarted empty', () => {
   });
 });
 
+describe('a reload right after a Redis outage longer than the registry entry (persistent Redis)', () => {
+  let redis: TestRedis, data: { dir: string; cleanup: () => void }, serverEnv: Record<string, string>;
+  let env: NodeJS.ProcessEnv, key: CreatedKey, server: RunningServer;
+  before(async () => {
+    redis = await startRedis({ persist: true });
+    data = tempDir('faults-redis-outage-');
+    serverEnv = { REDIS_URL: redis.url, DATA_DIR: data.dir };
+    env = baseEnv(serverEnv);
+    const imp = await importCli(env, small);
+    assert.equal(imp.code, 0, imp.stderr);
+    key = await createKey(env, [org], 'contacts:read,messages:read');
+    server = await startServer(serverEnv);
+  });
+  after(async () => {
+    await server?.stop();
+    await redis?.stop();
+    data?.cleanup();
+  });
+
+  test('the server is registered again soon after Redis answers, and the reload reaches it', async (t) => {
+    await redis.kill();
+    // past the entry's life (5 heartbeats of 1 s): the restarted Redis no longer lists the server
+    await new Promise((r) => setTimeout(r, 6000));
+    await redis.restart();
+    const t0 = Date.now();
+    const store = await RedisStore.connect(redis.url);
+    try {
+      await waitFor('the server to register again', 5000, async () => (await store.fleet.listServers()).length === 1);
+      const ms = Date.now() - t0;
+      t.diagnostic(`registered ${ms} ms after Redis answered`);
+      // reconnections every 0.5 s at most, and a heartbeat on reconnecting (it was up to 2 s + 1 s)
+      assert.ok(ms < 800, `registered ${ms} ms after Redis answered`);
+      await store.snapshots.publishSnapshot(smallOrgData(small, 500));
+    } finally {
+      await store.close();
+    }
+    const rel = await reloadCli(env);
+    assert.equal(rel.code, 0, rel.stderr);
+    assert.doesNotMatch(rel.stdout, /no server is running/);
+    const now = { contacts: small.contacts, messages: small.messages.slice(0, 500) };
+    for (const p of probes)
+      assertBody((await search(server.url, key.key, p.query)).text, expected(now, p.request), `?${p.query}`);
+  });
+});
+
 describe('Redis killed while an import publishes (persistent Redis, restarted on the same data)', () => {
   let redis: TestRedis,
     data: { dir: string; cleanup: () => void },
