@@ -6,7 +6,7 @@ import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Contact } from '../model/records.js';
 import { OrgDataBuilder } from '../model/org-data-builder.js';
-import type { SnapshotRef, SnapshotStore } from '../store/snapshot-store.js';
+import type { SnapshotStore, StagedSnapshot } from '../store/snapshot-store.js';
 import { IdSet } from './id-set.js';
 import { ImportError, show } from './import-error.js';
 import { readLines, type Line } from './line-reader.js';
@@ -118,24 +118,47 @@ export interface PublishedOrg {
 }
 
 /**
- * Publishes one snapshot per organization, one at a time (each builder's data is dropped once
- * published, so memory falls as it goes). A store failure midway leaves the earlier
- * organizations published and the rest untouched: each organization stays whole.
+ * Publishes one snapshot per organization, all or nothing as far as the store allows: every
+ * organization is built and written (staged) first, one at a time (each builder's data is
+ * dropped once written, so memory falls as it goes), and only then are the pointers moved, one
+ * small write each. A failure while staging (a full or unreachable store: nearly all of an
+ * import's store time) publishes nothing and removes what was written. A failure among the
+ * pointer moves cannot take back the ones made: the error names them.
  */
 export async function publishImport(store: SnapshotStore, data: ImportData): Promise<PublishedOrg[]> {
+  const staged: { snapshot: StagedSnapshot; org: PublishedOrg }[] = [];
+  try {
+    for (const orgId of [...data.organizations.keys()]) {
+      // no reference to the builder outlives this line: its growable columns (the prepared text's
+      // are ~140 MB at 1M messages) can go while the index is built and written
+      const org = data.organizations.get(orgId)!.build();
+      data.organizations.delete(orgId);
+      const snapshot = await store.stageSnapshot(org, { consumeText: true });
+      staged.push({
+        snapshot,
+        org: {
+          organization_id: orgId,
+          version: snapshot.ref.version,
+          contacts: org.contacts.length,
+          messages: org.messages.count,
+        },
+      });
+    }
+  } catch (err) {
+    await Promise.all(staged.map((s) => s.snapshot.discard()));
+    throw err;
+  }
   const out: PublishedOrg[] = [];
-  for (const orgId of [...data.organizations.keys()]) {
-    // no reference to the builder outlives this line: its growable columns (the prepared text's
-    // are ~140 MB at 1M messages) can go while the index is built and written
-    const org = data.organizations.get(orgId)!.build();
-    data.organizations.delete(orgId);
-    const ref: SnapshotRef = await store.publishSnapshot(org, { consumeText: true });
-    out.push({
-      organization_id: orgId,
-      version: ref.version,
-      contacts: org.contacts.length,
-      messages: org.messages.count,
-    });
+  for (const [i, s] of staged.entries()) {
+    try {
+      await s.snapshot.commit();
+    } catch (err) {
+      await Promise.all(staged.slice(i + 1).map((x) => x.snapshot.discard()));
+      if (out.length === 0) throw err;
+      const done = out.map((o) => `organization ${o.organization_id} version ${o.version}`).join(', ');
+      throw new Error(`${(err as Error).message}; already published before it: ${done}`);
+    }
+    out.push(s.org);
   }
   return out;
 }

@@ -29,6 +29,7 @@ import {
   type PublishOptions,
   type SnapshotRef,
   type SnapshotStore,
+  type StagedSnapshot,
 } from './snapshot-store.js';
 import { isCanonicalOrganizationId } from '../model/organization-id.js';
 
@@ -62,16 +63,23 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
   }
 
   async publishSnapshot(data: OrgData, options: PublishOptions = {}): Promise<SnapshotRef> {
+    const staged = await this.stageSnapshot(data, options);
+    await staged.commit();
+    return staged.ref;
+  }
+
+  async stageSnapshot(data: OrgData, options: PublishOptions = {}): Promise<StagedSnapshot> {
     const org = data.organizationId;
     if (!isCanonicalOrganizationId(org))
       throw new Error(`store: organization id must be a lower-case UUID, got ${JSON.stringify(org)}`);
     // Built once, before any file exists: a retry under a new version number only re-encodes.
     const prepared = prepareSnapshot(data, options.format, options.consumeText);
     const dir = path.join(this.snapDir, org);
+    let version: number;
     try {
       await fs.mkdir(dir, { recursive: true });
       await this.removeDeadTemps(dir);
-      let version = Math.max((await this.readPointer(org))?.version ?? 0, ...(await this.versionsOn(dir))) + 1;
+      version = Math.max((await this.readPointer(org))?.version ?? 0, ...(await this.versionsOn(dir))) + 1;
       const tmp = tempName(dir);
       let linked = false;
       try {
@@ -91,35 +99,51 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
         }
         linked = true;
         await syncDir(dir);
-        await withLock(path.join(dir, '.lock'), async () => {
-          const cur = await this.readPointer(org);
-          if (cur !== null && cur.version >= version) {
-            throw new Error(
-              `store: a newer snapshot (version ${cur.version}) of organization ${org} was published concurrently`,
-            );
-          }
-          await writeFileAtomic(path.join(dir, 'CURRENT'), JSON.stringify({ version, previous: cur?.version ?? null }));
-          // Best effort: the new version is published now, a failed clean-up must not say otherwise
-          // (the next publish removes what is left).
-          await this.removeOldVersions(dir, version, cur?.version ?? null).catch(() => {});
-        });
       } catch (err) {
-        // Our version file, when the pointer never came to name it, is garbage: remove it now
-        // rather than at the next publish. (When the pointer did switch, e.g. only the directory
-        // fsync failed afterwards, the file is live and stays.)
-        if (linked) {
-          const cur = await this.readPointer(org).catch(() => null);
-          if (cur?.version !== version)
-            await fs.rm(snapshotFile(this.dataDir, { organizationId: org, version }), { force: true }).catch(() => {});
-        }
+        // no pointer can name our version file yet: it is garbage
+        if (linked)
+          await fs.rm(snapshotFile(this.dataDir, { organizationId: org, version }), { force: true }).catch(() => {});
         throw err;
       } finally {
         await fs.rm(tmp, { force: true }).catch(() => {});
       }
-      return { organizationId: org, version };
     } catch (err) {
       throw wrap(`publishing organization ${org}`, err);
     }
+    const ref: SnapshotRef = { organizationId: org, version };
+    const file = snapshotFile(this.dataDir, ref);
+    return {
+      ref,
+      commit: async () => {
+        try {
+          await withLock(path.join(dir, '.lock'), async () => {
+            const cur = await this.readPointer(org);
+            if (cur !== null && cur.version >= version) {
+              throw new Error(
+                `store: a newer snapshot (version ${cur.version}) of organization ${org} was published concurrently`,
+              );
+            }
+            await writeFileAtomic(
+              path.join(dir, 'CURRENT'),
+              JSON.stringify({ version, previous: cur?.version ?? null }),
+            );
+            // Best effort: the new version is published now, a failed clean-up must not say otherwise
+            // (the next publish removes what is left).
+            await this.removeOldVersions(dir, version, cur?.version ?? null).catch(() => {});
+          });
+        } catch (err) {
+          // Our version file, when the pointer never came to name it, is garbage: remove it now
+          // rather than at the next publish. (When the pointer did switch, e.g. only the directory
+          // fsync failed afterwards, the file is live and stays.)
+          const cur = await this.readPointer(org).catch(() => null);
+          if (cur?.version !== version) await fs.rm(file, { force: true }).catch(() => {});
+          throw wrap(`publishing organization ${org}`, err);
+        }
+      },
+      discard: async () => {
+        await fs.rm(file, { force: true }).catch(() => {});
+      },
+    };
   }
 
   private async writeSnapshotFile(file: string, prepared: PreparedSnapshot, version: number): Promise<void> {

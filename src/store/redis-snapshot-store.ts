@@ -22,7 +22,14 @@ import {
   prepareSnapshot,
   SnapshotDecoder,
 } from './snapshot-format.js';
-import type { LatestListing, LoadFlatOptions, PublishOptions, SnapshotRef, SnapshotStore } from './snapshot-store.js';
+import type {
+  LatestListing,
+  LoadFlatOptions,
+  PublishOptions,
+  SnapshotRef,
+  SnapshotStore,
+  StagedSnapshot,
+} from './snapshot-store.js';
 import { isCanonicalOrganizationId } from '../model/organization-id.js';
 
 // Chunks in flight at once on read and write: enough to hide latency, bounded memory.
@@ -56,40 +63,67 @@ export class RedisSnapshotStore implements SnapshotStore {
   }
 
   async publishSnapshot(data: OrgData, options: PublishOptions = {}): Promise<SnapshotRef> {
+    const staged = await this.stageSnapshot(data, options);
+    await staged.commit();
+    return staged.ref;
+  }
+
+  async stageSnapshot(data: OrgData, options: PublishOptions = {}): Promise<StagedSnapshot> {
     const org = data.organizationId;
     if (!isCanonicalOrganizationId(org))
       throw new Error(`store: organization id must be a lower-case UUID, got ${JSON.stringify(org)}`);
     // Built before any key is written: a build failure leaves Redis untouched.
     const prepared = prepareSnapshot(data, options.format, options.consumeText);
-    return this.conn.run(`publishing organization ${org}`, async () => {
-      const r = this.conn.client;
-      await r.sadd('snap:orgs', org);
-      const version = Number(await r.eval(NEXT_VERSION_SCRIPT, 1, snapKey(org, 'seq'), String(Date.now())));
-      const ref = { organizationId: org, version };
-      const key = versionKey(ref);
-      // Recorded first, so a publisher killed midway leaves something the next clean-up finds.
-      await r.zadd(snapKey(org, 'versions'), version, String(version));
-      // at most WINDOW - 1 chunks are in flight when the next is asked for (see the loop)
-      const enc = encodeSnapshot(prepared, version, WINDOW);
-      let i = 0,
-        inFlight: Promise<unknown>[] = [];
-      for (const chunk of enc.chunks) {
-        inFlight.push(r.hset(key, String(i++), Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)));
-        if (inFlight.length >= WINDOW) {
-          await Promise.all(inFlight);
-          inFlight = [];
+    let written: SnapshotRef | null = null;
+    const remove = async (ref: SnapshotRef): Promise<void> => {
+      await this.conn.client.unlink(versionKey(ref));
+      await this.conn.client.zrem(snapKey(org, 'versions'), String(ref.version));
+    };
+    const ref = await this.conn
+      .run(`publishing organization ${org}`, async () => {
+        const r = this.conn.client;
+        await r.sadd('snap:orgs', org);
+        const version = Number(await r.eval(NEXT_VERSION_SCRIPT, 1, snapKey(org, 'seq'), String(Date.now())));
+        const ref = { organizationId: org, version };
+        const key = versionKey(ref);
+        // Recorded first, so a publisher killed midway leaves something the next clean-up finds.
+        await r.zadd(snapKey(org, 'versions'), version, String(version));
+        written = ref;
+        // at most WINDOW - 1 chunks are in flight when the next is asked for (see the loop)
+        const enc = encodeSnapshot(prepared, version, WINDOW);
+        let i = 0,
+          inFlight: Promise<unknown>[] = [];
+        for (const chunk of enc.chunks) {
+          inFlight.push(r.hset(key, String(i++), Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)));
+          if (inFlight.length >= WINDOW) {
+            await Promise.all(inFlight);
+            inFlight = [];
+          }
         }
-      }
-      await Promise.all(inFlight);
-      await r.hset(key, 'manifest', Buffer.from(enc.manifest()));
-      const old = Number(await r.eval(SWITCH_SCRIPT, 1, snapKey(org, 'ptr'), String(version)));
-      if (old < 0) {
-        await r.unlink(key);
-        throw new Error(`store: a newer snapshot (version ${-old}) of organization ${org} was published concurrently`);
-      }
-      await this.removeOldVersions(org, version, old);
-      return ref;
-    });
+        await Promise.all(inFlight);
+        await r.hset(key, 'manifest', Buffer.from(enc.manifest()));
+        return ref;
+      })
+      .catch(async (err: unknown) => {
+        // the chunks written so far (a full Redis, a timeout) go now if Redis still answers
+        if (written !== null) await remove(written).catch(() => {});
+        throw err;
+      });
+    return {
+      ref,
+      commit: () =>
+        this.conn.run(`publishing organization ${org}`, async () => {
+          const old = Number(await this.conn.client.eval(SWITCH_SCRIPT, 1, snapKey(org, 'ptr'), String(ref.version)));
+          if (old < 0) {
+            await remove(ref);
+            throw new Error(
+              `store: a newer snapshot (version ${-old}) of organization ${org} was published concurrently`,
+            );
+          }
+          await this.removeOldVersions(org, ref.version, old);
+        }),
+      discard: () => remove(ref).catch(() => {}),
+    };
   }
 
   // Keeps the current and previous versions, and newer ones (a concurrent publisher's, not switched yet).

@@ -34,6 +34,15 @@ export interface SnapshotRef {
   version: number;
 }
 
+/** A snapshot written and not yet published (SnapshotStore.stageSnapshot). */
+export interface StagedSnapshot {
+  readonly ref: SnapshotRef;
+  /** Moves the organization's pointer to it (rejects, and removes it, when a newer one was published meanwhile). */
+  commit(): Promise<void>;
+  /** Removes it, best effort (never rejects): what is left is cleaned up by the next publish. */
+  discard(): Promise<void>;
+}
+
 /** An organization whose pointer could not be read (corrupt, unreadable): listed apart, never fatal to the others. */
 export interface UnreadablePointer {
   organizationId: string;
@@ -54,6 +63,12 @@ export interface LatestListing {
 export interface SnapshotStore {
   /** Publishes atomically: after it resolves, latest() names the new version; a failure changes nothing visible. */
   publishSnapshot(data: OrgData, options?: PublishOptions): Promise<SnapshotRef>;
+  /**
+   * publishSnapshot's first part: the snapshot written under a new version that no reader sees
+   * until commit() moves the pointer to it. A failure leaves nothing visible. An import stages
+   * every organization before it commits any, so a failure while writing publishes nothing.
+   */
+  stageSnapshot(data: OrgData, options?: PublishOptions): Promise<StagedSnapshot>;
   /** Newest published version of every organization; rejects when any pointer is unreadable (the CLIs' strict view). */
   latest(): Promise<SnapshotRef[]>;
   /**

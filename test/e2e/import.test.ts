@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { readImport } from '../../src/import/importer.js';
 import { ImportError } from '../../src/import/import-error.js';
+import { Redis } from 'ioredis';
 import { EmbeddedStore } from '../../src/store/embedded-store.js';
 import { RedisStore } from '../../src/store/redis-store.js';
 import type { Stores } from '../../src/store/stores.js';
@@ -278,6 +279,60 @@ for (const kind of ['embedded', 'redis'] as const) {
         });
         assert.equal(r.code, 1);
         assert.match(r.stderr, /^snapshot: store: redis unavailable at redis:\/\/127\.0\.0\.1:1: /);
+      });
+
+      test('Redis full while writing the second organization: nothing published, nothing left', async () => {
+        // org 4 is written first and fits; org 5's chunks hit maxmemory (CONTRACT 9: all or nothing)
+        const small = generate(4, 5, 40, 1),
+          big = generate(5, 300, 40000, 1);
+        const first = await snapshotCli(
+          [
+            'import',
+            '--contacts',
+            file('c.ndjson', ndjson(small.contacts)),
+            '--messages',
+            file('m.ndjson', ndjson(small.messages)),
+          ],
+          env,
+        );
+        assert.equal(first.code, 0, first.stderr);
+        const pointers = async () =>
+          (await store.snapshots.latest()).sort((a, b) => (a.organizationId < b.organizationId ? -1 : 1));
+        const before = await pointers();
+        const raw = new Redis(redis!.url);
+        try {
+          const used = Number(/used_memory:(\d+)/.exec(await raw.info('memory'))![1]);
+          await raw.config('SET', 'maxmemory', String(used + (1 << 20)));
+          await raw.config('SET', 'maxmemory-policy', 'noeviction');
+          const keysBefore = (await raw.keys('snap:*')).sort();
+          const r = await snapshotCli(
+            [
+              'import',
+              '--contacts',
+              file('c.ndjson', ndjson([...small.contacts, ...big.contacts])),
+              '--messages',
+              file('m.ndjson', ndjson([...generate(4, 5, 60, 2).messages, ...big.messages])),
+            ],
+            env,
+          );
+          assert.equal(r.code, 1, r.stdout);
+          assert.match(
+            r.stderr,
+            /^snapshot: store: redis publishing organization 00000005-0000-4000-8000-000000000000: .*OOM/m,
+          );
+          assert.doesNotMatch(r.stderr, /at .*\.ts:\d+/); // no stack trace
+          assert.deepEqual(await pointers(), before, 'no pointer moved');
+          // the first organization's staged version and the second's partial one are gone (a
+          // version counter stays: numbers are never reused)
+          const left = (await raw.keys('snap:*')).filter((k) => !k.endsWith(':seq')).sort();
+          assert.deepEqual(
+            left,
+            keysBefore.filter((k) => !k.endsWith(':seq')),
+          );
+        } finally {
+          await raw.config('SET', 'maxmemory', '0');
+          raw.disconnect();
+        }
       });
     }
   });
