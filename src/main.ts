@@ -43,7 +43,36 @@ function listen(app: TemplatedApp, host: string, port: number): Promise<us_liste
   });
 }
 
+const USAGE = `Usage: npm start   (node dist/main.js)
+
+The search service: the public listener (GET /contacts/message-search) and the admin listener
+(/healthz, /readyz, /metrics, POST /admin/reload). It takes no arguments; it is configured by
+environment variables, each checked at start (a bad value stops it with exit code 1 naming the
+variable):
+
+  PORT (3000)  HOST (0.0.0.0)  ADMIN_PORT (9464)  ADMIN_HOST (127.0.0.1)
+  REDIS_URL (unset: the embedded store in DATA_DIR, default ./data)  ORGANIZATIONS (all)
+  LOG_LEVEL (info)  SUNSET_AT  RATE_LIMIT_RPS  RATE_LIMIT_BURST  SHUTDOWN_TIMEOUT_MS (10000)
+  INDEX_BUILD_THREAD (worker)  SERVER_THREADS (one a core)
+
+README.md, "Configuration", says what each one does.
+`;
+
+/** --help prints the usage; any other argument is refused rather than ignored (exit 2). */
+function checkArguments(args: readonly string[]): void {
+  if (args.length === 0) return;
+  if (args.length === 1 && (args[0] === '--help' || args[0] === '-h')) {
+    process.stdout.write(USAGE);
+    process.exit(0);
+  }
+  process.stderr.write(
+    `server: unknown argument ${JSON.stringify(args[0])}: the server takes none, its configuration is environment variables\n\n${USAGE}`,
+  );
+  process.exit(2);
+}
+
 async function main(): Promise<void> {
+  checkArguments(process.argv.slice(2));
   let config: Config;
   try {
     config = loadConfig();

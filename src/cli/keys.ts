@@ -12,6 +12,7 @@ import { openStores } from '../store/open-store.js';
 import type { Stores } from '../store/stores.js';
 import { parseRequestInstant } from '../time/rfc3339.js';
 import { UUID } from '../model/organization-id.js';
+import { endQuietlyOnClosedOutput } from './closed-stdout.js';
 
 const USAGE = `usage:
   npm run keys -- create --organization-id UUID [--organization-id UUID ...] --scopes contacts:read,messages:read [--name TEXT] [--expires-at ISO] [--json]
@@ -234,4 +235,5 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+endQuietlyOnClosedOutput();
 process.exitCode = await main(process.argv.slice(2));

@@ -17,6 +17,7 @@ import { pidAlive } from '../store/file-utils.js';
 import { openStores } from '../store/open-store.js';
 import type { Stores } from '../store/stores.js';
 import { parseOrganizationId } from '../model/organization-id.js';
+import { endQuietlyOnClosedOutput } from './closed-stdout.js';
 
 const USAGE = `Usage: npm run reload [-- --organization-id UUID] [--timeout SECONDS] [--json]
 
@@ -213,4 +214,5 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+endQuietlyOnClosedOutput();
 process.exitCode = await main(process.argv.slice(2));

@@ -8,6 +8,7 @@
 import { parseArgs } from 'node:util';
 import { renderNginxConf } from '../routing/nginx-conf.js';
 import { readShardsFile } from '../routing/shards-file.js';
+import { endQuietlyOnClosedOutput } from './closed-stdout.js';
 
 const USAGE = `Usage: npm run routing -- nginx --shards FILE [--listen PORT|HOST:PORT] [--workers N]
        npm run routing -- organizations --shards FILE --shard NAME
@@ -77,4 +78,5 @@ function main(argv: string[]): number {
   }
 }
 
+endQuietlyOnClosedOutput();
 process.exitCode = main(process.argv.slice(2));

@@ -9,6 +9,7 @@ import { publishImport, readImport } from '../import/importer.js';
 import { createProgress } from '../import/progress.js';
 import { ConfigError, loadStoreConfig } from '../config/config.js';
 import { openStores } from '../store/open-store.js';
+import { endQuietlyOnClosedOutput } from './closed-stdout.js';
 
 const USAGE = `Usage: npm run snapshot -- <command> [options]
 
@@ -147,4 +148,5 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+endQuietlyOnClosedOutput();
 process.exitCode = await main(process.argv.slice(2));

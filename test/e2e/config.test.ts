@@ -78,6 +78,15 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
       serverThreads: Math.min(256, availableParallelism()),
     });
   });
+  it('--help prints the usage and exits 0; any other argument is refused with exit 2', async () => {
+    const help = await runNode('src/main.ts', ['--help'], baseEnv({ DATA_DIR: data.dir }));
+    assert.equal(help.code, 0, help.stderr);
+    assert.match(help.stdout, /^Usage: npm start/);
+    assert.match(help.stdout, /REDIS_URL/);
+    const bad = await runNode('src/main.ts', ['--port', '5'], baseEnv({ DATA_DIR: data.dir }));
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /^server: unknown argument "--port": the server takes none/);
+  });
   it('a port already in use stops the start with exit 1', async () => {
     const port = await freePort();
     const first = await startServer({ DATA_DIR: data.dir, LOG_LEVEL: 'warn' });

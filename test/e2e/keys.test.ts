@@ -1,5 +1,7 @@
 /** The keys CLI from outside (CONTRACT 7, 8, 10): output, validation, exit codes, no secrets in list. */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { hashSecret, KEY_PATTERN } from '../../src/auth/api-key.js';
 import { baseEnv, createKey, keysCli, tempDataDir, LISTED_KEY_FIELDS } from '../helpers/server.js';
@@ -99,4 +101,22 @@ describe('keys create / list / revoke', () => {
       assert.ok(!/\n\s+at /.test(r.stderr), 'no stack trace');
     });
   }
+});
+
+describe('keys list into a pipe its reader closed (`keys list | head -1`)', () => {
+  it('ends with exit 0 and no stack trace', async () => {
+    await createKey(env, [ORG], 'messages:read');
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/keys.ts', 'list', '--json'], {
+      cwd: path.resolve(import.meta.dirname, '..', '..'),
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    // the reader goes before anything is written: the first write fails with EPIPE
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    assert.equal(stderr, '');
+    assert.equal(code, 0);
+  });
 });
