@@ -50,6 +50,9 @@ export class Metrics {
       labelNames: ['result'],
       registers: [this.registry],
     });
+    // both results listed from the start at 0, so the series exist before the first call (on
+    // Redis, reloads come by broadcast and there may never be one) and rate() sees the first
+    for (const result of ['ok', 'error']) this.reloads.inc({ result }, 0);
     this.reloadSeconds = new Histogram({
       name: 'catalog_admin_reload_duration_seconds',
       help: 'Duration of POST /admin/reload calls.',

@@ -349,6 +349,9 @@ describe('admin listener', () => {
     assert.match(metrics, /http_requests_total\{listener="public",status="200"\} \d+/);
     assert.match(metrics, /http_request_duration_seconds_bucket/);
     assert.match(metrics, /process_cpu_user_seconds_total/);
+    // listed before any POST /admin/reload (a Redis fleet reloads by broadcast and may never see one)
+    assert.match(metrics, /^catalog_admin_reloads_total\{result="error"\} 0$/m);
+    assert.match(metrics, /^catalog_admin_reloads_total\{result="ok"\} \d+$/m);
     const reload = await fetch(server.adminUrl + '/admin/reload?organization_id=' + ORG_A, { method: 'POST' });
     assert.equal(reload.status, 200);
     assert.equal(reload.headers.get('content-type'), 'application/json; charset=utf-8');
