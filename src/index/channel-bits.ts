@@ -7,7 +7,7 @@
  * was a third of the channel + date class (q=por, whatsapp, a date window: 12,205 entries).
  *
  * Slot s's bitmaps: inboundChannelBits[inboundChannelStart[s] + c * W ..][0 .. W), W = the slot
- * token's entries / 32 rounded up. Half a byte an entry of a frequent token (1.9 MB at 1M messages).
+ * token's entries / 32 rounded up: CHANNEL_COUNT bits an entry of a frequent token (2.2 MiB at 1M).
  */
 import { CHANNEL_COUNT } from './layout.js';
 

@@ -200,12 +200,14 @@ function matchFiltered(plan: Plan, v: TermView, s: Scratch): number {
       s,
       index.inboundChannelStart[slot] + (31 - Math.clz32(mask)) * channelWords(v.to - v.from),
     );
-  const { entryFlags: flags } = index;
+  const { lo, hi } = plan;
+  const { entryFlags: flags, entryNewestIn: newestIn, msgCombo } = index;
   const keys = s.keys;
   const contact = v.contact;
   const contactCount = index.contactCount;
   const idRank = index.contactIdRank;
   const inboundOnly = plan.direction === INBOUND;
+  const inboundOut = INBOUND_COMBOS & ~mask;
   let n = 0;
   // most entries lack the filter's combos (81% of a common word's under one channel): an even
   // entry reads its pair's flags as one word (s.flagPairs), and a pair without them is passed over
@@ -219,7 +221,18 @@ function matchFiltered(plan: Plan, v: TermView, s: Scratch): number {
     }
     const f = flags[e];
     if ((f & mask) === 0) continue;
-    const r = inboundOnly ? inboundRank(plan, e, f) : scanFiltered(plan, e);
+    let r: number;
+    if (inboundOnly) {
+      // An inline head here is the newest inbound message, r itself (an entry without inbound
+      // messages has r >= hi): newer than the window, it cannot count; in it, it counts when its
+      // channel passes, with no posting read. (Inline, as in matchChannel: a function for these
+      // tests took a date-only filter from 98-104 to 109-110 µs.)
+      r = newestIn[e];
+      if (r >= hi) continue;
+      if (r < lo) r = scanStored(plan, e);
+      else if ((f & inboundOut) !== 0 && ((f & HEAD_INLINE) === 0 || ((1 << msgCombo[r]) & mask) === 0))
+        r = scanStored(plan, e);
+    } else r = scanFiltered(plan, e);
     if (r >= 0) keys[n++] = r * contactCount + idRank[contact[e]];
   }
   return n;
@@ -230,8 +243,9 @@ function matchFiltered(plan: Plan, v: TermView, s: Scratch): number {
  * the entries with an inbound message on the filter's one channel, 32 a word read, lowest first.
  */
 function matchChannel(plan: Plan, v: TermView, s: Scratch, bits: number): number {
-  const { index } = plan;
-  const { entryFlags: flags, inboundChannelBits: words } = index;
+  const { index, mask, lo, hi } = plan;
+  const { entryFlags: flags, inboundChannelBits: words, entryNewestIn: newestIn, msgCombo } = index;
+  const inboundOut = INBOUND_COMBOS & ~mask;
   const keys = s.keys;
   const contact = v.contact;
   const contactCount = index.contactCount;
@@ -243,28 +257,17 @@ function matchChannel(plan: Plan, v: TermView, s: Scratch, bits: number): number
       const low = b & -b;
       b ^= low;
       const e = base + 31 - Math.clz32(low);
-      const r = inboundRank(plan, e, flags[e]);
+      // matchFiltered's tests of an inbound-only filter (its flags test is the bit itself)
+      const f = flags[e];
+      let r = newestIn[e];
+      if (r >= hi) continue;
+      if (r < lo) r = scanStored(plan, e);
+      else if ((f & inboundOut) !== 0 && ((f & HEAD_INLINE) === 0 || ((1 << msgCombo[r]) & mask) === 0))
+        r = scanStored(plan, e);
       if (r >= 0) keys[n++] = r * contactCount + idRank[contact[e]];
     }
   }
   return n;
-}
-
-/**
- * Time rank of entry e's newest inbound message that passes the filter, or -1, for an entry whose
- * flags f have one of the filter's combos.
- */
-function inboundRank(plan: Plan, e: number, f: number): number {
-  const { index, mask } = plan;
-  const r = index.entryNewestIn[e];
-  if (r >= plan.hi) return -1;
-  // An inline head here is the newest inbound message, r itself (an entry without inbound
-  // messages has r >= hi): newer than the window, it cannot count; in it, it counts when its
-  // channel passes, with no posting read.
-  if (r < plan.lo) return scanStored(plan, e);
-  if ((f & INBOUND_COMBOS & ~mask) !== 0 && ((f & HEAD_INLINE) === 0 || ((1 << index.msgCombo[r]) & mask) === 0))
-    return scanStored(plan, e);
-  return r;
 }
 
 /**
