@@ -24,6 +24,7 @@ import {
 import { isDir, pidAlive, storeError, syncDir, tempName, withLock, writeFileAtomic } from './file-utils.js';
 import {
   OlderFormatError,
+  publishStaged,
   type LatestListing,
   type LoadFlatOptions,
   type PublishOptions,
@@ -62,10 +63,8 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
     this.snapDir = path.join(this.dataDir, 'snapshots');
   }
 
-  async publishSnapshot(data: OrgData, options: PublishOptions = {}): Promise<SnapshotRef> {
-    const staged = await this.stageSnapshot(data, options);
-    await staged.commit();
-    return staged.ref;
+  publishSnapshot(data: OrgData, options: PublishOptions = {}): Promise<SnapshotRef> {
+    return publishStaged(this, data, options);
   }
 
   async stageSnapshot(data: OrgData, options: PublishOptions = {}): Promise<StagedSnapshot> {

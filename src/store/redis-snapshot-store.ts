@@ -30,6 +30,7 @@ import type {
   SnapshotStore,
   StagedSnapshot,
 } from './snapshot-store.js';
+import { publishStaged } from './snapshot-store.js';
 import { isCanonicalOrganizationId } from '../model/organization-id.js';
 
 // Chunks in flight at once on read and write: enough to hide latency, bounded memory.
@@ -62,10 +63,8 @@ export class RedisSnapshotStore implements SnapshotStore {
     this.conn = conn;
   }
 
-  async publishSnapshot(data: OrgData, options: PublishOptions = {}): Promise<SnapshotRef> {
-    const staged = await this.stageSnapshot(data, options);
-    await staged.commit();
-    return staged.ref;
+  publishSnapshot(data: OrgData, options: PublishOptions = {}): Promise<SnapshotRef> {
+    return publishStaged(this, data, options);
   }
 
   async stageSnapshot(data: OrgData, options: PublishOptions = {}): Promise<StagedSnapshot> {
@@ -75,10 +74,6 @@ export class RedisSnapshotStore implements SnapshotStore {
     // Built before any key is written: a build failure leaves Redis untouched.
     const prepared = prepareSnapshot(data, options.format, options.consumeText);
     let written: SnapshotRef | null = null;
-    const remove = async (ref: SnapshotRef): Promise<void> => {
-      await this.conn.client.unlink(versionKey(ref));
-      await this.conn.client.zrem(snapKey(org, 'versions'), String(ref.version));
-    };
     const ref = await this.conn
       .run(`publishing organization ${org}`, async () => {
         const r = this.conn.client;
@@ -106,7 +101,7 @@ export class RedisSnapshotStore implements SnapshotStore {
       })
       .catch(async (err: unknown) => {
         // the chunks written so far (a full Redis, a timeout) go now if Redis still answers
-        if (written !== null) await remove(written).catch(() => {});
+        if (written !== null) await this.removeVersion(written).catch(() => {});
         throw err;
       });
     return {
@@ -115,14 +110,14 @@ export class RedisSnapshotStore implements SnapshotStore {
         this.conn.run(`publishing organization ${org}`, async () => {
           const old = Number(await this.conn.client.eval(SWITCH_SCRIPT, 1, snapKey(org, 'ptr'), String(ref.version)));
           if (old < 0) {
-            await remove(ref);
+            await this.removeVersion(ref);
             throw new Error(
               `store: a newer snapshot (version ${-old}) of organization ${org} was published concurrently`,
             );
           }
           await this.removeOldVersions(org, ref.version, old);
         }),
-      discard: () => remove(ref).catch(() => {}),
+      discard: () => this.removeVersion(ref).catch(() => {}),
     };
   }
 
@@ -131,11 +126,13 @@ export class RedisSnapshotStore implements SnapshotStore {
     const versions = (await this.conn.client.zrangebyscore(snapKey(org, 'versions'), '-inf', `(${current}`)).map(
       Number,
     );
-    for (const v of versions) {
-      if (v === previous) continue;
-      await this.conn.client.unlink(versionKey({ organizationId: org, version: v }));
-      await this.conn.client.zrem(snapKey(org, 'versions'), String(v));
-    }
+    for (const v of versions) if (v !== previous) await this.removeVersion({ organizationId: org, version: v });
+  }
+
+  /** One version's chunks and its entry in the organization's version list. */
+  private async removeVersion(ref: SnapshotRef): Promise<void> {
+    await this.conn.client.unlink(versionKey(ref));
+    await this.conn.client.zrem(snapKey(ref.organizationId, 'versions'), String(ref.version));
   }
 
   async latest(): Promise<SnapshotRef[]> {

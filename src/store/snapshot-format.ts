@@ -399,7 +399,7 @@ const UPGRADE = 'publish it again with `npm run snapshot -- import`';
  * Groups of sections a snapshot of the layout before them lacks: derived on load from the
  * sections it has, so such snapshots keep loading, at full speed, without being published again.
  * The long-entry summaries: a pass over 5% of the postings, ~10 ms at 1M messages; the frequent
- * tokens' channel bitmaps: a pass over their entries' flags, ~15 ms at 1M.
+ * tokens' channel bitmaps: a pass over their entries' flags, ~25 ms at 1M.
  */
 const DERIVED_GROUPS: ReadonlyArray<{ readonly what: string; readonly names: readonly string[] }> = [
   { what: 'summary', names: SUMMARY_SECTIONS },

@@ -85,3 +85,14 @@ export interface SnapshotStore {
    */
   loadFlatIndex(ref: SnapshotRef, options?: LoadFlatOptions): Promise<FlatIndex>;
 }
+
+/** publishSnapshot of either store: stage, then commit (a failure in either leaves nothing visible). */
+export async function publishStaged(
+  store: Pick<SnapshotStore, 'stageSnapshot'>,
+  data: OrgData,
+  options?: PublishOptions,
+): Promise<SnapshotRef> {
+  const staged = await store.stageSnapshot(data, options);
+  await staged.commit();
+  return staged.ref;
+}
