@@ -9,7 +9,10 @@ export interface RequestIn {
   readonly path: string;
   /** the raw query string, without `?` ('' when none) */
   readonly query: string;
-  /** lower-case header names; the first value of a repeated header (as uWS `getHeader`) */
+  /**
+   * lower-case header names; the first value of a repeated header (as uWS `getHeader`), but ''
+   * for an Authorization header repeated with another value (see copyRequest)
+   */
   readonly headers: Readonly<Record<string, string>>;
   /** size of the header block: names + values + 4 a line (the 431 limit counts it) */
   readonly headerChars: number;

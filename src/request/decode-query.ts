@@ -9,8 +9,14 @@ export interface DecodedQuery {
 
 const PLUS = /\+/g;
 
-/** Decodes one component; null when its percent-encoding is malformed (bad hex, invalid UTF-8). */
+/**
+ * Decodes one component; null when its encoding is malformed: bad hex, percent-encoded bytes that
+ * are not UTF-8, or raw bytes that are not (uWS hands the target over as UTF-8 with U+FFFD in
+ * place of each invalid byte, so `caf\xE9` sent raw would otherwise search for `caf\uFFFD` where
+ * `caf%E9` is a 400).
+ */
 export function formDecode(s: string): string | null {
+  if (s.indexOf('\uFFFD') >= 0) return null;
   if (s.indexOf('%') < 0) return s.indexOf('+') < 0 ? s : s.replace(PLUS, ' ');
   try {
     return decodeURIComponent(s.replace(PLUS, ' '));

@@ -242,6 +242,53 @@ describe('oversize requests', () => {
   });
 });
 
+describe('request bytes the handler sees through uWS', () => {
+  it('raw bytes that are not UTF-8 in the query: 400 naming the parameter, as their percent-encoded form is', async () => {
+    // uWS hands the target over as UTF-8 with U+FFFD in place of each invalid byte
+    for (const raw of [Buffer.from('ped\xffido', 'latin1'), Buffer.from('caf\xe9', 'latin1')]) {
+      const head = Buffer.concat([
+        Buffer.from(`GET ${SEARCH_PATH}?organization_id=${ORG}&q=`),
+        raw,
+        Buffer.from(`&limit=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${KEY}\r\n\r\n`),
+      ]);
+      const r = await rawOnce(port, head);
+      assert.equal(r.kind, 'response');
+      const res = r as RawResponse;
+      assert.equal(res.status, 400, res.body.toString());
+      const body = JSON.parse(res.body.toString()) as { error: string; details: Array<{ parameter: string }> };
+      assert.equal(body.error, 'invalid_request');
+      assert.deepEqual(
+        body.details.map((d) => d.parameter),
+        ['q'],
+      );
+      const encoded = await rawOnce(port, rawGet(`${SEARCH_PATH}?organization_id=${ORG}&q=caf%E9&limit=1`, AUTH));
+      assert.deepEqual(JSON.parse((encoded as RawResponse).body.toString()).details, body.details);
+    }
+    // raw UTF-8 that is valid is read as the text it encodes
+    const ok = await rawOnce(
+      port,
+      Buffer.from(rawGet(`${SEARCH_PATH}?organization_id=${ORG}&q=conteúdo&limit=1`, AUTH), 'utf8'),
+    );
+    assert.equal(ok.kind === 'response' && ok.status, 200);
+  });
+  it('two different Authorization headers: 401; the same one twice is served', async () => {
+    const target = `${SEARCH_PATH}?organization_id=${ORG}&q=pedido&limit=1`;
+    for (const second of ['Bearer nope', '', `Bearer ${KEY.slice(0, -1)}M`]) {
+      for (const lines of [
+        [...AUTH, ['Authorization', second]],
+        [['Authorization', second], ...AUTH],
+      ] as Array<Array<[string, string]>>) {
+        const r = await rawOnce(port, rawGet(target, lines));
+        assert.equal(r.kind, 'response');
+        assertJsonError(r as RawResponse, 401, 'unauthorized');
+        assert.equal(header(r as RawResponse, 'www-authenticate'), 'Bearer');
+      }
+    }
+    const same = await rawOnce(port, rawGet(target, [...AUTH, ...AUTH]));
+    assert.equal(same.kind === 'response' && same.status, 200);
+  });
+});
+
 describe('large responses and slow readers', () => {
   let full: Buffer;
   before(async () => {

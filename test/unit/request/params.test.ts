@@ -33,6 +33,9 @@ test('defaults and echo', () => {
 test('form decoding, empty values, unknown and repeated parameters', () => {
   assert.deepEqual(ok(`organization_id=${ORG}&q=ol%C3%A1+mundo&&Limit=x&limit=&foo`).terms, ['ola mundo']);
   assert.deepEqual(problems(`organization_id=${ORG}&q=%zz`), ['q']);
+  // raw bytes that are not UTF-8 reach the parser as U+FFFD (uWS): malformed, like %E9
+  assert.deepEqual(problems(`organization_id=${ORG}&q=caf\uFFFD`), ['q']);
+  assert.deepEqual(problems(`organization_id=${ORG}&q=caf%E9`), ['q']);
   assert.deepEqual(problems(`organization_id=${ORG}&q=ab&limit=1&limit=2`), ['limit']);
   assert.deepEqual(ok(`organization_id=${ORG}&keyword=a%2Cb&keyword=cd`).terms, ['a,b', 'cd']);
 });
