@@ -54,3 +54,17 @@ export function bearerToken(header: string): string | null {
   const m = /^[Bb][Ee][Aa][Rr][Ee][Rr] +(\S+) *$/.exec(header);
   return m ? m[1] : null;
 }
+
+/**
+ * The Authorization value of a request whose Authorization lines were joined by '\n' (header
+ * values never hold one): the first line when every line carries the same bearer token, else ''
+ * (no key, a 401). Two different credentials are ambiguous: a proxy in front may act on the other.
+ */
+export function singleAuthorization(lines: string): string {
+  const nl = lines.indexOf('\n');
+  if (nl < 0) return lines;
+  const token = bearerToken(lines.slice(0, nl));
+  if (token === null) return '';
+  for (const line of lines.split('\n')) if (bearerToken(line) !== token) return '';
+  return lines.slice(0, nl);
+}

@@ -10,8 +10,8 @@ export interface RequestIn {
   /** the raw query string, without `?` ('' when none) */
   readonly query: string;
   /**
-   * lower-case header names; the first value of a repeated header (as uWS `getHeader`), but ''
-   * for an Authorization header repeated with another value (see copyRequest)
+   * lower-case header names; the first value of a repeated header (as uWS `getHeader`), but
+   * every Authorization line, joined by '\n' (see singleAuthorization)
    */
   readonly headers: Readonly<Record<string, string>>;
   /** size of the header block: names + values + 4 a line (the 431 limit counts it) */

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { requestLogger } from '../log/logger.js';
 import type { KeyCache } from '../auth/key-cache.js';
+import { singleAuthorization } from '../auth/api-key.js';
 import type { RateLimiter } from '../auth/rate-limit.js';
 import type { OrgIndex } from '../index/build.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -129,7 +130,7 @@ export function createSearchPipeline(deps: Omit<PublicAppDeps, 'uws' | 'metrics'
         method,
         path,
         query,
-        req.headers.authorization ?? '',
+        singleAuthorization(req.headers.authorization ?? ''),
         targetChars,
         req.headerChars,
         outcome,

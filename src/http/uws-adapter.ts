@@ -99,9 +99,8 @@ export function copyRequest(req: HttpRequest): RequestIn {
     headerChars += k.length + v.length + 4;
     // uWS getHeader returns the first of repeated headers: keep the first too.
     if (headers[k] === undefined) headers[k] = v;
-    // Two different credentials are ambiguous (a proxy in front may act on the other one): no
-    // key is taken, so the request is a 401. The same line twice is harmless.
-    else if (k === 'authorization' && headers[k] !== v) headers[k] = '';
+    // every Authorization line, for singleAuthorization (several keys are ambiguous: a 401)
+    else if (k === 'authorization') headers[k] += `\n${v}`;
   });
   return {
     method: req.getCaseSensitiveMethod(),

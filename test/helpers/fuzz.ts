@@ -598,9 +598,12 @@ export function expect(r: FramedRequest, records: OracleData): Expectation {
   if (headerChars > MAX_HEADER_CHARS) return e(431);
   if (path !== SEARCH_PATH) return e(404);
   if (r.method !== 'GET' && r.method !== 'HEAD') return e(405);
-  const auth = first('authorization') ?? '';
-  const m = /^[Bb][Ee][Aa][Rr][Ee][Rr] +(\S+) *$/.exec(auth);
-  const key = m ? KEYS.find((k) => k.key === m[1]) : undefined;
+  // several Authorization lines must all carry one key, else no key is taken
+  const tokens = r.headers
+    .filter(([k]) => k.toLowerCase() === 'authorization')
+    .map(([, v]) => /^[Bb][Ee][Aa][Rr][Ee][Rr] +(\S+) *$/.exec(v)?.[1]);
+  const token = tokens.length > 0 && tokens.every((t) => t === tokens[0]) ? tokens[0] : undefined;
+  const key = token !== undefined ? KEYS.find((k) => k.key === token) : undefined;
   if (!key) return e(401);
   if (!key.scopes.includes('contacts:read') || !key.scopes.includes('messages:read')) return e(403);
   const parsed = referenceParams(query);
