@@ -35,88 +35,93 @@ export function openApiDocument(): object {
     description,
     content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
   });
-  return {
-    openapi: '3.1.0',
-    info: { title: 'Contact Message Search API', version: API_VERSION },
-    paths: {
-      '/contacts/message-search': {
-        get: {
-          operationId: 'searchContactsByMessageTerms',
-          summary: 'Contacts of one organization whose messages match the terms',
-          security: [{ bearer: [] }],
-          parameters: [
-            param(
-              'organization_id',
-              { type: 'string', format: 'uuid' },
-              'UUID of any version, either case; echoed lower case',
-              true,
-            ),
-            param('q', { type: 'string', maxLength: MAX_Q_CODE_POINTS }, 'one word or phrase (length in code points)'),
-            param(
-              'keywords',
-              { type: 'string', maxLength: MAX_KEYWORDS_CODE_POINTS },
-              'terms separated by , ; or line breaks',
-            ),
-            {
-              ...param(
-                'keyword',
-                { type: 'array', items: { type: 'string' } },
-                'one phrase per occurrence (repeatable)',
-              ),
-              style: 'form',
-              explode: true,
-            },
-            param(
-              'match',
-              { type: 'string', enum: ['any', 'all'], default: 'any' },
-              'all: every term in some counting message of the contact',
-            ),
-            param(
-              'direction',
-              { type: 'string', enum: ['inbound', 'outbound', 'all'], default: 'inbound' },
-              'message direction filter',
-            ),
-            param('channel', { type: 'string', enum: [...CHANNELS] }, 'channel filter; absent means all channels'),
-            param('from', { type: 'string' }, 'YYYY-MM-DD (start of day UTC) or RFC 3339 date-time; inclusive'),
-            param('to', { type: 'string' }, 'YYYY-MM-DD (end of day UTC) or RFC 3339 date-time; inclusive'),
-            param('limit', { type: 'integer', ...PARAM_LIMITS.limit }, 'contacts per page'),
-            param('offset', { type: 'integer', ...PARAM_LIMITS.offset }, 'contacts to skip'),
-            param('messages_limit', { type: 'integer', ...PARAM_LIMITS.messages_limit }, 'sample messages per contact'),
-          ],
-          description:
-            `Terms are normalized (NFKD, marks removed, lower case), terms shorter than 2 characters are discarded, ` +
-            `longer than ${MAX_TERM_CODE_POINTS} cut, duplicates removed, at most ${MAX_TERMS} used.`,
-          responses: {
-            '200': {
-              description: 'one page of matching contacts, newest match first',
-              headers: { 'X-Request-Id': { schema: { type: 'string' } } },
-              content: { 'application/json': { schema: { $ref: '#/components/schemas/SearchResponse' } } },
-            },
-            '400': errorResponse('invalid parameters; details lists every problem'),
-            '401': errorResponse('missing, invalid, revoked or expired key (WWW-Authenticate: Bearer)'),
-            '403': errorResponse('key lacks a scope, or is not authorized for the organization'),
-            '404': errorResponse('no such path'),
-            '405': errorResponse('method other than GET or HEAD (Allow: GET, HEAD)'),
-            '414': errorResponse('request target longer than 32768 characters'),
-            '421': errorResponse(
-              'a sharded replica (ORGANIZATIONS) that does not hold this organization: misdirected_request',
-            ),
-            '429': {
-              ...errorResponse('per-key rate limit exceeded (only when the operator enables it)'),
-              headers: {
-                'Retry-After': {
-                  schema: { type: 'integer', minimum: 1 },
-                  description: 'seconds until a request may succeed',
-                },
-              },
-            },
-            '431': errorResponse('request headers larger than 32768 characters'),
-            '500': errorResponse('internal error; retry with backoff'),
-            '503': errorResponse('not ready yet'),
+  const get = {
+    operationId: 'searchContactsByMessageTerms',
+    summary: 'Contacts of one organization whose messages match the terms',
+    security: [{ bearer: [] }],
+    parameters: [
+      param(
+        'organization_id',
+        { type: 'string', format: 'uuid' },
+        'UUID of any version, either case; echoed lower case',
+        true,
+      ),
+      param('q', { type: 'string', maxLength: MAX_Q_CODE_POINTS }, 'one word or phrase (length in code points)'),
+      param(
+        'keywords',
+        { type: 'string', maxLength: MAX_KEYWORDS_CODE_POINTS },
+        'terms separated by , ; or line breaks',
+      ),
+      {
+        ...param('keyword', { type: 'array', items: { type: 'string' } }, 'one phrase per occurrence (repeatable)'),
+        style: 'form',
+        explode: true,
+      },
+      param(
+        'match',
+        { type: 'string', enum: ['any', 'all'], default: 'any' },
+        'all: every term in some counting message of the contact',
+      ),
+      param(
+        'direction',
+        { type: 'string', enum: ['inbound', 'outbound', 'all'], default: 'inbound' },
+        'message direction filter',
+      ),
+      param('channel', { type: 'string', enum: [...CHANNELS] }, 'channel filter; absent means all channels'),
+      param('from', { type: 'string' }, 'YYYY-MM-DD (start of day UTC) or RFC 3339 date-time; inclusive'),
+      param('to', { type: 'string' }, 'YYYY-MM-DD (end of day UTC) or RFC 3339 date-time; inclusive'),
+      param('limit', { type: 'integer', ...PARAM_LIMITS.limit }, 'contacts per page'),
+      param('offset', { type: 'integer', ...PARAM_LIMITS.offset }, 'contacts to skip'),
+      param('messages_limit', { type: 'integer', ...PARAM_LIMITS.messages_limit }, 'sample messages per contact'),
+    ],
+    description:
+      `Terms are normalized (NFKD, marks removed, lower case), terms shorter than 2 characters are discarded, ` +
+      `longer than ${MAX_TERM_CODE_POINTS} cut, duplicates removed, at most ${MAX_TERMS} used.`,
+    responses: {
+      '200': {
+        description: 'one page of matching contacts, newest match first',
+        headers: { 'X-Request-Id': { schema: { type: 'string' } } },
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/SearchResponse' } } },
+      },
+      '400': errorResponse('invalid parameters; details lists every problem'),
+      '401': errorResponse('missing, invalid, revoked or expired key (WWW-Authenticate: Bearer)'),
+      '403': errorResponse('key lacks a scope, or is not authorized for the organization'),
+      '404': errorResponse('no such path'),
+      '405': errorResponse('method other than GET or HEAD (Allow: GET, HEAD)'),
+      '414': errorResponse('request target longer than 32768 characters'),
+      '421': errorResponse(
+        'a sharded replica (ORGANIZATIONS) that does not hold this organization: misdirected_request',
+      ),
+      '429': {
+        ...errorResponse('per-key rate limit exceeded (only when the operator enables it)'),
+        headers: {
+          'Retry-After': {
+            schema: { type: 'integer', minimum: 1 },
+            description: 'seconds until a request may succeed',
           },
         },
       },
+      '431': errorResponse('request headers larger than 32768 characters'),
+      '500': errorResponse('internal error; retry with backoff'),
+      '503': errorResponse('not ready yet'),
     },
+  };
+  // HEAD (CONTRACT 6): the same checks, status and headers as GET, no body
+  const head = {
+    ...get,
+    operationId: 'searchContactsByMessageTermsHead',
+    summary: 'The status and headers GET would answer, without the body',
+    responses: Object.fromEntries(
+      Object.entries(get.responses).map(([status, r]) => {
+        const { content: _body, ...rest } = r as { content?: unknown };
+        return [status, rest];
+      }),
+    ),
+  };
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Contact Message Search API', version: API_VERSION },
+    paths: { '/contacts/message-search': { get, head } },
     components: {
       securitySchemes: {
         bearer: {
