@@ -3,6 +3,7 @@ import type { Metrics } from '../metrics/metrics.js';
 import { HttpError } from './errors.js';
 import { type Answer, answerOf, errorAnswer, type RequestIn } from './answer.js';
 import { commonHeaders, requestIdFor } from './respond.js';
+import { decodeQuery } from '../request/decode-query.js';
 import { serveWith } from './uws-adapter.js';
 import type { TemplatedApp, UwsModule } from './uws.js';
 
@@ -165,7 +166,14 @@ export function createAdminPipeline(deps: Omit<AdminAppDeps, 'uws'>): AdminPipel
 
 /** `organization_id` of a reload request, validated; undefined reloads every organization. */
 function reloadTarget(query: string): string | undefined {
-  const values = new URLSearchParams(query).getAll('organization_id').filter((v) => v !== '');
+  // decoded as the public listener decodes (CONTRACT 4), so both word a bad encoding alike
+  const { values: all, malformed } = decodeQuery(query);
+  if (malformed.includes('organization_id')) {
+    throw new HttpError(400, undefined, {
+      details: [{ parameter: 'organization_id', message: 'has malformed percent-encoding' }],
+    });
+  }
+  const values = all.get('organization_id') ?? [];
   if (values.length === 0) return undefined;
   if (values.length > 1) {
     throw new HttpError(400, undefined, {

@@ -204,6 +204,11 @@ describe('answerAdminRequest', () => {
     assertError(admin(req('GET', '/nope', '')) as Answer, 404, 'not_found');
     assertError(admin(req('GET', '/admin/reload', '')) as Answer, 405, 'method_not_allowed', [['Allow', 'POST']]);
     assertError(await admin(req('POST', '/admin/reload', 'organization_id=x')), 400, 'invalid_request');
+    const bad = await admin(req('POST', '/admin/reload', 'organization_id=%zz'));
+    assertError(bad, 400, 'invalid_request');
+    assert.deepEqual(JSON.parse(bad.body as string).details, [
+      { parameter: 'organization_id', message: 'has malformed percent-encoding' },
+    ]);
     const r = await admin(req('POST', '/admin/reload', ''));
     assert.equal(r.status, 200);
     assert.deepEqual(JSON.parse(text(r)), { reloaded: 1 });
