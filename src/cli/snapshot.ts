@@ -2,10 +2,11 @@
  * `npm run snapshot -- import --contacts FILE --messages FILE [--json]` and
  * `npm run snapshot -- list [--json]`. Exit codes: 0 done, 1 import or store error, 2 bad usage.
  */
-import { access } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { ImportError } from '../import/import-error.js';
-import { publishImport, readImport } from '../import/importer.js';
+import { type ImportData, publishImport, readImport } from '../import/importer.js';
 import { createProgress } from '../import/progress.js';
 import { ConfigError, loadStoreConfig } from '../config/config.js';
 import { openStores } from '../store/open-store.js';
@@ -48,12 +49,26 @@ function args(argv: string[]) {
   }
 }
 
+/**
+ * The path of an import file, checked before anything is read: it exists, is readable and is a
+ * regular file. The readers split a file into byte ranges by its size and read them on two
+ * threads; a pipe or a device has no size (a pipe read that way published every organization
+ * with no messages), and a directory cannot be read at all.
+ */
 async function readable(flag: string, file: string | undefined): Promise<string> {
   if (file === undefined || file === '') throw new UsageError(`missing --${flag} FILE`);
+  const shown = JSON.stringify(file);
   try {
-    await access(file);
+    await access(file, constants.R_OK);
   } catch {
-    throw new UsageError(`--${flag}: cannot read ${JSON.stringify(file)}`);
+    throw new UsageError(`--${flag}: cannot read ${shown}`);
+  }
+  const info = await stat(file);
+  if (info.isDirectory()) throw new UsageError(`--${flag}: ${shown} is a directory, not an NDJSON file`);
+  if (!info.isFile()) {
+    throw new UsageError(
+      `--${flag}: ${shown} is not a regular file (a pipe, socket or device); save the export to a file and pass its path`,
+    );
   }
   return file;
 }
@@ -64,8 +79,16 @@ async function runImport(values: ReturnType<typeof args>['values']): Promise<voi
   const t0 = process.hrtime.bigint();
   // Open the store first: a dead Redis fails in a second, not after reading a 5 GiB file.
   const stores = await openStores(loadStoreConfig());
+  // a bar on a terminal redraws on a timer: stopped whatever happens, or a failed import
+  // would print its error and then never exit
+  const progress = createProgress();
   try {
-    const data = await readImport(contacts, messages, createProgress());
+    let data: ImportData;
+    try {
+      data = await readImport(contacts, messages, progress);
+    } finally {
+      progress.stop();
+    }
     const organizations = await publishImport(stores.snapshots, data);
     const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
     if (values.json) {

@@ -1,7 +1,7 @@
 /** Import: validation through readImport, and the real CLI (`src/cli/snapshot.ts`) against both stores. */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -271,6 +271,65 @@ for (const kind of ['embedded', 'redis'] as const) {
         const r3 = await snapshotCli(['--help'], env);
         assert.equal(r3.code, 0);
         assert.match(r3.stdout, /^Usage: npm run snapshot/);
+      });
+
+      test('a pipe, a device or a directory as a file: exit 2 naming the flag, nothing published', async () => {
+        // a pipe has no size to split into ranges: read that way it published every organization
+        // with no messages and exited 0
+        const before = await store.snapshots.latest();
+        const fifo = path.join(tmp, 'messages.fifo');
+        execFileSync('mkfifo', [fifo]);
+        const cases: Array<[string[], RegExp]> = [
+          [
+            ['--contacts', contacts, '--messages', fifo],
+            /^snapshot: --messages: ".*messages\.fifo" is not a regular file/,
+          ],
+          [
+            ['--contacts', '/dev/null', '--messages', messages],
+            /^snapshot: --contacts: "\/dev\/null" is not a regular file/,
+          ],
+          [
+            ['--contacts', contacts, '--messages', tmp],
+            /^snapshot: --messages: ".*" is a directory, not an NDJSON file/,
+          ],
+        ];
+        for (const [flags, message] of cases) {
+          const r = await snapshotCli(['import', ...flags], env);
+          assert.equal(r.code, 2, r.stderr);
+          assert.match(r.stderr, message);
+        }
+        assert.deepEqual(await store.snapshots.latest(), before);
+      });
+
+      test('on a terminal, a failed import prints its error and exits (the progress bar is stopped)', async (t) => {
+        // `script` runs the CLI on a pseudo-terminal, where the progress is a bar redrawn on a timer
+        if (spawnSync('script', ['--version']).status !== 0) return t.skip('no script(1) here');
+        const before = await store.snapshots.latest();
+        const bad = file('messages.ndjson', ndjson([...b.messages, { ...b.messages[0] }]));
+        const command = [
+          process.execPath,
+          '--import',
+          'tsx',
+          'src/cli/snapshot.ts',
+          'import',
+          '--contacts',
+          contacts,
+          '--messages',
+          bad,
+        ]
+          .map((x) => `'${x}'`)
+          .join(' ');
+        const r = spawnSync('script', ['-qec', command, '/dev/null'], {
+          cwd: ROOT,
+          env: { ...process.env, REDIS_URL: '', ...env },
+          timeout: 30_000,
+          encoding: 'utf8',
+        });
+        assert.equal(r.error, undefined, 'it exited by itself');
+        assert.equal(r.status, 1, r.stdout);
+        assert.match(r.stdout, /field "id": duplicate message id/);
+        assert.match(r.stdout, /snapshot: nothing was published/);
+        assert.deepEqual(await store.snapshots.latest(), before);
       });
     } else {
       test('Redis down: a clear error, exit 1', async () => {
