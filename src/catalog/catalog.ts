@@ -298,6 +298,15 @@ export class Catalog {
    * organizations at once; the poll waits for their backoff. Only the listing itself can reject.
    */
   private async load(orgId: string | null, explicit: boolean): Promise<ReloadSummary> {
+    try {
+      return await this.loadListed(orgId, explicit);
+    } finally {
+      // one build worker serves the whole pass, then goes
+      this.builder.idle();
+    }
+  }
+
+  private async loadListed(orgId: string | null, explicit: boolean): Promise<ReloadSummary> {
     const t0 = performance.now();
     let { refs, unreadable } = await this.store.snapshots.listLatest();
     // A sharded replica never loads another shard's organizations (nor warns about them).

@@ -17,6 +17,7 @@ import { pidAlive } from '../store/file-utils.js';
 import { openStores } from '../store/open-store.js';
 import type { Stores } from '../store/stores.js';
 import { parseOrganizationId } from '../model/organization-id.js';
+import { newDataDirNote, repeatedOption } from './args.js';
 import { endQuietlyOnClosedOutput } from './closed-stdout.js';
 
 const USAGE = `Usage: npm run reload [-- --organization-id UUID] [--timeout SECONDS] [--json]
@@ -33,6 +34,8 @@ Options:
 `;
 
 const RESEND_MS = 2_000;
+/** Reloaded organizations named on a server's line; --json lists every one. */
+const LISTED = 10;
 
 class UsageError extends Error {}
 
@@ -143,8 +146,10 @@ async function viaAdmin(
 async function main(argv: string[]): Promise<number> {
   let values: { 'organization-id'?: string; timeout?: string; json?: boolean; help?: boolean };
   try {
-    ({ values } = parseArgs({
+    let tokens: Parameters<typeof repeatedOption>[0];
+    ({ values, tokens } = parseArgs({
       args: argv,
+      tokens: true,
       options: {
         'organization-id': { type: 'string' },
         timeout: { type: 'string', default: '30' },
@@ -155,6 +160,14 @@ async function main(argv: string[]): Promise<number> {
     if (values.help) {
       process.stdout.write(USAGE);
       return 0;
+    }
+    const repeated = repeatedOption(tokens, ['organization-id', 'timeout']);
+    if (repeated !== null) {
+      throw new UsageError(
+        repeated === 'organization-id'
+          ? '--organization-id given more than once: reload one organization, or every one without it'
+          : `--${repeated} given more than once`,
+      );
     }
     const org = values['organization-id'];
     if (org !== undefined && parseOrganizationId(org) === null)
@@ -169,7 +182,18 @@ async function main(argv: string[]): Promise<number> {
   const timeoutMs = Number(values.timeout) * 1000;
   let stores: Stores | null = null;
   try {
-    stores = await openStores(loadStoreConfig());
+    const config = loadStoreConfig();
+    const note = newDataDirNote('reload', config);
+    if (note !== null) process.stderr.write(note);
+    stores = await openStores(config);
+    if (org !== null) {
+      // a mistyped organization would otherwise read as a reload that found nothing new
+      const { refs, unreadable } = await stores.snapshots.listLatest();
+      if (!refs.some((r) => r.organizationId === org) && !unreadable.some((u) => u.organizationId === org)) {
+        process.stderr.write(`reload: organization ${org} has no published snapshot: nothing to reload\n`);
+        return 1;
+      }
+    }
     const fleet = stores.fleet;
     const servers = await fleet.listServers();
     if (servers.length === 0) {
@@ -192,7 +216,9 @@ async function main(argv: string[]): Promise<number> {
       for (const o of outcomes) {
         if (o.status === 'ok') {
           const s = o.summary as { reloaded: { organization_id: string; version: number }[]; unchanged: number };
-          const list = s.reloaded.map((r) => `${r.organization_id} v${r.version}`).join(', ');
+          const shown = s.reloaded.slice(0, LISTED).map((r) => `${r.organization_id} v${r.version}`);
+          if (s.reloaded.length > LISTED) shown.push(`${s.reloaded.length - LISTED} more: --json lists them`);
+          const list = shown.join(', ');
           process.stdout.write(
             `reload: ${describe(o.server)}: ${s.reloaded.length} reloaded${list ? ` (${list})` : ''}, ${s.unchanged} unchanged\n`,
           );

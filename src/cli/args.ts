@@ -1,0 +1,33 @@
+/** Command-line details the tools share. */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import type { parseArgs } from 'node:util';
+
+type Tokens = NonNullable<ReturnType<typeof parseArgs>['tokens']>;
+
+/**
+ * The first of `names` given more than once (parseArgs keeps the last value and says nothing:
+ * `--scopes a --scopes b` made a key with the second scopes only), or null.
+ */
+export function repeatedOption(tokens: Tokens, names: readonly string[]): string | null {
+  const seen = new Set<string>();
+  for (const t of tokens) {
+    if (t.kind !== 'option' || !names.includes(t.name)) continue;
+    if (seen.has(t.name)) return t.name;
+    seen.add(t.name);
+  }
+  return null;
+}
+
+/**
+ * A line for stderr when the embedded store's folder does not exist yet: a read-only command
+ * (list, reload) would otherwise report an empty store as if all were well, and a mistyped
+ * DATA_DIR would go unnoticed. Null when there is nothing to say (Redis, or the folder exists).
+ * Call it before the store is opened (opening creates the folder).
+ */
+export function newDataDirNote(tool: string, store: { redisUrl: string | null; dataDir: string }): string | null {
+  if (store.redisUrl !== null) return null;
+  const dir = path.resolve(store.dataDir);
+  if (existsSync(dir)) return null;
+  return `${tool}: note: DATA_DIR ${JSON.stringify(dir)} did not exist (nothing was ever stored there): check the path\n`;
+}

@@ -1,0 +1,115 @@
+/**
+ * `npm run reload` from outside, on the embedded store, with a real server: many organizations
+ * reloaded in one pass, and the organization flag's misuses (CONTRACT 8, 10).
+ */
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { importCli, reloadCli } from '../helpers/e2e.js';
+import { baseEnv, runNode, startServer, tempDataDir, type RunningServer } from '../helpers/server.js';
+
+const ORGS = 150;
+const org = (i: number) => `${i.toString(16).padStart(8, '0')}-0000-4000-8000-00000000000f`;
+
+const data = tempDataDir();
+const env = baseEnv({ DATA_DIR: data.dir });
+let server: RunningServer;
+
+/** Writes an export of every organization (one contact, two messages each) stamped `mark`. */
+function exportFiles(mark: string): { contactsFile: string; messagesFile: string } {
+  const contacts: string[] = [];
+  const messages: string[] = [];
+  for (let i = 0; i < ORGS; i++) {
+    const contact = `${i.toString(16).padStart(8, '0')}-1111-4111-8111-111111111111`;
+    contacts.push(
+      JSON.stringify({
+        id: contact,
+        organization_id: org(i),
+        name: `c${i}`,
+        phone: null,
+        email: null,
+        avatar_url: null,
+        source: null,
+      }),
+    );
+    for (let m = 0; m < 2; m++) {
+      messages.push(
+        JSON.stringify({
+          id: `${mark}-${i}-${m}`,
+          organization_id: org(i),
+          contact_id: contact,
+          conversation_id: `cv-${i}`,
+          channel: 'email',
+          direction: 'inbound',
+          content: `pedido ${mark}`,
+          sent_at: `2024-05-0${m + 1}T10:00:00Z`,
+        }),
+      );
+    }
+  }
+  const contactsFile = path.join(data.dir, `contacts-${mark}.ndjson`);
+  const messagesFile = path.join(data.dir, `messages-${mark}.ndjson`);
+  writeFileSync(contactsFile, contacts.join('\n') + '\n');
+  writeFileSync(messagesFile, messages.join('\n') + '\n');
+  return { contactsFile, messagesFile };
+}
+
+before(async () => {
+  const first = await importCli(env, exportFiles('one'));
+  assert.equal(first.code, 0, first.stderr);
+  server = await startServer({ DATA_DIR: data.dir });
+});
+
+after(async () => {
+  await server?.stop();
+  data.cleanup();
+});
+
+describe('reload CLI', () => {
+  it(`${ORGS} organizations re-imported are reloaded well within 5 s (one build worker for the whole pass)`, async () => {
+    // a worker started for each organization took ~70 ms each: 150 of them ran past 5 s
+    const next = await importCli(env, exportFiles('two'));
+    assert.equal(next.code, 0, next.stderr);
+    const r = await runNode('src/cli/reload.ts', ['--timeout', '5', '--json'], env, 30_000);
+    assert.equal(r.code, 0, r.stderr);
+    const out = JSON.parse(r.stdout) as { ok: boolean; servers: Array<{ status: string }> };
+    assert.equal(out.ok, true);
+    assert.deepEqual(
+      out.servers.map((s) => s.status),
+      ['ok'],
+    );
+    const reloadedNow = await reloadCli(env);
+    assert.match(reloadedNow.stdout, /: 0 reloaded, 150 unchanged\n$/);
+  });
+
+  it('the human output names at most 10 reloaded organizations a server', async () => {
+    const next = await importCli(env, exportFiles('three'));
+    assert.equal(next.code, 0, next.stderr);
+    const r = await reloadCli(env);
+    assert.equal(r.code, 0, r.stderr);
+    const m = /: (\d+) reloaded \((.*)\), (\d+) unchanged\n$/.exec(r.stdout);
+    assert.ok(m, r.stdout);
+    assert.equal(Number(m[1]) + Number(m[3]), ORGS);
+    const named = m[2].split(', ');
+    if (Number(m[1]) > 10) {
+      assert.equal(named.length, 11);
+      assert.equal(named[10], `${Number(m[1]) - 10} more: --json lists them`);
+    } else assert.equal(named.length, Number(m[1]));
+  });
+
+  it('--organization-id twice: exit 2 (the last one used to be reloaded alone, silently)', async () => {
+    const r = await reloadCli(env, ['--organization-id', org(1), '--organization-id', org(2)]);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /^reload: --organization-id given more than once/);
+  });
+
+  it('an organization without any snapshot (a typo): exit 1, named', async () => {
+    const missing = '12345678-1234-4234-8234-123456789012';
+    const r = await reloadCli(env, ['--organization-id', missing]);
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr, `reload: organization ${missing} has no published snapshot: nothing to reload\n`);
+    const ok = await reloadCli(env, ['--organization-id', org(3).toUpperCase()]);
+    assert.equal(ok.code, 0, ok.stderr);
+  });
+});
