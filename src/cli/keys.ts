@@ -12,6 +12,7 @@ import { openStores } from '../store/open-store.js';
 import type { Stores } from '../store/stores.js';
 import { parseRequestInstant } from '../time/rfc3339.js';
 import { UUID } from '../model/organization-id.js';
+import { newDataDirNote, repeatedOption } from './args.js';
 import { endQuietlyOnClosedOutput } from './closed-stdout.js';
 
 const USAGE = `usage:
@@ -71,11 +72,27 @@ const CreateSchema = v.object({
 });
 
 function parse<O extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: O) {
-  try {
-    return parseArgs({ args, options, allowPositionals: true, strict: true });
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+  const parsed = (() => {
+    try {
+      return parseArgs({ args, options, allowPositionals: true, strict: true, tokens: true });
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  })();
+  // every option but --organization-id takes one value
+  const once = Object.keys(options).filter((name) => !(options[name] as { multiple?: boolean }).multiple);
+  const repeated = repeatedOption(parsed.tokens, once);
+  if (repeated !== null) throw new UsageError(`--${repeated} given more than once`);
+  return parsed;
+}
+
+/** A key's name as one line: control characters escaped (they could move the cursor or recolour the terminal). */
+function oneLine(name: string): string {
+  return name.replace(
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+    /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }
 
 /** The public view of a record: never the hash. */
@@ -133,7 +150,7 @@ async function create(args: string[], store: () => Promise<KeyStore>): Promise<v
     process.stdout.write(JSON.stringify({ key: fresh.key, ...shown }) + '\n');
   } else {
     process.stdout.write(
-      `Created API key ${record.prefix}${record.name ? ` (${record.name})` : ''}\n` +
+      `Created API key ${record.prefix}${record.name ? ` (${oneLine(record.name)})` : ''}\n` +
         `  organizations: ${record.organization_ids.join(', ')}\n` +
         `  scopes:        ${record.scopes.join(', ')}\n` +
         `  expires:       ${record.expires_at ?? 'never'}\n\n` +
@@ -197,9 +214,19 @@ const COMMANDS: Record<string, (args: string[], store: () => Promise<KeyStore>) 
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
-  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+  if (command === undefined) {
+    process.stderr.write(`keys: missing command\n${USAGE}\n`);
+    return 2;
+  }
+  if (
+    command === '--help' ||
+    command === '-h' ||
+    command === 'help' ||
+    rest.includes('--help') ||
+    rest.includes('-h')
+  ) {
     process.stdout.write(USAGE + '\n');
-    return command === undefined ? 2 : 0;
+    return 0;
   }
   const run = COMMANDS[command];
   const holder: { stores: Stores | null } = { stores: null };
@@ -214,6 +241,11 @@ async function main(argv: string[]): Promise<number> {
       } catch (err) {
         if (err instanceof ConfigError) throw new Failure(err.problems.join('\n'));
         throw err;
+      }
+      // creating a key makes the folder; listing or revoking in one that is not there says so
+      if (command !== 'create') {
+        const note = newDataDirNote('keys', config);
+        if (note !== null) process.stderr.write(note);
       }
       holder.stores = await openStores(config);
       return holder.stores.keys;

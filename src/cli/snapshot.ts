@@ -10,6 +10,7 @@ import { type ImportData, publishImport, readImport } from '../import/importer.j
 import { createProgress } from '../import/progress.js';
 import { ConfigError, loadStoreConfig } from '../config/config.js';
 import { openStores } from '../store/open-store.js';
+import { newDataDirNote, repeatedOption } from './args.js';
 import { endQuietlyOnClosedOutput } from './closed-stdout.js';
 
 const USAGE = `Usage: npm run snapshot -- <command> [options]
@@ -33,20 +34,26 @@ Exit codes: 0 done, 1 import or store error, 2 bad usage.
 class UsageError extends Error {}
 
 function args(argv: string[]) {
-  try {
-    return parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        contacts: { type: 'string' },
-        messages: { type: 'string' },
-        json: { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    });
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+  const parsed = (() => {
+    try {
+      return parseArgs({
+        args: argv,
+        allowPositionals: true,
+        tokens: true,
+        options: {
+          contacts: { type: 'string' },
+          messages: { type: 'string' },
+          json: { type: 'boolean', default: false },
+          help: { type: 'boolean', short: 'h', default: false },
+        },
+      });
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  })();
+  const repeated = repeatedOption(parsed.tokens, ['contacts', 'messages']);
+  if (repeated !== null) throw new UsageError(`--${repeated} given more than once`);
+  return parsed;
 }
 
 /**
@@ -115,7 +122,10 @@ async function runImport(values: ReturnType<typeof args>['values']): Promise<voi
 }
 
 async function runList(json: boolean): Promise<void> {
-  const stores = await openStores(loadStoreConfig());
+  const config = loadStoreConfig();
+  const note = newDataDirNote('snapshot', config);
+  if (note !== null) process.stderr.write(note);
+  const stores = await openStores(config);
   try {
     const refs = (await stores.snapshots.latest()).sort((a, b) => (a.organizationId < b.organizationId ? -1 : 1));
     if (json) {

@@ -271,6 +271,13 @@ for (const kind of ['embedded', 'redis'] as const) {
         const r3 = await snapshotCli(['--help'], env);
         assert.equal(r3.code, 0);
         assert.match(r3.stdout, /^Usage: npm run snapshot/);
+        // the last of two used to win, silently
+        const r4 = await snapshotCli(
+          ['import', '--contacts', contacts, '--contacts', contacts, '--messages', messages],
+          env,
+        );
+        assert.equal(r4.code, 2);
+        assert.match(r4.stderr, /^snapshot: --contacts given more than once\n/);
       });
 
       test('a pipe, a device or a directory as a file: exit 2 naming the flag, nothing published', async () => {

@@ -90,6 +90,12 @@ describe('keys create / list / revoke', () => {
       ['create', '--organization-id', ORG, '--scopes', 'contacts:read', '--admin'],
       /Unknown option '--admin'/,
     ],
+    [
+      'a single-valued option given twice (the last one used to win, silently)',
+      ['create', '--organization-id', ORG, '--scopes', 'contacts:read,messages:read', '--scopes', 'contacts:read'],
+      /^keys: --scopes given more than once\n/,
+    ],
+    ['no command (the usage goes to stderr)', [], /^keys: missing command\nusage:/],
     ['unknown command', ['rotate'], /unknown command "rotate"/],
     ['bad prefix form', ['revoke', 'NOPE'], /a prefix is 8 characters/],
   ];
@@ -101,6 +107,34 @@ describe('keys create / list / revoke', () => {
       assert.ok(!/\n\s+at /.test(r.stderr), 'no stack trace');
     });
   }
+});
+
+describe('keys: help, names, a missing store folder', () => {
+  it('--help after a command prints the usage, exit 0', async () => {
+    for (const command of ['create', 'list', 'revoke']) {
+      const r = await keysCli([command, '--help'], env);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /^usage:\n {2}npm run keys -- create/);
+    }
+  });
+  it('a name with control characters is shown escaped, not sent to the terminal', async () => {
+    const r = await keysCli(
+      ['create', '--organization-id', ORG, '--scopes', 'contacts:read', '--name', 'a\nb\u001b[31mred'],
+      env,
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^Created API key [a-z0-9]{8} \(a\\u000ab\\u001b\[31mred\)\n/);
+  });
+  it('listing in a DATA_DIR that does not exist says so on stderr (a mistyped path), exit 0', async () => {
+    const missing = path.join(data.dir, 'no-such-folder');
+    const r = await keysCli(['list', '--json'], { ...env, DATA_DIR: missing });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, '[]\n');
+    assert.equal(
+      r.stderr,
+      `keys: note: DATA_DIR ${JSON.stringify(missing)} did not exist (nothing was ever stored there): check the path\n`,
+    );
+  });
 });
 
 describe('keys list into a pipe its reader closed (`keys list | head -1`)', () => {
