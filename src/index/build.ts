@@ -21,28 +21,26 @@ import { contactColumn, type OrgIndex } from './org-index.js';
 import { buildEntrySummaries, SUMMARY_MIN_DEFAULT } from './entry-summaries.js';
 import { rowsLength, writePrefix } from './message-rows.js';
 import { encodePostStarts } from './post-starts.js';
-import { jsonEscaped, StringColumnBuilder, wellFormed } from './string-column.js';
+import { jsonEscaped, StringColumnBuilder } from './string-column.js';
 import { buildChannelBits } from './channel-bits.js';
 import { buildTopLists, TOP_LIST_DEFAULTS, type TopListOptions } from './top-lists.js';
 import { encodeTokenSeq, frequencyRanks } from './token-seq.js';
 
 export type { OrgIndex } from './org-index.js';
 
-const orNull = (s: string | null): string | null => (s === null ? null : wellFormed(s));
-
 /**
  * A contact's whole JSON object as a response carries it: full form, the spec's key order (never
- * the import's), strings as the UTF-8 columns always rendered them (see jsonEscaped).
+ * the import's), every string as JSON.stringify writes it (see jsonEscaped).
  */
 function contactJson(c: Contact): string {
   return JSON.stringify({
     id: c.id,
     organization_id: c.organization_id,
-    name: orNull(c.name),
-    phone: orNull(c.phone),
-    email: orNull(c.email),
-    avatar_url: orNull(c.avatar_url),
-    source: orNull(c.source),
+    name: c.name,
+    phone: c.phone,
+    email: c.email,
+    avatar_url: c.avatar_url,
+    source: c.source,
   });
 }
 

@@ -16,13 +16,13 @@ const text = fc.oneof(
   }),
 );
 
-test('wellFormed is the UTF-8 round trip; jsonEscaped is JSON.stringify of it without quotes; the column holds its bytes', () => {
+test('wellFormed is the UTF-8 round trip; jsonEscaped is JSON.stringify without quotes; the column holds its bytes', () => {
   fc.assert(
     fc.property(fc.array(text, { maxLength: 20 }), (strings) => {
       const column = new StringColumnBuilder();
       for (const s of strings) {
         assert.equal(wellFormed(s), roundTrip(s));
-        assert.equal(jsonEscaped(s), JSON.stringify(roundTrip(s)).slice(1, -1));
+        assert.equal(jsonEscaped(s), JSON.stringify(s).slice(1, -1));
         column.push(s);
       }
       const { bytes, offsets } = column.build();

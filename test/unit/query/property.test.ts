@@ -98,6 +98,8 @@ const SEPARATORS = [
   '@',
   // what JSON escapes, and what it does not: the body bytes must equal JSON.stringify's
   '"',
+  '\ud800', // a lone surrogate: echoed as JSON.stringify escapes it
+  '\udfff',
   '\\',
   '\\"',
   '\u0000',
@@ -147,7 +149,7 @@ const contactArb = (id: string, org: string): fc.Arbitrary<Contact> =>
   fc.record({
     id: fc.constant(id),
     organization_id: fc.constant(org),
-    name: fc.constantFrom(null, '', 'José', 'ANA', 'Jo"sé \\ \n\u2028😀'),
+    name: fc.constantFrom(null, '', 'José', 'ANA', 'Jo"sé \\ \n\u2028😀', 'lone \udc00 half'),
     phone: fc.constantFrom(null, '+5511999990000'),
     email: fc.constantFrom(null, 'a@b.co'),
     avatar_url: fc.constantFrom(null, 'https://x/y.png'),
@@ -449,6 +451,11 @@ function loadedIndexOf(org: Pick<Org, 'contacts' | 'messages'>, format: 1 | 2, o
   return wrapIndex(flat);
 }
 let purposeVariant = 0;
+
+/** Records with every string as a UTF-8 round trip leaves it (a lone surrogate becomes U+FFFD). */
+function utf8RoundTrip<T>(records: T): T {
+  return JSON.parse(JSON.stringify(records), (_k, v) => (typeof v === 'string' ? v.toWellFormed() : v)) as T;
+}
 let previousLayoutVariant = 0;
 let twoColumnVariant = 0;
 
@@ -468,8 +475,13 @@ describe('product vs brute-force reference', () => {
     check(
       fc.property(orgArb, requestSpecArb, (org, spec) => {
         const req = makeRequest(org, spec);
-        const expected = referenceSearch(org.allContacts, org.allMessages, req);
-        assertBody(searchBody(loadedIndexOf(org, k++ % 3 === 2 ? 1 : 2), req), expected);
+        const format = k++ % 3 === 2 ? 1 : 2;
+        // format 1 (the layout before this one) keeps raw strings as UTF-8, which holds no lone
+        // surrogate: the imports that wrote such snapshots had put U+FFFD in their place
+        const strings = format === 1 ? utf8RoundTrip : <T>(x: T) => x;
+        const expected = referenceSearch(strings(org.allContacts), strings(org.allMessages), req);
+        const stored = { contacts: strings(org.contacts), messages: strings(org.messages) };
+        assertBody(searchBody(loadedIndexOf(stored, format), req), expected);
       }),
       SEARCH_RUNS / 2,
     );
