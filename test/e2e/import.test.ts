@@ -94,6 +94,11 @@ describe('import validation', () => {
       /^messages\.ndjson line 3: field "content": missing$/,
     ],
     [
+      'a BOM inside the file: shown, not invisible, in the message',
+      () => importError(contacts, ndjson(g.messages.slice(0, 1)) + '\uFEFF' + ndjson(g.messages.slice(1))),
+      /^messages\.ndjson line 2: invalid JSON: Unexpected token '\\ufeff'/,
+    ],
+    [
       'mistyped field',
       () => importError(contacts, bad(1, { content: 5 })),
       /^messages\.ndjson line 2: field "content": expected a string, got 5$/,
