@@ -18,6 +18,7 @@ import { openStores } from '../store/open-store.js';
 import type { Stores } from '../store/stores.js';
 import { parseOrganizationId } from '../model/organization-id.js';
 import { newDataDirNote, repeatedOption } from './args.js';
+import { reloadSummaryText, type ServerReloadSummary } from './reload-summary.js';
 import { endQuietlyOnClosedOutput } from './closed-stdout.js';
 
 const USAGE = `Usage: npm run reload [-- --organization-id UUID] [--timeout SECONDS] [--json]
@@ -34,8 +35,6 @@ Options:
 `;
 
 const RESEND_MS = 2_000;
-/** Reloaded organizations named on a server's line; --json lists every one. */
-const LISTED = 10;
 
 class UsageError extends Error {}
 
@@ -215,12 +214,8 @@ async function main(argv: string[]): Promise<number> {
     } else {
       for (const o of outcomes) {
         if (o.status === 'ok') {
-          const s = o.summary as { reloaded: { organization_id: string; version: number }[]; unchanged: number };
-          const shown = s.reloaded.slice(0, LISTED).map((r) => `${r.organization_id} v${r.version}`);
-          if (s.reloaded.length > LISTED) shown.push(`${s.reloaded.length - LISTED} more: --json lists them`);
-          const list = shown.join(', ');
           process.stdout.write(
-            `reload: ${describe(o.server)}: ${s.reloaded.length} reloaded${list ? ` (${list})` : ''}, ${s.unchanged} unchanged\n`,
+            `reload: ${describe(o.server)}: ${reloadSummaryText(o.summary as ServerReloadSummary)}\n`,
           );
         } else if (o.status === 'stopped') {
           process.stdout.write(`reload: ${describe(o.server)} stopped before answering\n`);

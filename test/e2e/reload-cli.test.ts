@@ -83,19 +83,17 @@ describe('reload CLI', () => {
     assert.match(reloadedNow.stdout, /: 0 reloaded, 150 unchanged\n$/);
   });
 
-  it('the human output names at most 10 reloaded organizations a server', async () => {
+  it('the human output: one line a server, its counts adding up to every organization', async () => {
+    // how many the server had already picked up by itself (it polls the store every second)
+    // varies; the list's cut at 10 is tested in test/unit/cli/reload-summary.test.ts
     const next = await importCli(env, exportFiles('three'));
     assert.equal(next.code, 0, next.stderr);
     const r = await reloadCli(env);
     assert.equal(r.code, 0, r.stderr);
-    const m = /: (\d+) reloaded \((.*)\), (\d+) unchanged\n$/.exec(r.stdout);
+    const m = /^reload: server .*: (\d+) reloaded(?: \((.*)\))?, (\d+) unchanged\n$/.exec(r.stdout);
     assert.ok(m, r.stdout);
     assert.equal(Number(m[1]) + Number(m[3]), ORGS);
-    const named = m[2].split(', ');
-    if (Number(m[1]) > 10) {
-      assert.equal(named.length, 11);
-      assert.equal(named[10], `${Number(m[1]) - 10} more: --json lists them`);
-    } else assert.equal(named.length, Number(m[1]));
+    assert.equal((m[2]?.split(', ') ?? []).length, Math.min(Number(m[1]), 10) + (Number(m[1]) > 10 ? 1 : 0));
   });
 
   it('--organization-id twice: exit 2 (the last one used to be reloaded alone, silently)', async () => {
