@@ -87,18 +87,42 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /^server: unknown argument "--port": the server takes none/);
   });
-  it('a port already in use stops the start with exit 1', async () => {
+  it('a port already in use stops the start with exit 1, public or admin, one or two serving threads', async () => {
     const port = await freePort();
     const first = await startServer({ DATA_DIR: data.dir, LOG_LEVEL: 'warn' });
     try {
       const taken = new URL(first.url).port;
-      const r = await runNode(
-        'src/main.ts',
-        [],
-        baseEnv({ DATA_DIR: data.dir, PORT: taken, ADMIN_PORT: String(port), HOST: '127.0.0.1' }),
-      );
-      assert.equal(r.code, 1);
-      assert.match(r.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${taken}`));
+      const takenAdmin = new URL(first.adminUrl).port;
+      for (const threads of ['1', '2']) {
+        const r = await runNode(
+          'src/main.ts',
+          [],
+          baseEnv({
+            DATA_DIR: data.dir,
+            PORT: taken,
+            ADMIN_PORT: String(port),
+            HOST: '127.0.0.1',
+            SERVER_THREADS: threads,
+          }),
+        );
+        assert.equal(r.code, 1, r.stderr);
+        assert.match(r.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${taken}`));
+        // the admin port is taken after the public one was free: with serving threads this
+        // aborted the process (exit 134, uv_loop_close with open handles, a native stack)
+        const admin = await runNode(
+          'src/main.ts',
+          [],
+          baseEnv({
+            DATA_DIR: data.dir,
+            PORT: String(port),
+            ADMIN_PORT: takenAdmin,
+            HOST: '127.0.0.1',
+            SERVER_THREADS: threads,
+          }),
+        );
+        assert.equal(admin.code, 1, admin.stderr);
+        assert.equal(admin.stderr, `start: http: cannot listen on 127.0.0.1:${takenAdmin} (in use or not permitted)\n`);
+      }
     } finally {
       assert.equal(await first.stop(), 0);
     }
