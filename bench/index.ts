@@ -12,6 +12,15 @@ const BENCHES: Record<string, string> = {
 };
 
 const args = process.argv.slice(2);
+if (args.includes('--help') || args.includes('-h')) {
+  process.stdout.write(
+    `Usage: npm run bench [-- --only ${Object.keys(BENCHES).join('|')}[,...]] [flags passed to each bench]\n` +
+      'Runs the benchmarks (1M messages by default; minutes each) and prints Markdown tables. Flags:\n' +
+      '  --messages N, --duration S (http), --big (store: 10M too), --log-level LEVEL (http)\n' +
+      'Each bench file documents its own flags in its header: bench/*.bench.ts.\n',
+  );
+  process.exit(0);
+}
 let only = Object.keys(BENCHES);
 const i = args.indexOf('--only');
 if (i >= 0) {
