@@ -54,6 +54,21 @@ function goneFromThisHost(s: ServerEntry): boolean {
   return s.hostname === hostname() && !pidAlive(s.pid);
 }
 
+/**
+ * A server that left the registry has stopped, unless it is on this host and its process is still
+ * there: then it is hung or suspended (SIGSTOP), stopped heartbeating, and would answer from the
+ * old snapshot once it runs again, so the reload has not reached it (CONTRACT 10).
+ */
+function leftAndStopped(s: ServerEntry, registered: ReadonlySet<string>): boolean {
+  if (registered.has(s.id)) return false;
+  return s.hostname !== hostname() || !pidAlive(s.pid);
+}
+
+function noAnswer(s: ServerEntry, timeoutMs: number, registered: ReadonlySet<string>): string {
+  const hung = !registered.has(s.id) && s.hostname === hostname() && pidAlive(s.pid);
+  return `no answer within ${timeoutMs / 1000} s${hung ? `; its process (pid ${s.pid}) is still there but stopped heartbeating: suspended or hung` : ''}`;
+}
+
 function describe(s: ServerEntry): string {
   return `server ${s.id} (pid ${s.pid} on ${s.hostname}${s.adminUrl ? `, ${s.adminUrl}` : ''})`;
 }
@@ -84,14 +99,15 @@ async function viaSignals(
   const pending = new Map(servers.map((s) => [s.id, s]));
   const out: Outcome[] = [];
   let lastSent = 0;
+  let live: ReadonlySet<string> = new Set(servers.map((s) => s.id));
   while (pending.size > 0 && Date.now() < deadline) {
     if (Date.now() - lastSent >= RESEND_MS) {
       await signals.publish({ requestId, organizationId: org });
       lastSent = Date.now();
-      // A server that left the registry will never answer.
-      const live = new Set((await fleet.listServers()).map((s) => s.id));
+      // A server that left the registry will never answer (unless it is only suspended).
+      live = new Set((await fleet.listServers()).map((s) => s.id));
       for (const [id, s] of pending)
-        if (!live.has(id)) {
+        if (leftAndStopped(s, live)) {
           pending.delete(id);
           out.push({ server: s, status: 'stopped' });
         }
@@ -111,8 +127,7 @@ async function viaSignals(
         out.push({ server: s, status: 'stopped' });
       }
   }
-  for (const s of pending.values())
-    out.push({ server: s, status: 'failed', error: `no answer within ${timeoutMs / 1000} s` });
+  for (const s of pending.values()) out.push({ server: s, status: 'failed', error: noAnswer(s, timeoutMs, live) });
   return out;
 }
 
@@ -133,10 +148,15 @@ async function viaAdmin(
         if (res.status !== 200) return { server, status: 'failed', error: `HTTP ${res.status}: ${text.slice(0, 200)}` };
         return fromAck(server, { ok: true, summary: JSON.parse(text) });
       } catch (err) {
-        // killed on this host (connection refused on its admin port), or left the registry
-        const gone = goneFromThisHost(server) || !(await fleet.listServers()).some((s) => s.id === server.id);
+        // killed on this host (connection refused on its admin port), or left the registry and
+        // not merely suspended here
+        const registered = new Set((await fleet.listServers()).map((s) => s.id));
+        const gone = goneFromThisHost(server) || leftAndStopped(server, registered);
+        if (gone) return { server, status: 'stopped' };
+        if ((err as Error).name === 'TimeoutError')
+          return { server, status: 'failed', error: noAnswer(server, timeoutMs, registered) };
         const cause = (err as { cause?: Error }).cause?.message ?? (err as Error).message;
-        return gone ? { server, status: 'stopped' } : { server, status: 'failed', error: `${url}: ${cause}` };
+        return { server, status: 'failed', error: `${url}: ${cause}` };
       }
     }),
   );

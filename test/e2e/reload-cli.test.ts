@@ -96,6 +96,28 @@ describe('reload CLI', () => {
     assert.equal((m[2]?.split(', ') ?? []).length, Math.min(Number(m[1]), 10) + (Number(m[1]) > 10 ? 1 : 0));
   });
 
+  it('a suspended server (SIGSTOP) is not reached: exit 1 naming it, even after its registry entry expired', async () => {
+    // its heartbeat entry expires after 5 s; the CLI took that for a stopped server and exited 0,
+    // and on SIGCONT the server answered from the old snapshot (CONTRACT 10)
+    const next = await importCli(env, exportFiles('four'));
+    assert.equal(next.code, 0, next.stderr);
+    server.child.kill('SIGSTOP');
+    try {
+      const r = await runNode('src/cli/reload.ts', ['--timeout', '8'], env, 30_000);
+      assert.equal(r.code, 1, r.stdout);
+      assert.match(
+        r.stderr,
+        new RegExp(
+          `did not reload: no answer within 8 s; its process \\(pid ${server.child.pid}\\) is still there but stopped heartbeating: suspended or hung\n`,
+        ),
+      );
+    } finally {
+      server.child.kill('SIGCONT');
+    }
+    const after = await reloadCli(env);
+    assert.equal(after.code, 0, after.stderr);
+  });
+
   it('--organization-id twice: exit 2 (the last one used to be reloaded alone, silently)', async () => {
     const r = await reloadCli(env, ['--organization-id', org(1), '--organization-id', org(2)]);
     assert.equal(r.code, 2);
