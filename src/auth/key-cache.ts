@@ -118,7 +118,6 @@ export class KeyCache {
   private lastUsed = new Map<string, number>();
   private loaded = false;
   private refreshing: Promise<void> | null = null;
-  private warnedLost = false;
   private timers: NodeJS.Timeout[] = [];
   private readonly store: ServingKeyStore;
   private readonly logger: Logger;
@@ -191,25 +190,28 @@ export class KeyCache {
   }
 
   /**
-   * Replaces the key set with a listing read by `refresh` here or in another thread. Keys missing
-   * from it are kept (see below), so a key looked up meanwhile is never dropped.
+   * Replaces the key set with a listing read by `refresh` here or in another thread. A key missing
+   * from it is dropped, unless it was looked up after the listing began (it is new, not lost).
    */
   install({ records, startedAt }: KeyListing): void {
     const next = new Map(records.map((r) => [r.prefix, toCached(r)]));
-    // Keys are revoked, never deleted: a key that vanished means the store lost data (a
-    // Redis restarted empty). Keep serving it as last known rather than lock everyone out.
+    // The store is the truth. Keys are revoked, never deleted, so a key that vanished means the
+    // store lost data (a Redis restarted empty): it is refused from now on, as a server started
+    // now would refuse it, and as it could no longer be listed or revoked. (It used to be kept
+    // as last known: the fleet then disagreed, and a leaked key stayed valid until restarts.)
     const lost: string[] = [];
     for (const [prefix, key] of this.keys) {
-      if (!next.has(prefix)) {
-        next.set(prefix, key);
-        // A key looked up while this listing was read is new, not lost.
-        if (key.lookedUpAt < startedAt) lost.push(prefix);
-      }
+      if (next.has(prefix)) continue;
+      // A key looked up while this listing was read is new, not lost.
+      if (key.lookedUpAt >= startedAt) next.set(prefix, key);
+      else lost.push(prefix);
     }
-    if (lost.length > 0 && !this.warnedLost) {
-      this.logger.warn({ key_prefixes: lost }, 'keys: keys missing from the store, keeping their last known records');
+    if (lost.length > 0) {
+      this.logger.warn(
+        { key_prefixes: lost },
+        'keys: keys no longer in the store (deleted, or a store that lost its data): refused from now on',
+      );
     }
-    this.warnedLost = lost.length > 0;
     this.keys = next;
     this.loaded = true;
   }
