@@ -67,6 +67,8 @@ function isZombie(pid: number): boolean {
 
 const LOCK_STALE_MS = 30_000;
 const LOCK_WAIT_MS = 15_000;
+/** A lock file still empty this long after it was made will never name its owner. */
+const EMPTY_LOCK_STALE_MS = 1_000;
 
 /**
  * Runs `fn` holding an exclusive lock file (O_EXCL create) shared by every process using the
@@ -80,9 +82,14 @@ export async function withLock<T>(lockFile: string, fn: () => Promise<T>): Promi
       const fh = await fs.open(lockFile, 'wx');
       try {
         await fh.writeFile(owner);
-      } finally {
-        await fh.close();
+      } catch (err) {
+        // e.g. ENOSPC: the lock is ours but names no owner; left behind, it held every later
+        // writer up to LOCK_WAIT_MS and then failed it (a full disk, freed, still blocked keys)
+        await fh.close().catch(() => undefined);
+        await fs.rm(lockFile, { force: true });
+        throw err;
       }
+      await fh.close();
       break;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
@@ -105,6 +112,8 @@ async function lockIsStale(lockFile: string): Promise<boolean> {
   try {
     const [st, text] = await Promise.all([fs.stat(lockFile), fs.readFile(lockFile, 'utf8')]);
     if (Date.now() - st.mtimeMs > LOCK_STALE_MS) return true;
+    // no owner written a second after it was made: its maker died or failed between the two
+    if (text === '') return Date.now() - st.mtimeMs > EMPTY_LOCK_STALE_MS;
     const [host, pid] = text.split(' ');
     return host === hostname() && pid !== undefined && !pidAlive(Number(pid));
   } catch {

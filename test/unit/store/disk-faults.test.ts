@@ -251,6 +251,9 @@ describe('disk faults on the embedded store (injected ENOSPC / EIO)', () => {
       ['ENOSPC halfway', { at: 'write', code: 'ENOSPC', afterBytes: 150, file: /^\.tmp-/ }],
       ['EIO at fsync', { at: 'sync', code: 'EIO', file: /^\.tmp-/ }],
       ['EIO at rename', { at: 'rename', code: 'EIO', file: /^keys\.json$/ }],
+      // the lock file made but its owner not written: it was left behind, and the next write
+      // waited 15 s for it and failed
+      ['ENOSPC writing the lock', { at: 'write', code: 'ENOSPC', afterBytes: 0, file: /^\.keys\.lock$/ }],
     ];
     for (const [n, [name, fault]] of keyFaults.entries()) {
       const fresh = `bbbb000${n}`;
