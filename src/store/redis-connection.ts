@@ -79,16 +79,35 @@ function newCluster(seeds: URL[], o: ConnectionOptions, overrides: { enableOffli
 /** Is the node at `url` part of a cluster? Resolves to the connected plain client when it is not. */
 async function probe(url: string, o: ConnectionOptions): Promise<{ cluster: boolean; client: Redis }> {
   const client = new Redis(url, { ...nodeOptions(new URL(url), o), lazyConnect: true, enableOfflineQueue: false });
-  // connect() rejects with the cause; without a listener ioredis would also print it.
-  client.on('error', () => {});
+  // connect() rejects; the cause is often only in an 'error' event (kept here, and without a
+  // listener ioredis would also print it).
+  let lastError: Error | null = null;
+  client.on('error', (err: Error) => {
+    lastError = err;
+  });
+  const t0 = Date.now();
   try {
     await client.connect();
     const info = await client.info('cluster');
     return { cluster: /^cluster_enabled:1\s*$/m.test(info), client };
   } catch (err) {
     client.disconnect();
-    throw err;
+    throw connectFailure(err as Error, lastError, Date.now() - t0);
   }
+}
+
+/**
+ * Why a first connection failed, as a reader can act on it: ioredis rejects with "Connection is
+ * closed." both for a refused connection and for a Redis that accepts but never replies (paused,
+ * hung, not Redis), the cause being only in an 'error' event, or nowhere.
+ */
+function connectFailure(err: Error, lastError: Error | null, ms: number): Error {
+  const noReply = (e: Error | null) => e === null || /Command timed out/i.test(e.message);
+  if (!/Connection is closed|Command timed out/i.test(err.message)) return err;
+  if (!noReply(lastError)) return new Error(lastError!.message);
+  return new Error(
+    `no reply within ${(ms / 1000).toFixed(1)} s (the connection opened, but Redis did not answer: paused, busy, or not Redis)`,
+  );
 }
 
 /** A connected client for REDIS_URL; rejects when no node answers. `duplicate` makes another one alike (for pub/sub). */

@@ -1,0 +1,45 @@
+/**
+ * Why a command-line tool could not reach Redis, as its message says it: a refused connection
+ * names the refusal, a Redis that accepts but never answers (CLIENT PAUSE) says so and how long
+ * it waited. Both used to read "Connection is closed." (found by a fault-injection audit).
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { RedisConnection } from '../../../src/store/redis-connection.js';
+import { freePort } from '../../helpers/server.js';
+import { startRedis, type TestRedis } from '../../helpers/redis-server.js';
+
+let redis: TestRedis;
+before(async () => {
+  redis = await startRedis();
+});
+after(async () => {
+  await redis?.stop();
+});
+
+test('a refused connection: the message names the refusal', async () => {
+  const port = await freePort();
+  await assert.rejects(
+    RedisConnection.open(`redis://127.0.0.1:${port}`, { connectTimeoutMs: 1000, commandTimeoutMs: 1500 }),
+    new RegExp(
+      `^Error: store: redis unavailable at redis://127\\.0\\.0\\.1:${port}: connect ECONNREFUSED 127\\.0\\.0\\.1:${port}$`,
+    ),
+  );
+});
+
+test('a Redis that accepts the connection but does not answer: "no reply within N s"', async () => {
+  const ctl = new Redis(redis.url);
+  try {
+    await ctl.call('CLIENT', 'PAUSE', '5000', 'ALL');
+    await assert.rejects(
+      RedisConnection.open(redis.url, { connectTimeoutMs: 1000, commandTimeoutMs: 1500 }),
+      /^Error: store: redis unavailable at redis:\/\/127\.0\.0\.1:\d+: no reply within \d+\.\d s \(the connection opened, but Redis did not answer: paused, busy, or not Redis\)$/,
+    );
+  } finally {
+    await ctl.call('CLIENT', 'UNPAUSE').catch(() => {});
+    ctl.disconnect();
+  }
+  const ok = await RedisConnection.open(redis.url);
+  await ok.close();
+});
