@@ -163,10 +163,13 @@ async function main(): Promise<void> {
   if (pool) {
     // Refuses a port another process holds (as the exclusive listen below), then lets the threads share it.
     uws.us_listen_socket_close(await listen(uws.App(), config.host, config.port));
-    // The admin port before the threads start: a taken one must stop the start while no thread
-    // holds a uWS listener (exiting then aborted the process: uv_loop_close with open handles).
-    sockets = [await listen(adminApp, config.adminHost, config.adminPort)];
+    // The admin port is tried the same way before the threads start: a taken one must stop the
+    // start while no thread holds a uWS listener (exiting then aborted the process: uv_loop_close
+    // with open handles). It opens for real after them, so that once /readyz answers, the
+    // public port does too.
+    uws.us_listen_socket_close(await listen(uws.App(), config.adminHost, config.adminPort));
     await pool.start();
+    sockets = [await listen(adminApp, config.adminHost, config.adminPort)];
     if (process.env.SERVING_THREAD_FAULT_HOOK === '1') process.on('SIGUSR2', () => pool.fault(0));
   } else {
     sockets = [
