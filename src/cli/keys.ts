@@ -12,6 +12,7 @@ import { openStores } from '../store/open-store.js';
 import type { Stores } from '../store/stores.js';
 import { parseRequestInstant } from '../time/rfc3339.js';
 import { UUID } from '../model/organization-id.js';
+import { visibleText } from '../text/visible.js';
 import { newDataDirNote, repeatedOption } from './args.js';
 import { endQuietlyOnClosedOutput } from './closed-stdout.js';
 
@@ -86,15 +87,6 @@ function parse<O extends NonNullable<ParseArgsConfig['options']>>(args: string[]
   return parsed;
 }
 
-/** A key's name as one line: control characters escaped (they could move the cursor or recolour the terminal). */
-function oneLine(name: string): string {
-  return name.replace(
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
-    /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
-}
-
 /** The public view of a record: never the hash. */
 function publicRecord(r: KeyRecord) {
   return {
@@ -150,7 +142,7 @@ async function create(args: string[], store: () => Promise<KeyStore>): Promise<v
     process.stdout.write(JSON.stringify({ key: fresh.key, ...shown }) + '\n');
   } else {
     process.stdout.write(
-      `Created API key ${record.prefix}${record.name ? ` (${oneLine(record.name)})` : ''}\n` +
+      `Created API key ${record.prefix}${record.name ? ` (${visibleText(record.name)})` : ''}\n` +
         `  organizations: ${record.organization_ids.join(', ')}\n` +
         `  scopes:        ${record.scopes.join(', ')}\n` +
         `  expires:       ${record.expires_at ?? 'never'}\n\n` +

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import * as v from 'valibot';
 import { ImportError, show } from './import-error.js';
 import { firstInvalidUtf8, type Line } from './line-reader.js';
+import { visibleText } from '../text/visible.js';
 
 /**
  * The error for a line that is not valid UTF-8, naming the field whose value holds the first bad
@@ -51,7 +52,7 @@ export function parseLine<S extends v.GenericSchema>(
   try {
     json = JSON.parse(text);
   } catch (err) {
-    throw new ImportError(file, line, null, `invalid JSON: ${visible((err as Error).message)}`);
+    throw new ImportError(file, line, null, `invalid JSON: ${visibleText((err as Error).message)}`);
   }
   if (json === null || typeof json !== 'object' || Array.isArray(json)) {
     throw new ImportError(file, line, null, `expected a JSON object, got ${show(json)}`);
@@ -63,14 +64,3 @@ export function parseLine<S extends v.GenericSchema>(
   const missing = issue.kind === 'schema' && issue.type === 'object' && issue.input === undefined;
   throw new ImportError(file, line, field, missing ? 'missing' : `${issue.message}, got ${show(issue.input)}`);
 }
-
-/**
- * JSON.parse's message (it quotes the line) with invisible characters shown as \uXXXX: a BOM in
- * the middle of a file read as `Unexpected token '', "{"id"...` with nothing to see between the
- * quotes.
- */
-function visible(message: string): string {
-  return message.replace(INVISIBLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-}
-// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
-const INVISIBLE = /[\u0000-\u001f\u007f-\u009f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]/g;

@@ -11,14 +11,6 @@ declare global {
 }
 
 /**
- * `s` with each lone surrogate replaced by U+FFFD, as a UTF-8 round trip does (toWellFormed does
- * exactly that): what an id compares and is looked up as once it is in a UTF-8 column.
- */
-export function wellFormed(s: string): string {
-  return s.isWellFormed() ? s : s.toWellFormed();
-}
-
-/**
  * The text between the quotes of `JSON.stringify(s)`: what the response carries for a string, the
  * imported value echoed. A lone surrogate (only a `\ud800` escape in an import line can make one:
  * raw invalid UTF-8 is refused) stays the escape JSON.stringify writes; it used to become U+FFFD,

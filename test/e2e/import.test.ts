@@ -46,6 +46,25 @@ function snapshotCli(args: string[], env: Record<string, string>): Promise<Run> 
   });
 }
 
+/** `snapshot import` of records written to two fresh files (`more`: extra flags). */
+function importRecords(
+  records: { contacts: object[]; messages: object[] },
+  env: Record<string, string>,
+  more: string[] = [],
+): Promise<Run> {
+  return snapshotCli(
+    [
+      'import',
+      '--contacts',
+      file('c.ndjson', ndjson(records.contacts)),
+      '--messages',
+      file('m.ndjson', ndjson(records.messages)),
+      ...more,
+    ],
+    env,
+  );
+}
+
 async function importError(contacts: string, messages: string): Promise<string> {
   try {
     await readImport(file('contacts.ndjson', contacts), file('messages.ndjson', messages));
@@ -230,16 +249,7 @@ for (const kind of ['embedded', 'redis'] as const) {
     test('a re-import replaces one organization and leaves the others', async () => {
       const before = new Map((await store.snapshots.latest()).map((r) => [r.organizationId, r.version]));
       const b2 = generate(2, 12, 130, 3);
-      const r = await snapshotCli(
-        [
-          'import',
-          '--contacts',
-          file('c.ndjson', ndjson(b2.contacts)),
-          '--messages',
-          file('m.ndjson', ndjson(b2.messages)),
-        ],
-        env,
-      );
+      const r = await importRecords(b2, env);
       assert.equal(r.code, 0, r.stderr);
       const after = new Map((await store.snapshots.latest()).map((x) => [x.organizationId, x.version]));
       assert.equal(after.get(uuid(1, 0)), before.get(uuid(1, 0)));
@@ -253,10 +263,7 @@ for (const kind of ['embedded', 'redis'] as const) {
     test('an empty messages file publishes the contacts, with no messages', async () => {
       // an organization with contacts and no message yet; the file is 0 bytes, not blank lines
       const c = generate(3, 4, 0, 1);
-      const r = await snapshotCli(
-        ['import', '--contacts', file('c.ndjson', ndjson(c.contacts)), '--messages', file('m.ndjson', ''), '--json'],
-        env,
-      );
+      const r = await importRecords({ contacts: c.contacts, messages: [] }, env, ['--json']); // ndjson([]) is ''
       assert.equal(r.code, 0, r.stderr);
       const s = JSON.parse(r.stdout);
       assert.deepEqual([s.contacts, s.messages, s.organizations.length], [4, 0, 1]);
@@ -356,16 +363,7 @@ for (const kind of ['embedded', 'redis'] as const) {
         // org 4 is written first and fits; org 5's chunks hit maxmemory (CONTRACT 9: all or nothing)
         const small = generate(4, 5, 40, 1),
           big = generate(5, 300, 40000, 1);
-        const first = await snapshotCli(
-          [
-            'import',
-            '--contacts',
-            file('c.ndjson', ndjson(small.contacts)),
-            '--messages',
-            file('m.ndjson', ndjson(small.messages)),
-          ],
-          env,
-        );
+        const first = await importRecords(small, env);
         assert.equal(first.code, 0, first.stderr);
         const pointers = async () =>
           (await store.snapshots.latest()).sort((a, b) => (a.organizationId < b.organizationId ? -1 : 1));
@@ -376,14 +374,11 @@ for (const kind of ['embedded', 'redis'] as const) {
           await raw.config('SET', 'maxmemory', String(used + (1 << 20)));
           await raw.config('SET', 'maxmemory-policy', 'noeviction');
           const keysBefore = (await raw.keys('snap:*')).sort();
-          const r = await snapshotCli(
-            [
-              'import',
-              '--contacts',
-              file('c.ndjson', ndjson([...small.contacts, ...big.contacts])),
-              '--messages',
-              file('m.ndjson', ndjson([...generate(4, 5, 60, 2).messages, ...big.messages])),
-            ],
+          const r = await importRecords(
+            {
+              contacts: [...small.contacts, ...big.contacts],
+              messages: [...generate(4, 5, 60, 2).messages, ...big.messages],
+            },
             env,
           );
           assert.equal(r.code, 1, r.stdout);
