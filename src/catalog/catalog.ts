@@ -373,6 +373,7 @@ export class Catalog {
     // Every organization listed has now been tried: the start is over, whatever failed.
     if (orgId === null && !this.ready) {
       this.ready = true;
+      this.builder.started();
       this.log.info(
         { organizations: this.indexes.size, failed: this.failures.size },
         'catalog: ready (every organization listed at start was tried)',

@@ -105,6 +105,16 @@ export class IndexBuilder {
     collectGarbage();
   }
 
+  /**
+   * Call once the start's loads are over: their garbage (decoded chunks, build scratch) is
+   * collected now rather than by V8's memory reducer ~8 s later. Measured at 1M, compiled server,
+   * RSS 1-3 s after ready: 278-280 -> 265-271 MiB with one serving thread, 308 -> 296-300 MiB
+   * with two; settled (after the reducer) 260-261 and ~280 MiB either way.
+   */
+  started(): void {
+    collectGarbage();
+  }
+
   async load(ref: SnapshotRef): Promise<BuiltIndex> {
     if (this.build === null && (!this.serving || this.buildsIn() === 'main')) {
       // A format-2 snapshot is read, verified and copied into shared memory right here, one
