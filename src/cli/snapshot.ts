@@ -1,13 +1,14 @@
 /**
  * `npm run snapshot -- import --contacts FILE --messages FILE [--json]` and
- * `npm run snapshot -- list [--json]`. Exit codes: 0 done, 1 import or store error, 2 bad usage.
+ * `npm run snapshot -- list [--json]`. Exit codes: 0 done, 1 import or store error, 2 bad usage,
+ * 130 / 143 interrupted by SIGINT / SIGTERM.
  */
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { ImportError } from '../import/import-error.js';
 import { type ImportData, publishImport, readImport } from '../import/importer.js';
-import { createProgress } from '../import/progress.js';
+import { createProgress, type Progress } from '../import/progress.js';
 import { ConfigError, loadStoreConfig } from '../config/config.js';
 import { openStores } from '../store/open-store.js';
 import { newDataDirNote, repeatedOption } from './args.js';
@@ -28,7 +29,8 @@ Options:
   -h, --help   show this text
 
 Environment: REDIS_URL (set: Redis; unset: files under DATA_DIR, default ./data).
-Exit codes: 0 done, 1 import or store error, 2 bad usage.
+Exit codes: 0 done, 1 import or store error, 2 bad usage, 130 / 143 interrupted
+(SIGINT / SIGTERM: nothing is published, and what was written is removed).
 `;
 
 class UsageError extends Error {}
@@ -80,6 +82,64 @@ async function readable(flag: string, file: string | undefined): Promise<string>
   return file;
 }
 
+/** An import stopped by SIGINT or SIGTERM once its staged snapshots were removed. */
+class Interrupted extends Error {
+  readonly exitCode: number;
+  constructor(readonly signal: NodeJS.Signals) {
+    super(`interrupted (${signal})`);
+    this.exitCode = signal === 'SIGINT' ? 130 : 143;
+  }
+}
+
+type ImportPhase = 'reading' | 'staging' | 'publishing';
+
+/**
+ * SIGINT / SIGTERM during an import. Reading writes nothing to the store: the import ends at once.
+ * Staging is stopped after the organization being written (a build is one synchronous step), and
+ * what was staged is removed before the exit, instead of waiting for the next import of those
+ * organizations (a 10M-message snapshot is ~2 GB of Redis memory). Once the pointer moves began
+ * they all run: stopping among them would publish part of the import. A second signal quits at once.
+ */
+function interruptible(progress: Progress) {
+  const controller = new AbortController();
+  let phase: ImportPhase = 'reading';
+  const onSignal = (signal: NodeJS.Signals): void => {
+    progress.stop();
+    const code = signal === 'SIGINT' ? 130 : 143;
+    if (phase === 'reading') {
+      process.stderr.write(`snapshot: interrupted (${signal}) while reading the files: nothing was written\n`);
+      process.exit(code);
+    }
+    if (controller.signal.aborted) {
+      process.stderr.write(
+        `snapshot: ${signal} again: quitting now; nothing is published, and the next import of these organizations removes what was staged\n`,
+      );
+      process.exit(code);
+    }
+    if (phase === 'publishing') {
+      process.stderr.write(`snapshot: ${signal}: publishing has begun (a few small writes); letting it finish\n`);
+      controller.abort(new Interrupted(signal));
+      return;
+    }
+    process.stderr.write(
+      `snapshot: ${signal}: stopping after the organization being written; nothing will be published (${signal === 'SIGINT' ? 'Ctrl-C' : 'signal'} again to quit at once)\n`,
+    );
+    controller.abort(new Interrupted(signal));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return {
+    signal: controller.signal,
+    enter(next: ImportPhase): void {
+      phase = next;
+    },
+    dispose(): void {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    },
+  };
+}
+
 async function runImport(values: ReturnType<typeof args>['values']): Promise<void> {
   const contacts = await readable('contacts', values.contacts);
   const messages = await readable('messages', values.messages);
@@ -89,6 +149,7 @@ async function runImport(values: ReturnType<typeof args>['values']): Promise<voi
   // a bar on a terminal redraws on a timer: stopped whatever happens, or a failed import
   // would print its error and then never exit
   const progress = createProgress();
+  const interrupt = interruptible(progress);
   try {
     let data: ImportData;
     try {
@@ -96,7 +157,10 @@ async function runImport(values: ReturnType<typeof args>['values']): Promise<voi
     } finally {
       progress.stop();
     }
-    const organizations = await publishImport(stores.snapshots, data);
+    interrupt.enter('staging');
+    const organizations = await publishImport(stores.snapshots, data, interrupt.signal, () =>
+      interrupt.enter('publishing'),
+    );
     const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
     if (values.json) {
       const summary = {
@@ -117,6 +181,7 @@ async function runImport(values: ReturnType<typeof args>['values']): Promise<voi
       );
     }
   } finally {
+    interrupt.dispose();
     await stores.close();
   }
 }
@@ -168,6 +233,10 @@ async function main(argv: string[]): Promise<number> {
       // As the server and the keys tool print them: one line a problem, naming the variable.
       process.stderr.write(err.problems.join('\n') + '\n');
       return 1;
+    }
+    if (err instanceof Interrupted) {
+      process.stderr.write(`snapshot: ${err.message}: nothing was published, and what was staged was removed\n`);
+      return err.exitCode;
     }
     if (err instanceof ImportError) {
       process.stderr.write(`snapshot: ${err.detail}\nsnapshot: nothing was published\n`);

@@ -123,12 +123,22 @@ export interface PublishedOrg {
  * dropped once written, so memory falls as it goes), and only then are the pointers moved, one
  * small write each. A failure while staging (a full or unreachable store: nearly all of an
  * import's store time) publishes nothing and removes what was written. A failure among the
- * pointer moves cannot take back the ones made: the error names them.
+ * pointer moves cannot take back the ones made: the error names them. `signal` aborts the staging
+ * (what was staged is removed, its reason thrown); the pointer moves, once begun (`onPublishing`),
+ * all run.
  */
-export async function publishImport(store: SnapshotStore, data: ImportData): Promise<PublishedOrg[]> {
+export async function publishImport(
+  store: SnapshotStore,
+  data: ImportData,
+  signal?: AbortSignal,
+  onPublishing?: () => void,
+): Promise<PublishedOrg[]> {
   const staged: { snapshot: StagedSnapshot; org: PublishedOrg }[] = [];
   try {
     for (const orgId of [...data.organizations.keys()]) {
+      // an interrupt (the CLI's SIGINT/SIGTERM) is seen between organizations: a build is one
+      // synchronous step, and a stage is written whole or not at all
+      signal?.throwIfAborted();
       // no reference to the builder outlives this line: its growable columns (the prepared text's
       // are ~140 MB at 1M messages) can go while the index is built and written
       const org = data.organizations.get(orgId)!.build();
@@ -144,10 +154,12 @@ export async function publishImport(store: SnapshotStore, data: ImportData): Pro
         },
       });
     }
+    signal?.throwIfAborted();
   } catch (err) {
     await Promise.all(staged.map((s) => s.snapshot.discard()));
     throw err;
   }
+  onPublishing?.();
   const out: PublishedOrg[] = [];
   for (const [i, s] of staged.entries()) {
     try {

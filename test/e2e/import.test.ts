@@ -1,8 +1,8 @@
 /** Import: validation through readImport, and the real CLI (`src/cli/snapshot.ts`) against both stores. */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { readImport } from '../../src/import/importer.js';
@@ -226,6 +226,115 @@ for (const kind of ['embedded', 'redis'] as const) {
         await store.snapshots.loadSnapshot(refs.find((x) => x.organizationId === uuid(2, 0))!),
         orgData(b),
       );
+    });
+
+    /** What the store holds: pointers, and every snapshot version written (files or Redis keys). */
+    async function storeContents(): Promise<{ pointers: unknown; versions: string[] }> {
+      const pointers = (await store.snapshots.latest()).sort((x, y) => (x.organizationId < y.organizationId ? -1 : 1));
+      let versions: string[];
+      if (kind === 'redis') {
+        const raw = new Redis(redis!.url);
+        versions = (await raw.keys('snap:*:v:*')).sort();
+        raw.disconnect();
+      } else {
+        const root = path.join(env.DATA_DIR, 'snapshots');
+        versions = existsSync(root)
+          ? readdirSync(root, { recursive: true, encoding: 'utf8' })
+              .filter((f) => /(\.snap|\.tmp-[^/]*)$/.test(f))
+              .sort()
+          : [];
+      }
+      return { pointers, versions };
+    }
+
+    /** Spawns `snapshot import`, sends `signal` once `ready` holds (polled every 10 ms), resolves to the run. */
+    async function interruptImport(
+      files: { contacts: string; messages: string },
+      signal: NodeJS.Signals,
+      ready: (pid: number) => Promise<boolean>,
+    ): Promise<Run & { sent: boolean }> {
+      const child = spawn(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          'src/cli/snapshot.ts',
+          'import',
+          '--contacts',
+          files.contacts,
+          '--messages',
+          files.messages,
+        ],
+        { cwd: ROOT, env: { ...process.env, REDIS_URL: '', DATA_DIR: '', ...env } },
+      );
+      let stdout = '',
+        stderr = '';
+      child.stdout.on('data', (d) => (stdout += d));
+      child.stderr.on('data', (d) => (stderr += d));
+      const exited = new Promise<number>((resolve) =>
+        child.on('close', (code, sig) => resolve(code ?? (sig === null ? -1 : -2))),
+      );
+      let sent = false,
+        done = false;
+      void exited.then(() => (done = true));
+      while (!done) {
+        if (await ready(child.pid!)) {
+          sent = child.kill(signal);
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      return { code: await exited, stdout, stderr, sent };
+    }
+
+    // ~180k messages in 120 organizations: ~1-2 s of reading, then 120 stages one after another
+    const many = Array.from({ length: 120 }, (_, i) => generate(300 + i, 20, 1500, 1));
+    const manyFiles = {
+      contacts: file('many-contacts.ndjson', ndjson(many.flatMap((g) => g.contacts))),
+      messages: file('many-messages.ndjson', ndjson(many.flatMap((g) => g.messages))),
+    };
+
+    test('SIGINT while staging: exit 130, nothing published, what was staged removed', async () => {
+      const before = await storeContents();
+      const r = await interruptImport(manyFiles, 'SIGINT', async () => {
+        const now = await storeContents();
+        return now.versions.length > before.versions.length;
+      });
+      assert.ok(r.sent, `the import ended before it was interrupted: ${r.code} ${r.stderr}`);
+      assert.equal(r.code, 130, r.stderr);
+      assert.match(
+        r.stderr,
+        /^snapshot: SIGINT: stopping after the organization being written; nothing will be published/m,
+      );
+      assert.match(
+        r.stderr,
+        /^snapshot: interrupted \(SIGINT\): nothing was published, and what was staged was removed$/m,
+      );
+      assert.equal(r.stdout, '');
+      assert.deepEqual(await storeContents(), before);
+    });
+
+    test('SIGTERM while reading: exit 143 at once, nothing written', async () => {
+      const before = await storeContents();
+      // reading has begun once the process holds the messages file open
+      const r = await interruptImport(manyFiles, 'SIGTERM', async (pid) => {
+        try {
+          return readdirSync(`/proc/${pid}/fd`).some((fd) => {
+            try {
+              return readlinkSync(`/proc/${pid}/fd/${fd}`) === manyFiles.messages;
+            } catch {
+              return false;
+            }
+          });
+        } catch {
+          return false;
+        }
+      });
+      assert.ok(r.sent, `the import ended before it was interrupted: ${r.code} ${r.stderr}`);
+      assert.equal(r.code, 143, r.stderr);
+      // (after the progress lines of a stderr that is not a terminal)
+      assert.match(r.stderr, /\nsnapshot: interrupted \(SIGTERM\) while reading the files: nothing was written\n$/);
+      assert.deepEqual(await storeContents(), before);
     });
 
     test('a bad line at the end of a big file changes nothing', async () => {
