@@ -1,14 +1,16 @@
 /**
  * The registry of running servers in files under DATA_DIR (one host, or a shared folder):
  *
- *   servers/<id>.json                  one ServerEntry per running server, refreshed every second
+ *   servers/<id>.json                  one ServerEntry per running server, refreshed every second;
+ *                                      kept past its expiry while its process is still on this
+ *                                      host (suspended or hung: Fleet.lapsedServers)
  *
  * No broadcast: the reload CLI calls each server's admin URL.
  */
 import { promises as fs } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
-import { isDir, pidAlive, storeError as wrap, writeFileAtomic } from './file-utils.js';
+import { isDir, pidAlive, sameProcessAlive, storeError as wrap, writeFileAtomic } from './file-utils.js';
 import type { Fleet, ServerEntry } from './fleet.js';
 
 const SERVER_ID = /^[A-Za-z0-9_-]{1,64}$/;
@@ -47,7 +49,19 @@ export class EmbeddedFleet implements Fleet {
     if (SERVER_ID.test(id)) await fs.rm(path.join(this.serversDir, `${id}.json`), { force: true });
   }
 
-  async listServers(): Promise<ServerEntry[]> {
+  listServers(): Promise<ServerEntry[]> {
+    return this.entries('live');
+  }
+
+  lapsedServers(): Promise<ServerEntry[]> {
+    return this.entries('lapsed');
+  }
+
+  /**
+   * The live entries, or the lapsed ones of this host (expired, process still there). An entry
+   * whose process is gone from this host, or that expired on another host, is removed.
+   */
+  private async entries(which: 'live' | 'lapsed'): Promise<ServerEntry[]> {
     const out: ServerEntry[] = [];
     let names: string[];
     try {
@@ -64,11 +78,14 @@ export class EmbeddedFleet implements Fleet {
       } catch {
         continue;
       }
-      const dead = Date.now() - e.heartbeatAt > e.ttlMs || (e.hostname === hostname() && !pidAlive(e.pid));
-      if (dead) {
+      const here = e.hostname === hostname();
+      const expired = Date.now() - e.heartbeatAt > e.ttlMs;
+      if (here ? !(expired ? sameProcessAlive(e.pid, e.startedAt) : pidAlive(e.pid)) : expired) {
         await fs.rm(file, { force: true });
         continue;
       }
+      // here, expired and alive: suspended or hung, kept for lapsedServers
+      if (expired !== (which === 'lapsed')) continue;
       const { ttlMs: _ttl, ...entry } = e;
       out.push(entry);
     }

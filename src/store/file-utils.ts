@@ -52,6 +52,29 @@ export function pidAlive(pid: number): boolean {
   return !isZombie(pid);
 }
 
+/**
+ * True when `pid` is alive on this host and is the process that registered at `startedAt` (ISO),
+ * not a later one given the same pid: it started no later than that (+2 s: /proc's boot time is
+ * in whole seconds). Without /proc, pidAlive alone.
+ */
+export function sameProcessAlive(pid: number, startedAt: string): boolean {
+  if (!pidAlive(pid)) return false;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    // fields after "(comm)": state is field 3, starttime (clock ticks since boot) field 22
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[22 - 3]);
+    const boot = /^btime (\d+)$/m.exec(readFileSync('/proc/stat', 'latin1'));
+    if (!Number.isFinite(ticks) || boot === null) return true;
+    // USER_HZ is 100 on every Linux build Node supports
+    const startMs = Number(boot[1]) * 1000 + ticks * 10;
+    const registered = Date.parse(startedAt);
+    return !Number.isFinite(registered) || startMs <= registered + 2000;
+  } catch {
+    return true;
+  }
+}
+
 /** Whether process `pid` has exited and awaits its parent's wait (state Z or X in /proc/PID/stat). */
 function isZombie(pid: number): boolean {
   let stat: string;

@@ -45,6 +45,14 @@ export interface Fleet {
   unregisterServer(id: string): Promise<void>;
   /** Servers whose entry is alive (dead ones are dropped as a side effect). */
   listServers(): Promise<ServerEntry[]>;
+  /**
+   * Servers on this host whose entry expired while their process is still there: suspended
+   * (SIGSTOP) or hung. They would answer from the old snapshot once they run again, so a reload
+   * has not reached them (CONTRACT 10). Their entries are kept after expiry for this; an entry
+   * whose process is gone is dropped as a side effect. (A server on another host whose entry
+   * expired cannot be told from a crashed one: it is not listed.)
+   */
+  lapsedServers(): Promise<ServerEntry[]>;
   /** Reload broadcast, or null when the reload CLI must call each server's admin URL (embedded). */
   readonly signals: ReloadSignals | null;
 }

@@ -2,13 +2,22 @@
  * The registry of running servers and the reload broadcast, in Redis:
  *
  *   server:<id>               ServerEntry as JSON, with a TTL;  servers: set of ids
+ *   servers:seen              hash id -> ServerEntry JSON, without a TTL: what an expired entry
+ *                             was (Fleet.lapsedServers); dropped when its process is gone from
+ *                             its host, or a day after its last heartbeat
  *   reload (channel)          ReloadRequest as JSON
  *   reload-ack:<request id>   hash server id -> ReloadAck JSON, expires after 5 minutes
  */
 import type { Fleet, ReloadAck, ReloadRequest, ReloadSignals, ServerEntry } from './fleet.js';
 import type { RedisConnection } from './redis-connection.js';
 
+import { hostname } from 'node:os';
+import { sameProcessAlive } from './file-utils.js';
+
 const RELOAD_CHANNEL = 'reload';
+const SEEN = 'servers:seen';
+/** How long an expired entry of another host is remembered (nothing tells a crash from a hang there). */
+const SEEN_RETENTION_MS = 86_400_000;
 const ACK_TTL_S = 300;
 
 /** Server entries and reload signals over one Redis connection. */
@@ -26,13 +35,18 @@ export class RedisFleet implements Fleet {
       await Promise.all([
         this.conn.client.set(`server:${entry.id}`, JSON.stringify(entry), 'PX', ttlMs),
         this.conn.client.sadd('servers', entry.id),
+        this.conn.client.hset(SEEN, entry.id, JSON.stringify(entry)),
       ]);
     });
   }
 
   async unregisterServer(id: string): Promise<void> {
     await this.conn.run('unregistering server', async () => {
-      await Promise.all([this.conn.client.del(`server:${id}`), this.conn.client.srem('servers', id)]);
+      await Promise.all([
+        this.conn.client.del(`server:${id}`),
+        this.conn.client.srem('servers', id),
+        this.conn.client.hdel(SEEN, id),
+      ]);
     });
   }
 
@@ -49,6 +63,34 @@ export class RedisFleet implements Fleet {
         else out.push(JSON.parse(v) as ServerEntry);
       }
       if (dead.length > 0) await this.conn.client.srem('servers', ...dead);
+      return out;
+    });
+  }
+
+  async lapsedServers(): Promise<ServerEntry[]> {
+    return this.conn.run('listing servers', async () => {
+      const seen = await this.conn.client.hgetall(SEEN);
+      const ids = Object.keys(seen);
+      if (ids.length === 0) return [];
+      const live = await Promise.all(ids.map((id) => this.conn.client.exists(`server:${id}`)));
+      const out: ServerEntry[] = [];
+      const drop: string[] = [];
+      const here = hostname();
+      for (let i = 0; i < ids.length; i++) {
+        if (live[i] === 1) continue;
+        let e: ServerEntry;
+        try {
+          e = JSON.parse(seen[ids[i]]) as ServerEntry;
+        } catch {
+          drop.push(ids[i]);
+          continue;
+        }
+        if (e.hostname === here) {
+          if (sameProcessAlive(e.pid, e.startedAt)) out.push(e);
+          else drop.push(ids[i]);
+        } else if (Date.now() - e.heartbeatAt > SEEN_RETENTION_MS) drop.push(ids[i]);
+      }
+      if (drop.length > 0) await this.conn.client.hdel(SEEN, ...drop);
       return out;
     });
   }

@@ -1,11 +1,12 @@
 /**
- * `npm run reload` with a replica killed (SIGKILL) on this host: the command names it as stopped
- * at once (its pid is gone), instead of after its registry entry expires (5 heartbeats).
+ * `npm run reload` on Redis with a replica suspended (SIGSTOP) past its registry entry's expiry:
+ * a failure naming it; and with a replica killed (SIGKILL) on this host: the command names it as
+ * stopped at once (its pid is gone), instead of after its registry entry expires (5 heartbeats).
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { gen, importCli, loadDataset, openHarness, reloadCli, tempDir, type StoreHarness } from '../helpers/e2e.js';
-import { startServer, type RunningServer } from '../helpers/server.js';
+import { runNode, startServer, type RunningServer } from '../helpers/server.js';
 
 const work = tempDir('fleet-reload-');
 let h: StoreHarness;
@@ -21,6 +22,28 @@ after(async () => {
   await Promise.all([a?.stop(), b?.stop()]);
   await h?.cleanup();
   work.cleanup();
+});
+
+test('a replica suspended before the reload, its entry already expired: exit 1 naming it', async () => {
+  // the CLI listed live entries only: it exited 0, and on SIGCONT the replica answered from the
+  // old snapshot until its next version check (CONTRACT 10)
+  b.child.kill('SIGSTOP');
+  try {
+    await new Promise((r) => setTimeout(r, 6500)); // the entry's TTL is 5 heartbeats of 1 s
+    const r = await runNode('src/cli/reload.ts', ['--timeout', '3'], h.env, 30_000);
+    assert.equal(r.code, 1, r.stdout);
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `\\(pid ${b.child.pid} on [^)]*\\) did not reload: no answer within 3 s; its process \\(pid ${b.child.pid}\\) is still there but stopped heartbeating: suspended or hung\n`,
+      ),
+    );
+    assert.match(r.stdout, new RegExp(`\\(pid ${a.child.pid} on [^)]*\\): 0 reloaded, 1 unchanged`));
+  } finally {
+    b.child.kill('SIGCONT');
+  }
+  const after = await reloadCli(h.env);
+  assert.equal(after.code, 0, after.stderr);
 });
 
 test('a killed replica is named as stopped well before its registry entry expires', async () => {

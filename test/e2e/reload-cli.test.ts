@@ -118,6 +118,29 @@ describe('reload CLI', () => {
     assert.equal(after.code, 0, after.stderr);
   });
 
+  it('a server suspended before the reload, its registry entry already expired: exit 1 naming it', async () => {
+    // the CLI listed live entries only, so it never knew of this server: exit 0, and on SIGCONT
+    // the server answered from the old snapshot (CONTRACT 10)
+    const next = await importCli(env, exportFiles('five'));
+    assert.equal(next.code, 0, next.stderr);
+    server.child.kill('SIGSTOP');
+    try {
+      await new Promise((r) => setTimeout(r, 6500)); // the entry's TTL is 5 heartbeats of 1 s
+      const r = await runNode('src/cli/reload.ts', ['--timeout', '2'], env, 30_000);
+      assert.equal(r.code, 1, r.stdout);
+      assert.match(
+        r.stderr,
+        new RegExp(
+          `did not reload: no answer within 2 s; its process \\(pid ${server.child.pid}\\) is still there but stopped heartbeating: suspended or hung\n`,
+        ),
+      );
+    } finally {
+      server.child.kill('SIGCONT');
+    }
+    const after = await reloadCli(env);
+    assert.equal(after.code, 0, after.stderr);
+  });
+
   it('--organization-id twice: exit 2 (the last one used to be reloaded alone, silently)', async () => {
     const r = await reloadCli(env, ['--organization-id', org(1), '--organization-id', org(2)]);
     assert.equal(r.code, 2);
