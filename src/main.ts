@@ -169,7 +169,14 @@ async function main(): Promise<void> {
     // public port does too.
     uws.us_listen_socket_close(await listen(uws.App(), config.adminHost, config.adminPort));
     await pool.start();
-    sockets = [await listen(adminApp, config.adminHost, config.adminPort)];
+    try {
+      sockets = [await listen(adminApp, config.adminHost, config.adminPort)];
+    } catch (err) {
+      // taken between the try above and now: the threads hold uWS listeners, so they are stopped
+      // before the start fails (an exit with them open aborts the process)
+      await pool.stop(1000);
+      throw err;
+    }
     if (process.env.SERVING_THREAD_FAULT_HOOK === '1') process.on('SIGUSR2', () => pool.fault(0));
   } else {
     sockets = [

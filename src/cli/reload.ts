@@ -203,7 +203,18 @@ async function main(argv: string[]): Promise<number> {
   try {
     const config = loadStoreConfig();
     const note = newDataDirNote('reload', config);
-    if (note !== null) process.stderr.write(note);
+    if (note !== null) {
+      // nothing was ever stored there, so no server uses it: said without creating the folder
+      // (opening the store would, and the next run with the same typo would be silent)
+      process.stderr.write(note);
+      if (org !== null) {
+        process.stderr.write(`reload: organization ${org} has no published snapshot: nothing to reload\n`);
+        return 1;
+      }
+      if (values.json) process.stdout.write(JSON.stringify({ ok: true, servers: [] }) + '\n');
+      else process.stdout.write('reload: no server is running; servers load the newest snapshots when they start\n');
+      return 0;
+    }
     stores = await openStores(config);
     if (org !== null) {
       // a mistyped organization would otherwise read as a reload that found nothing new

@@ -38,6 +38,11 @@ export class ConfigError extends Error {
 
 const got = (issue: { input: unknown }) => `got ${JSON.stringify(issue.input)}`;
 
+/** A REDIS_URL as an error may show it: a password in it is masked (`redis://:***@host`), as at run time. */
+export function maskedUrl(value: string): string {
+  return value.replace(/(\/\/[^/@]*?:)[^/@]*@/g, '$1***@');
+}
+
 const port = (name: string) =>
   v.pipe(
     v.string(),
@@ -80,7 +85,7 @@ const redisUrl = v.pipe(
         }
       }),
     (i) =>
-      `config: REDIS_URL must be a redis:// or rediss:// URL${String(i.input).includes(',') ? ', or a comma-separated list of them (cluster seed nodes)' : ''}, ${got(i)}`,
+      `config: REDIS_URL must be a redis:// or rediss:// URL${String(i.input).includes(',') ? ', or a comma-separated list of them (cluster seed nodes)' : ''}, got ${JSON.stringify(maskedUrl(String(i.input)))}`,
   ),
 );
 
@@ -102,7 +107,11 @@ const organizations = v.pipe(
 
 const dataDir = v.pipe(
   v.string(),
-  v.minLength(1, (i) => `config: DATA_DIR must be a folder path, ${got(i)}`),
+  // blank is a typo, not a folder (" " made a folder named with a space)
+  v.check(
+    (s) => s.trim() !== '',
+    (i) => `config: DATA_DIR must be a folder path, ${got(i)}`,
+  ),
 );
 
 const logLevel = v.picklist(LOG_LEVELS, (i) => `config: LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, ${got(i)}`);
@@ -179,12 +188,21 @@ function parseEnv<S extends typeof EnvSchema | typeof StoreEnvSchema>(
   env: NodeJS.ProcessEnv,
 ): v.InferOutput<S> {
   const input: Record<string, string> = {};
+  const problems: string[] = [];
   for (const key of Object.keys(schema.entries)) {
     const value = env[key];
     if (value !== undefined && value !== '') input[key] = value;
+    // Unset means every organization; set and empty is refused: it is what a failed
+    // `ORGANIZATIONS=$(npm run -s routing -- organizations ...)` leaves, and read as unset it made a
+    // shard's replica load and serve every organization of the fleet.
+    else if (key === 'ORGANIZATIONS' && value === '')
+      problems.push(
+        'config: ORGANIZATIONS is set but empty: list the organization UUIDs of this replica (comma-separated), or unset it to serve every organization',
+      );
   }
   const result = v.safeParse(schema, input, { abortPipeEarly: true });
-  if (!result.success) throw new ConfigError(result.issues.map((i) => i.message));
+  if (!result.success) throw new ConfigError([...problems, ...result.issues.map((i) => i.message)]);
+  if (problems.length > 0) throw new ConfigError(problems);
   return result.output;
 }
 
@@ -196,6 +214,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (burst !== undefined && rps === 0) {
     throw new ConfigError([
       `config: RATE_LIMIT_BURST is set (${burst}) but RATE_LIMIT_RPS is not; set RATE_LIMIT_RPS to enable rate limiting`,
+    ]);
+  }
+  const wildcard = (h: string) => h === '0.0.0.0' || h === '::';
+  if (o.PORT === o.ADMIN_PORT && (o.HOST === o.ADMIN_HOST || wildcard(o.HOST) || wildcard(o.ADMIN_HOST))) {
+    throw new ConfigError([
+      `config: ADMIN_PORT must differ from PORT (both ${o.PORT}): the admin listener (/healthz, /readyz, /metrics, reloads) needs a port of its own`,
     ]);
   }
   return {

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 /** Configuration from outside: bad values stop the start with a message naming the variable; SUNSET_AT. */
 import assert from 'node:assert/strict';
@@ -34,6 +35,23 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
     [{ SERVER_THREADS: '0' }, 'config: SERVER_THREADS must be an integer 1-256, got "0"'],
     [{ SERVER_THREADS: '257' }, 'config: SERVER_THREADS must be an integer 1-256, got "257"'],
     [{ SERVER_THREADS: 'two' }, 'config: SERVER_THREADS must be an integer 1-256, got "two"'],
+    // set and empty: what a failed `ORGANIZATIONS=$(npm run -s routing -- organizations ...)` leaves;
+    // read as unset, a shard's replica loaded and served every organization
+    [
+      { ORGANIZATIONS: '' },
+      'config: ORGANIZATIONS is set but empty: list the organization UUIDs of this replica (comma-separated), or unset it to serve every organization',
+    ],
+    // the password of a bad REDIS_URL is masked, as at run time
+    [
+      { REDIS_URL: 'http://:S3CRETpw@localhost:6379' },
+      'config: REDIS_URL must be a redis:// or rediss:// URL, got "http://:***@localhost:6379"',
+    ],
+    [{ DATA_DIR: ' ' }, 'config: DATA_DIR must be a folder path, got " "'],
+    // one port for both listeners aborted the process with serving threads (exit 134)
+    [
+      { PORT: '18999', ADMIN_PORT: '18999' },
+      'config: ADMIN_PORT must differ from PORT (both 18999): the admin listener (/healthz, /readyz, /metrics, reloads) needs a port of its own',
+    ],
   ];
   for (const [vars, message] of cases) {
     it(
@@ -45,6 +63,7 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
         assert.equal(r.code, 1);
         assert.ok(r.stderr.includes(message), r.stderr);
         assert.ok(!/\n\s+at /.test(r.stderr), 'no stack trace');
+        assert.ok(!r.stderr.includes('S3CRET'), r.stderr);
       },
     );
   }
@@ -170,6 +189,24 @@ describe('the command-line tools read the store settings through the same valida
     const reload = await runNode('src/cli/reload.ts', ['--json'], env);
     assert.equal(reload.code, 0, reload.stderr);
     assert.deepEqual(JSON.parse(reload.stdout), { ok: true, servers: [] });
+  });
+  it('reload with a DATA_DIR that does not exist: a note, nothing running, and the folder is not created', async () => {
+    // opening the store created it, so the same typo was silent the next time
+    const missing = `${data.dir}/no/such/store`;
+    for (let run = 0; run < 2; run++) {
+      const r = await runNode('src/cli/reload.ts', [], baseEnv({ DATA_DIR: missing }));
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stderr, /^reload: note: DATA_DIR ".*\/no\/such\/store" did not exist/);
+      assert.equal(r.stdout, 'reload: no server is running; servers load the newest snapshots when they start\n');
+    }
+    const org = await runNode(
+      'src/cli/reload.ts',
+      ['--organization-id', '00000000-0000-4000-8000-000000000001'],
+      baseEnv({ DATA_DIR: missing }),
+    );
+    assert.equal(org.code, 1);
+    assert.match(org.stderr, /has no published snapshot: nothing to reload\n$/);
+    assert.equal(existsSync(`${data.dir}/no`), false);
   });
   it('loadStoreConfig: the store part of loadConfig, with its defaults and messages', () => {
     assert.deepEqual(loadStoreConfig({}), { redisUrl: null, dataDir: './data' });
