@@ -116,7 +116,7 @@ const ANSWERED_MAX = 100;
 export class Catalog {
   ready = false;
   readonly serverId: string;
-  private readonly store: Pick<Stores, 'snapshots' | 'fleet'>;
+  private readonly store: Pick<Stores, 'snapshots' | 'fleet' | 'currentRedisUrl'>;
   private readonly log: CatalogLogger;
   private readonly opts: Required<
     Omit<CatalogOptions, 'logger' | 'adminUrl' | 'build' | 'organizations' | 'onLoaded' | 'storeConfig'>
@@ -143,7 +143,7 @@ export class Catalog {
 
   private readonly onLoaded: CatalogOptions['onLoaded'];
 
-  constructor(store: Pick<Stores, 'snapshots' | 'fleet'>, options: CatalogOptions) {
+  constructor(store: Pick<Stores, 'snapshots' | 'fleet' | 'currentRedisUrl'>, options: CatalogOptions) {
     this.store = store;
     this.onLoaded = options.onLoaded;
     this.log = options.logger;
@@ -155,7 +155,13 @@ export class Catalog {
     };
     this.shard = options.organizations ?? null;
     const storeConfig = options.buildThread === 'main' ? null : (options.storeConfig ?? null);
-    this.builder = new IndexBuilder(store.snapshots, storeConfig, this.log, options.build);
+    // the worker is started again for each reload pass: on a cluster it connects through every
+    // node known by then, not only REDIS_URL's (one seed down kept it out for good)
+    const workerStore =
+      storeConfig === null
+        ? null
+        : () => ({ ...storeConfig, redisUrl: store.currentRedisUrl?.() ?? storeConfig.redisUrl });
+    this.builder = new IndexBuilder(store.snapshots, workerStore, this.log, options.build);
     this.serverId = `${hostname()
       .replace(/[^A-Za-z0-9_-]/g, '_')
       .slice(0, 32)}-${process.pid}-${randomBytes(4).toString('hex')}`;

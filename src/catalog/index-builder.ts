@@ -43,7 +43,7 @@ interface Pending {
 /** Builds indexes, in a worker thread when it can. */
 export class IndexBuilder {
   private readonly store: SnapshotStore;
-  private readonly storeConfig: StoreConfig | null;
+  private readonly storeConfig: (() => StoreConfig) | null;
   private readonly log: BuilderLogger;
   private readonly build: ((data: OrgData) => OrgIndex) | null;
   private worker: Worker | null = null;
@@ -52,12 +52,13 @@ export class IndexBuilder {
   private readonly pending = new Map<number, Pending>();
 
   /**
-   * `storeConfig` names the store the worker opens (null: no worker). `build`, when given (tests),
-   * replaces buildIndex and forces the main thread.
+   * `storeConfig` names the store the worker opens, asked at each start of the worker (a cluster's
+   * nodes known by then; null: no worker). `build`, when given (tests), replaces buildIndex and
+   * forces the main thread.
    */
   constructor(
     store: SnapshotStore,
-    storeConfig: StoreConfig | null,
+    storeConfig: (() => StoreConfig) | null,
     log: BuilderLogger,
     build?: (data: OrgData) => OrgIndex,
   ) {
@@ -182,7 +183,7 @@ export class IndexBuilder {
     try {
       worker = startModuleWorker(import.meta.url, 'build-worker', {
         execArgv: [],
-        workerData: { store: this.storeConfig },
+        workerData: { store: this.storeConfig!() },
         name: 'index-build',
         // A load allocates little on the JS heap (the sections are shared buffers), but at V8's
         // default the young generation grew to 16 MB semi-spaces during one: a reload's peak RSS

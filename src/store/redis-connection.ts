@@ -204,6 +204,27 @@ export class RedisConnection {
   readonly url: string;
   private lastError: Error | null = null;
 
+  /**
+   * REDIS_URL for another connection now: for a cluster, the configured seeds followed by every
+   * node this client knows (same scheme, user and password as the first seed), so that one seed
+   * being down does not keep a new connection out; else the configured URL.
+   */
+  currentUrl(): string {
+    if (!(this.client instanceof Cluster)) return this.url;
+    const seeds = seedUrls(this.url);
+    const first = new URL(seeds[0]);
+    const all = new Set(seeds);
+    for (const node of this.client.nodes('all')) {
+      const { host, port } = node.options;
+      if (host === undefined || port === undefined) continue;
+      const u = new URL(first.toString());
+      u.hostname = host.includes(':') ? `[${host}]` : host;
+      u.port = String(port);
+      all.add(u.toString());
+    }
+    return [...all].join(',');
+  }
+
   private constructor(client: RedisClient, duplicate: () => RedisClient, url: string) {
     this.client = client;
     this.duplicate = duplicate;

@@ -34,6 +34,10 @@ export class RedisStore implements Stores {
     return new RedisStore(await RedisConnection.open(url, options));
   }
 
+  currentRedisUrl(): string | null {
+    return this.conn.currentUrl();
+  }
+
   /** Whether the connection is up now. */
   get connected(): boolean {
     return this.conn.connected;

@@ -13,6 +13,12 @@ export interface Stores {
   readonly snapshots: SnapshotStore;
   readonly keys: KeyStore;
   readonly fleet: Fleet;
+  /**
+   * REDIS_URL as another connection should use it now (Redis Cluster: the configured seeds and
+   * every node this connection has discovered since), or null to use the configured one. A worker
+   * connecting later from the configured seeds alone failed for good once they were down.
+   */
+  currentRedisUrl?(): string | null;
   close(): Promise<void>;
 }
 

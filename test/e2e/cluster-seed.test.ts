@@ -1,0 +1,84 @@
+/**
+ * Redis Cluster: a server whose REDIS_URL names one node keeps loading new snapshots after that
+ * node dies (here a replica: the cluster itself stays healthy). Each reload pass starts a build
+ * worker with a connection of its own; it used to connect from REDIS_URL alone, so every later
+ * reload failed ("connect ECONNREFUSED") until that node came back (found by the fleet audit).
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { after, before, describe, test } from 'node:test';
+import {
+  gen,
+  importCli,
+  loadDataset,
+  openHarness,
+  organizationsOf,
+  reloadCli,
+  tempDir,
+  waitFor,
+  type Dataset,
+  type StoreHarness,
+} from '../helpers/e2e.js';
+import { baseEnv, createKey, startServer, type CreatedKey, type RunningServer } from '../helpers/server.js';
+
+const run = promisify(execFile);
+
+describe('Redis Cluster: the one node REDIS_URL names goes down', () => {
+  const work = tempDir('cluster-seed-');
+  let h: StoreHarness;
+  let first: Dataset, second: Dataset;
+  let org: string;
+  let key: CreatedKey;
+  let server: RunningServer;
+  let seed: number, other: number;
+
+  before(async () => {
+    await gen(`${work.dir}/one`, { messages: 300, contacts: 20, organizations: 1, seed: 1501 });
+    first = loadDataset(`${work.dir}/one`);
+    org = organizationsOf(first)[0];
+    // the same organization, other messages: the count tells the snapshots apart
+    await gen(`${work.dir}/two`, { messages: 200, contacts: 20, organizations: 1, seed: 1501 });
+    second = loadDataset(`${work.dir}/two`);
+    assert.equal(organizationsOf(second)[0], org);
+    h = await openHarness('cluster');
+    const roles = await Promise.all(
+      h.cluster!.ports.map(async (p) => (await run('redis-cli', ['-p', String(p), 'role'])).stdout.split('\n')[0]),
+    );
+    seed = h.cluster!.ports[roles.indexOf('slave')];
+    other = h.cluster!.ports.find((p) => p !== seed)!;
+    const cliEnv = baseEnv({ ...h.env, REDIS_URL: `redis://127.0.0.1:${other}` });
+    assert.equal((await importCli(cliEnv, first)).code, 0);
+    key = await createKey(cliEnv, [org], 'contacts:read,messages:read');
+    server = await startServer({ ...h.serverEnv, REDIS_URL: `redis://127.0.0.1:${seed}` });
+  });
+  after(async () => {
+    await server?.stop();
+    await h?.cleanup();
+    work.cleanup();
+  });
+
+  const status = async (): Promise<number> => {
+    const res = await fetch(`${server.url}/contacts/message-search?organization_id=${org}&q=zzzz&limit=1`, {
+      headers: { Authorization: `Bearer ${key.key}` },
+    });
+    return res.status;
+  };
+
+  test('a re-import is reloaded through the other nodes', async () => {
+    assert.equal(await status(), 200);
+    await h.cluster!.kill(seed);
+    const cliEnv = baseEnv({ ...h.env, REDIS_URL: `redis://127.0.0.1:${other}` });
+    const imp = await importCli(cliEnv, second);
+    assert.equal(imp.code, 0, imp.stderr);
+    const r = await reloadCli(cliEnv);
+    assert.equal(r.code, 0, `${r.stdout}${r.stderr}`);
+    assert.match(r.stdout, /: 1 reloaded/);
+    const ready = await fetch(`${server.adminUrl}/readyz`);
+    assert.equal(ready.status, 200, await ready.text());
+    await waitFor('the second snapshot served', 5_000, async () => {
+      const m = await fetch(`${server.adminUrl}/metrics`);
+      return new RegExp(`index_messages\\{organization_id="${org}"\\} 200\\n`).test(await m.text());
+    });
+  });
+});
