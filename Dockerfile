@@ -18,6 +18,8 @@ ENV NODE_ENV=production \
 
 WORKDIR /app
 COPY --from=build /app/package.json ./
+# loglevel=silent: `npm run keys -- ... --json` prints the JSON alone (no npm banner on stdout)
+COPY .npmrc ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 
@@ -26,9 +28,10 @@ USER node
 VOLUME ["/data"]
 EXPOSE 3000
 
-# The admin listener stays on 127.0.0.1 inside the container; the health check runs there too.
+# The admin listener stays on 127.0.0.1 inside the container by default; the health check asks it
+# there, or at ADMIN_HOST when that names one address (a wildcard bind answers on loopback).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
-  CMD node -e "fetch('http://127.0.0.1:'+(process.env.ADMIN_PORT||9464)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+  CMD node -e "const h=process.env.ADMIN_HOST;const a=!h||h==='0.0.0.0'||h==='::'?'127.0.0.1':h.includes(':')?'['+h+']':h;fetch('http://'+a+':'+(process.env.ADMIN_PORT||9464)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 
 # node directly (not npm) so SIGTERM reaches the server and shuts it down cleanly.
 CMD ["node", "--enable-source-maps", "dist/main.js"]
