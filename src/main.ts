@@ -136,7 +136,14 @@ async function main(): Promise<void> {
     onListing: pool ? (listing) => pool.listing(listing) : undefined,
   });
   await keys.start();
-  const isReady = () => catalogIsReady(catalog) && (pool === null || pool.ready);
+  // Keys too: a search before the first key listing answers 503, so /readyz must not say 200.
+  const isReady = () => catalogIsReady(catalog) && keys.ready && (pool === null || pool.ready);
+  const notReadyReason = (): string =>
+    !catalogIsReady(catalog)
+      ? 'The snapshots present at start are still loading.'
+      : !keys.ready
+        ? `The API keys cannot be read yet${keys.lastError === null ? '' : ` (${keys.lastError})`}; retrying every second.`
+        : 'The serving threads are taking their first key listing.';
   const publicApp = createPublicApp({
     uws,
     keys,
@@ -155,7 +162,7 @@ async function main(): Promise<void> {
     uws,
     metrics,
     logger,
-    catalog: { isReady, reload: (org) => catalog.reload(org), failed: () => catalog.failed() },
+    catalog: { isReady, notReadyReason, reload: (org) => catalog.reload(org), failed: () => catalog.failed() },
     beforeScrape: pool ? () => pool.flushObserved() : undefined,
   });
 

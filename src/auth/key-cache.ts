@@ -149,6 +149,9 @@ export class KeyCache {
     return this.loaded;
   }
 
+  /** Why the last read of the keys failed, or null after a read that succeeded (for /readyz). */
+  lastError: string | null = null;
+
   /**
    * Starts the flush timer of last_used_at and, unless the key listings come from another thread
    * (`listings: 'installed'`), loads the keys once and re-reads them every `refreshMs`. A store
@@ -178,10 +181,17 @@ export class KeyCache {
       const startedAt = Date.now();
       this.refreshing = this.store
         .listKeys()
-        .then((records) => {
-          this.install({ records, startedAt });
-          this.onListing?.({ records, startedAt });
-        })
+        .then(
+          (records) => {
+            this.lastError = null;
+            this.install({ records, startedAt });
+            this.onListing?.({ records, startedAt });
+          },
+          (err: unknown) => {
+            this.lastError = (err as Error).message ?? String(err);
+            throw err;
+          },
+        )
         .finally(() => {
           this.refreshing = null;
         });

@@ -13,6 +13,8 @@ import { parseOrganizationId } from '../model/organization-id.js';
 /** What the admin listener needs from the catalog. */
 export interface AdminCatalog {
   isReady(): boolean;
+  /** While not ready, why, as /readyz says it (default: the snapshots are loading). */
+  notReadyReason?(): string;
   /** Loads the newest snapshots (of one organization when given); resolves to a JSON-able summary. */
   reload(organizationId?: string): Promise<unknown>;
   /** Organizations whose last load failed, listed by /readyz (CONTRACT 6). */
@@ -87,7 +89,9 @@ export function createAdminPipeline(deps: Omit<AdminAppDeps, 'uws'>): AdminPipel
       method: 'GET',
       run: (ex) => {
         if (!catalog.isReady())
-          throw new HttpError(503, 'The snapshots present at start are still loading.', { headers: RETRY_AFTER });
+          throw new HttpError(503, catalog.notReadyReason?.() ?? 'The snapshots present at start are still loading.', {
+            headers: RETRY_AFTER,
+          });
         // Ready means every organization was tried; those that failed are named (and retried).
         return ok(ex, JSON.stringify({ status: 'ready', failed_organizations: catalog.failed?.() ?? [] }));
       },

@@ -1,4 +1,5 @@
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { availableParallelism } from 'node:os';
 /** Configuration from outside: bad values stop the start with a message naming the variable; SUNSET_AT. */
 import assert from 'node:assert/strict';
@@ -144,6 +145,50 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
       }
     } finally {
       assert.equal(await first.stop(), 0);
+    }
+  });
+});
+
+describe('/readyz while the keys cannot be read', () => {
+  it('names the keys (not "still loading"), 1 and 2 serving threads, and turns 200 once they can be read', async () => {
+    // a keys.json that is not JSON: /readyz said "The snapshots present at start are still
+    // loading." for ever (2 threads), or 200 while every search answered 503 (1 thread)
+    for (const threads of ['1', '2']) {
+      const dir = tempDataDir();
+      try {
+        writeFileSync(path.join(dir.dir, 'keys.json'), '{garbage');
+        const server = await startServer(
+          { DATA_DIR: dir.dir, SERVER_THREADS: threads, LOG_LEVEL: 'warn' },
+          { waitReady: false },
+        );
+        try {
+          let body = '';
+          let status = 0;
+          for (let i = 0; i < 100 && !body.includes('API keys'); i++) {
+            await new Promise((r) => setTimeout(r, 100));
+            const res = await fetch(`${server.adminUrl}/readyz`).catch(() => null);
+            if (res === null) continue;
+            status = res.status;
+            body = await res.text();
+          }
+          assert.equal(status, 503, body);
+          assert.match(
+            JSON.parse(body).message,
+            /^The API keys cannot be read yet \(store: reading .*keys\.json: .*\); retrying every second\.$/,
+          );
+          rmSync(path.join(dir.dir, 'keys.json'));
+          let ready = 0;
+          for (let i = 0; i < 50 && ready !== 200; i++) {
+            await new Promise((r) => setTimeout(r, 100));
+            ready = (await fetch(`${server.adminUrl}/readyz`)).status;
+          }
+          assert.equal(ready, 200, `threads ${threads}`);
+        } finally {
+          await server.stop();
+        }
+      } finally {
+        dir.cleanup();
+      }
     }
   });
 });
