@@ -162,6 +162,16 @@ async function viaAdmin(
   );
 }
 
+/**
+ * A failure before any server was asked (the store, the organization): on stderr, and with --json
+ * also as the JSON object on stdout, so that a script parsing it does not read empty input.
+ */
+function failBeforeServers(json: boolean | undefined, message: string): number {
+  process.stderr.write(`reload: ${message}\n`);
+  if (json) process.stdout.write(JSON.stringify({ ok: false, error: message, servers: [] }) + '\n');
+  return 1;
+}
+
 async function main(argv: string[]): Promise<number> {
   let values: { 'organization-id'?: string; timeout?: string; json?: boolean; help?: boolean };
   try {
@@ -208,8 +218,7 @@ async function main(argv: string[]): Promise<number> {
       // (opening the store would, and the next run with the same typo would be silent)
       process.stderr.write(note);
       if (org !== null) {
-        process.stderr.write(`reload: organization ${org} has no published snapshot: nothing to reload\n`);
-        return 1;
+        return failBeforeServers(values.json, `organization ${org} has no published snapshot: nothing to reload`);
       }
       if (values.json) process.stdout.write(JSON.stringify({ ok: true, servers: [] }) + '\n');
       else process.stdout.write('reload: no server is running; servers load the newest snapshots when they start\n');
@@ -220,8 +229,7 @@ async function main(argv: string[]): Promise<number> {
       // a mistyped organization would otherwise read as a reload that found nothing new
       const { refs, unreadable } = await stores.snapshots.listLatest();
       if (!refs.some((r) => r.organizationId === org) && !unreadable.some((u) => u.organizationId === org)) {
-        process.stderr.write(`reload: organization ${org} has no published snapshot: nothing to reload\n`);
-        return 1;
+        return failBeforeServers(values.json, `organization ${org} has no published snapshot: nothing to reload`);
       }
     }
     const fleet = stores.fleet;
@@ -261,9 +269,13 @@ async function main(argv: string[]): Promise<number> {
     return ok ? 0 : 1;
   } catch (err) {
     // Configuration problems as the server prints them: one line a problem, naming the variable.
-    if (err instanceof ConfigError) process.stderr.write(err.problems.join('\n') + '\n');
-    else process.stderr.write(`reload: ${(err as Error).message}\n`);
-    return 1;
+    if (err instanceof ConfigError) {
+      process.stderr.write(err.problems.join('\n') + '\n');
+      if (values.json)
+        process.stdout.write(JSON.stringify({ ok: false, error: err.problems.join('; '), servers: [] }) + '\n');
+      return 1;
+    }
+    return failBeforeServers(values.json, (err as Error).message);
   } finally {
     await stores?.close();
   }

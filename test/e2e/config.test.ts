@@ -235,6 +235,15 @@ describe('the command-line tools read the store settings through the same valida
     assert.equal(reload.code, 0, reload.stderr);
     assert.deepEqual(JSON.parse(reload.stdout), { ok: true, servers: [] });
   });
+  it('reload --json with the store unreachable: exit 1, the error also as JSON on stdout', async () => {
+    const r = await runNode('src/cli/reload.ts', ['--json'], baseEnv({ REDIS_URL: 'redis://127.0.0.1:1' }));
+    assert.equal(r.code, 1);
+    const out = JSON.parse(r.stdout) as { ok: boolean; error: string; servers: unknown[] };
+    assert.equal(out.ok, false);
+    assert.match(out.error, /^store: redis unavailable at redis:\/\/127\.0\.0\.1:1: /);
+    assert.deepEqual(out.servers, []);
+    assert.equal(r.stderr, `reload: ${out.error}\n`);
+  });
   it('reload with a DATA_DIR that does not exist: a note, nothing running, and the folder is not created', async () => {
     // opening the store created it, so the same typo was silent the next time
     const missing = `${data.dir}/no/such/store`;

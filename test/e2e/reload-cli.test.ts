@@ -152,6 +152,14 @@ describe('reload CLI', () => {
     const r = await reloadCli(env, ['--organization-id', missing]);
     assert.equal(r.code, 1);
     assert.equal(r.stderr, `reload: organization ${missing} has no published snapshot: nothing to reload\n`);
+    // with --json, the failure is also the JSON object on stdout (a script parsing it read nothing)
+    const json = await reloadCli(env, ['--organization-id', missing, '--json']);
+    assert.equal(json.code, 1);
+    assert.deepEqual(JSON.parse(json.stdout), {
+      ok: false,
+      error: `organization ${missing} has no published snapshot: nothing to reload`,
+      servers: [],
+    });
     const ok = await reloadCli(env, ['--organization-id', org(3).toUpperCase()]);
     assert.equal(ok.code, 0, ok.stderr);
   });
