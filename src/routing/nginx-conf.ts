@@ -20,6 +20,26 @@ export interface NginxOptions {
 
 const upstreamName = (shard: string): string => `shard_${shard}`;
 
+/** nginx's own errors as CONTRACT 5 answers them (494 is nginx's code for a header block too large). */
+const NGINX_ERRORS = [
+  {
+    codes: [502, 504],
+    status: 503,
+    error: 'unavailable',
+    message: "No replica of this organization's shard answered; retry after the time in Retry-After.",
+  },
+  { codes: [414], status: 414, error: 'uri_too_long', message: 'The request target is longer than 65536 bytes.' },
+  {
+    codes: [494],
+    status: 431,
+    error: 'headers_too_large',
+    message: 'The request headers are larger than 65536 bytes.',
+  },
+  { codes: [400], status: 400, error: 'invalid_request', message: 'The request is malformed.' },
+  // a request for one of these pages themselves (they are internal)
+  { codes: [404], status: 404, error: 'not_found', message: 'There is nothing at this path.' },
+] as const;
+
 /** The whole nginx.conf text. */
 export function renderNginxConf(shards: Shards, opts: NginxOptions): string {
   const lines: string[] = [];
@@ -47,12 +67,32 @@ export function renderNginxConf(shards: Shards, opts: NginxOptions): string {
     out('    keepalive 32;');
     out('  }');
   }
+  // The errors nginx makes itself (every replica of a shard down, a target or header block past
+  // its buffers, a head it cannot parse) answer with the contract's JSON body and headers, not
+  // nginx's HTML page: the caller's X-Request-Id when it is valid, else nginx's request id.
+  out('  map $http_x_request_id $request_id_out {');
+  out('    default $request_id;');
+  out('    "~^[A-Za-z0-9._-]{1,128}$" $http_x_request_id;');
+  out('  }');
   out('  map $arg_organization_id $shard {');
   out(`    default ${upstreamName(shards.shards[0].name)};`);
   for (const s of shards.shards) for (const org of s.organizations) out(`    ${org} ${upstreamName(s.name)};`);
   out('  }');
   out('  server {');
   out(`    listen ${opts.listen};`);
+  // a URI, not a named location: a 414 has no request URI to redirect from
+  for (const e of NGINX_ERRORS) out(`    error_page ${e.codes.join(' ')} =${e.status} /__error_${e.status};`);
+  for (const e of NGINX_ERRORS) {
+    out(`    location = /__error_${e.status} {`);
+    out('      internal;');
+    out('      default_type "application/json; charset=utf-8";');
+    out('      add_header Cache-Control no-store always;');
+    out('      add_header X-Request-Id $request_id_out always;');
+    if (e.status === 503) out('      add_header Retry-After 1 always;');
+    const body = `{"error":"${e.error}","message":"${e.message}","request_id":"$request_id_out"${e.status === 400 ? ',"details":[]' : ''}}`;
+    out(`      return ${e.status} '${body.replace(/'/g, "\\'")}';`);
+    out('    }');
+  }
   out('    location / {');
   out('      proxy_pass http://$shard;');
   out('      proxy_http_version 1.1;');

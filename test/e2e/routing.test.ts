@@ -234,4 +234,32 @@ describe('routing through a real nginx', {
     const nf = await fetch(`${proxy}/nowhere`);
     assert.equal(nf.status, 404);
   });
+
+  test("nginx's own errors have the contract's JSON body and headers (they were nginx's HTML pages)", async () => {
+    const json = async (res: Response, status: number, error: string, requestId?: string) => {
+      const text = await res.text();
+      assert.equal(res.status, status, text);
+      assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
+      assert.equal(res.headers.get('cache-control'), 'no-store');
+      const body = JSON.parse(text) as { error: string; request_id: string };
+      assert.equal(body.error, error);
+      assert.equal(body.request_id, res.headers.get('x-request-id'));
+      if (requestId) assert.equal(body.request_id, requestId);
+      return res;
+    };
+    // a target past nginx's 64 KiB buffers (the replicas' own 414 is at 32,768 characters)
+    await json(await fetch(`${proxy}/contacts/message-search?q=${'a'.repeat(70_000)}`), 414, 'uri_too_long');
+    // every replica of a shard down: 503 with Retry-After, the caller's X-Request-Id echoed
+    const [org, server] = [...shardOf].find(([, s]) => s === b)!;
+    await server.stop();
+    const down = await json(
+      await fetch(`${proxy}/contacts/message-search?organization_id=${org}&q=pedido`, {
+        headers: { authorization: `Bearer ${key.key}`, 'x-request-id': 'via-nginx-2' },
+      }),
+      503,
+      'unavailable',
+      'via-nginx-2',
+    );
+    assert.equal(down.headers.get('retry-after'), '1');
+  });
 });
