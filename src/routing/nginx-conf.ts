@@ -1,7 +1,7 @@
 /**
  * Renders an nginx configuration that routes each request to its organization's shard: a `map`
- * from `$arg_organization_id` (nginx lower-cases the value for exact-string maps, so upper-case
- * UUIDs route too) to an upstream group per shard. Requests without a known organization (no
+ * from the request's organization (`$organization`, below; nginx lower-cases the value for
+ * exact-string maps, so upper-case UUIDs route too) to an upstream group per shard. Requests without a known organization (no
  * parameter, an organization of no shard, another path) go to the first shard, whose replica
  * answers them as usual: 400, 403, 404, or 421 for a granted organization it does not hold, so a
  * request routed wrong is visible, never an empty 200.
@@ -19,6 +19,8 @@ export interface NginxOptions {
 }
 
 const upstreamName = (shard: string): string => `shard_${shard}`;
+const HEX = (n: number) => `[0-9A-Fa-f]{${n}}`;
+const UUID_RE = [HEX(8), HEX(4), HEX(4), HEX(4), HEX(12)].join('-');
 
 /** nginx's own errors as CONTRACT 5 answers them (494 is nginx's code for a header block too large). */
 const NGINX_ERRORS = [
@@ -74,7 +76,14 @@ export function renderNginxConf(shards: Shards, opts: NginxOptions): string {
   out('    default $request_id;');
   out('    "~^[A-Za-z0-9._-]{1,128}$" $http_x_request_id;');
   out('  }');
-  out('  map $arg_organization_id $shard {');
+  // The organization as the replicas read it (CONTRACT 4, 10): the first organization_id whose
+  // value is a UUID, so an empty value before it (absent) is skipped, and the name may be sent
+  // percent-encoded (%5F for _). $arg_organization_id took the first value, even an empty one.
+  out('  map $args $organization {');
+  out('    default "";');
+  out(`    "~(?:^|&)organization(?:_|%5[Ff])id=(?<org>${UUID_RE})(?:&|$)" $org;`);
+  out('  }');
+  out('  map $organization $shard {');
   out(`    default ${upstreamName(shards.shards[0].name)};`);
   for (const s of shards.shards) for (const org of s.organizations) out(`    ${org} ${upstreamName(s.name)};`);
   out('  }');

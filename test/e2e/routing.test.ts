@@ -235,6 +235,26 @@ describe('routing through a real nginx', {
     assert.equal(nf.status, 404);
   });
 
+  test('an empty organization_id before the real one, and a percent-encoded name, route to the right shard', async () => {
+    // nginx's $arg_organization_id took the first value, even an empty one (absent, CONTRACT 4),
+    // and never a name sent encoded (CONTRACT 10): the first shard answered 421
+    for (const [org, right] of shardOf) {
+      const q = encodeURIComponent(words.get(org)![0]);
+      for (const query of [
+        `organization_id=&organization_id=${org}&q=${q}`,
+        `organization%5Fid=${org}&q=${q}`,
+        `q=${q}&organization%5fid=${org.toUpperCase()}`,
+      ]) {
+        const [viaProxy, direct] = await Promise.all([
+          search(proxy, key.key, query),
+          search(right.url, key.key, query),
+        ]);
+        assert.equal(viaProxy.status, 200, `${query}: ${viaProxy.text}`);
+        assert.equal(viaProxy.text, direct.text, query);
+      }
+    }
+  });
+
   test("nginx's own errors have the contract's JSON body and headers (they were nginx's HTML pages)", async () => {
     const json = async (res: Response, status: number, error: string, requestId?: string) => {
       const text = await res.text();
