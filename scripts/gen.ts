@@ -73,13 +73,22 @@ async function main(): Promise<void> {
         organizations: { type: 'string' },
         seed: { type: 'string' },
         out: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
       },
       strict: true,
     }).values;
   } catch (e) {
     fail(`gen: ${(e as Error).message}`);
   }
-  const parsed = v.safeParse(ArgsSchema, raw);
+  if (raw.help) {
+    process.stdout.write(
+      'usage: npm run gen -- --messages N --contacts M --organizations K --seed S --out DIR\n' +
+        'Writes DIR/contacts.ndjson and DIR/messages.ndjson: synthetic data in the import format.\n',
+    );
+    process.exit(0);
+  }
+  const { help: _help, ...rest } = raw;
+  const parsed = v.safeParse(ArgsSchema, rest);
   if (!parsed.success) fail(parsed.issues.map((i) => i.message).join('\n'));
   const opts = parsed.output;
 

@@ -167,6 +167,9 @@ export class KeyCache {
       this.logger.warn({ err: (err as Error).message }, 'keys: cannot read the keys yet; retrying every refresh'),
     );
     const r = setInterval(() => {
+      // while a read is still pending (a paused Redis holds one for its 10 s timeout), a tick
+      // would only share it, and log its failure once more: 10 identical warnings at once
+      if (this.refreshing !== null) return;
       this.refresh().catch((err) =>
         this.logger.warn({ err: (err as Error).message }, 'keys: refresh failed, serving the previous key set'),
       );

@@ -57,18 +57,24 @@ export function parseShards(doc: unknown, where: string): Shards {
     throw new Error(lines.join('\n'));
   }
   const problems: string[] = [];
-  const owner = new Map<string, string>();
-  const names = new Set<string>();
-  for (const s of r.output.shards) {
-    if (names.has(s.name)) problems.push(`${where}: shard name ${JSON.stringify(s.name)} is used twice`);
-    names.add(s.name);
-    for (const org of s.organizations) {
+  // where each organization first appeared, as a JSON path (errors name the path, README)
+  const owner = new Map<string, { shard: string; at: string }>();
+  const names = new Map<string, number>();
+  for (const [i, s] of r.output.shards.entries()) {
+    const first = names.get(s.name);
+    if (first !== undefined)
+      problems.push(
+        `${where}: shards[${i}].name: shard name ${JSON.stringify(s.name)} is used twice (also shards[${first}].name)`,
+      );
+    else names.set(s.name, i);
+    for (const [j, org] of s.organizations.entries()) {
+      const at = `shards[${i}].organizations[${j}]`;
       const other = owner.get(org);
       if (other !== undefined)
         problems.push(
-          `${where}: organization ${org} is in shards ${JSON.stringify(other)} and ${JSON.stringify(s.name)}`,
+          `${where}: ${at}: organization ${org} is in shards ${JSON.stringify(other.shard)} (${other.at}) and ${JSON.stringify(s.name)}`,
         );
-      owner.set(org, s.name);
+      else owner.set(org, { shard: s.name, at });
     }
   }
   if (problems.length > 0) throw new Error(problems.join('\n'));

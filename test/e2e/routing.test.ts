@@ -75,7 +75,13 @@ describe('routing CLI: usage and shards file errors', () => {
     );
     const twice = await routing(['nginx', '--shards', file]);
     assert.equal(twice.code, 2);
-    assert.match(twice.stderr, new RegExp(`organization ${org} is in shards "a" and "b"`));
+    // named by its JSON path, and where it first was
+    assert.match(
+      twice.stderr,
+      new RegExp(
+        `: shards\\[1\\]\\.organizations\\[0\\]: organization ${org} is in shards "a" \\(shards\\[0\\]\\.organizations\\[0\\]\\) and "b"`,
+      ),
+    );
     const missing = await routing(['nginx', '--shards', path.join(t.dir, 'none.json')]);
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /routing: none\.json: cannot read: ENOENT/);
