@@ -204,11 +204,21 @@ async function main(): Promise<void> {
   );
 
   let stopping = false;
+  // a second signal ends the wait for responses in flight (a slow reader can hold it for
+  // SHUTDOWN_TIMEOUT_MS); the shutdown then goes on as usual (closing the threads' uWS loops in
+  // order: an exit with them open aborts the process)
+  let hurry: () => void = () => {};
   const shutdown = async (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      logger.warn({ signal }, 'shutdown: second signal: not waiting for responses in flight any longer');
+      hurry();
+      pool?.hurry();
+      return;
+    }
     stopping = true;
+    // (with serving threads, the responses in flight are theirs: this thread serves none)
     logger.info(
-      { signal, in_flight: inFlight.count },
+      pool ? { signal, serving_threads: config.serverThreads } : { signal, in_flight: inFlight.count },
       'shutting down: no new connections, draining responses in flight',
     );
     // Stop accepting. Answers are computed synchronously; what can still be in flight is a large
@@ -219,12 +229,17 @@ async function main(): Promise<void> {
       (await threadsDrained) &&
       (await Promise.race([
         inFlight.idle().then(() => true),
-        new Promise<false>((resolve) => setTimeout(() => resolve(false), config.shutdownTimeoutMs).unref()),
+        new Promise<false>((resolve) => {
+          setTimeout(() => resolve(false), config.shutdownTimeoutMs).unref();
+          hurry = () => resolve(false);
+        }),
       ]));
     if (!drained)
       logger.warn(
-        { in_flight: inFlight.count, timeout_ms: config.shutdownTimeoutMs },
-        'shutdown: responses still in flight after the timeout',
+        pool
+          ? { timeout_ms: config.shutdownTimeoutMs }
+          : { in_flight: inFlight.count, timeout_ms: config.shutdownTimeoutMs },
+        'shutdown: responses still in flight were cut (the timeout, or a second signal)',
       );
     try {
       await keys.stop();

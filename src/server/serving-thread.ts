@@ -194,6 +194,9 @@ port.on('message', (m: ToThread) => {
     case 'stop':
       void stop(m.timeoutMs);
       break;
+    case 'hurry':
+      hurry();
+      break;
     case 'flush':
       flushObserved();
       ack(m.seq);
@@ -207,11 +210,17 @@ port.on('message', (m: ToThread) => {
   }
 });
 
+/** Ends stop()'s wait for the responses in flight at once (a second signal). */
+let hurry: () => void = () => {};
+
 async function stop(timeoutMs: number): Promise<void> {
   closeListener();
   const drained = await Promise.race([
     inFlight.idle().then(() => true),
-    new Promise<false>((resolve) => setTimeout(() => resolve(false), timeoutMs).unref()),
+    new Promise<false>((resolve) => {
+      setTimeout(() => resolve(false), timeoutMs).unref();
+      hurry = () => resolve(false);
+    }),
   ]);
   await keys.stop().catch(() => undefined);
   keysPort.close();

@@ -154,6 +154,11 @@ export class ThreadPool {
     this.slots[i]?.worker.postMessage({ kind: 'fault' } satisfies ToThread);
   }
 
+  /** During stop(): every thread stops waiting for its responses in flight (a second signal). */
+  hurry(): void {
+    for (const s of this.slots) s.worker.postMessage({ kind: 'hurry' } satisfies ToThread);
+  }
+
   /** Closes every listener, waits (bounded) for each thread's responses in flight, then ends them. */
   async stop(timeoutMs: number): Promise<boolean> {
     this.stopping = true;

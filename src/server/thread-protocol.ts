@@ -43,6 +43,8 @@ export type ToThread =
   | { kind: 'store-reply'; id: number; ok: true; value: unknown }
   | { kind: 'store-reply'; id: number; ok: false; message: string }
   | { kind: 'stop'; timeoutMs: number }
+  /** a second SIGTERM/SIGINT: stop waiting for the responses in flight now */
+  | { kind: 'hurry' }
   | { kind: 'fault' }
   /** send the response counts now (a /metrics scrape waits for them): answered with an ack */
   | { kind: 'flush'; seq: number };

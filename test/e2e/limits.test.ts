@@ -410,6 +410,35 @@ describe('SIGTERM drains; stray errors do not stop the server', () => {
     assert.match(s3.output(), /"drained":false/);
   });
 
+  it('a second SIGTERM stops waiting for a reader that never reads (1 and 2 serving threads)', async () => {
+    // it was ignored: the shutdown waited out SHUTDOWN_TIMEOUT_MS whatever the operator did
+    for (const threads of ['1', '2']) {
+      const s = await startServer({
+        DATA_DIR: data.dir,
+        LOG_LEVEL: 'info',
+        SHUTDOWN_TIMEOUT_MS: '60000',
+        SERVER_THREADS: threads,
+      });
+      const sock = net.connect(portOf(s), '127.0.0.1');
+      await new Promise((r) => sock.once('connect', r));
+      sock.pause();
+      sock.write(rawGet(BIG, AUTH));
+      await new Promise((r) => setTimeout(r, 500));
+      const exited = new Promise<number | null>((r) => s.child.on('exit', (code) => r(code)));
+      s.child.kill('SIGTERM');
+      await new Promise((r) => setTimeout(r, 500));
+      assert.equal(s.child.exitCode, null, 'still draining');
+      const t0 = Date.now();
+      s.child.kill('SIGTERM');
+      const code = await exited;
+      sock.destroy();
+      assert.equal(code, 0, s.output());
+      assert.ok(Date.now() - t0 < 5000, `stopped ${Date.now() - t0} ms after the second signal`);
+      assert.match(s.output(), /second signal: not waiting for responses in flight any longer/);
+      assert.match(s.output(), /"drained":false/);
+    }
+  });
+
   it('an error thrown from a timer and a rejected promise are logged; the server keeps serving', async () => {
     const s4 = strayServer;
     try {
