@@ -5,6 +5,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 
 const dataDir = process.env.DATA_DIR ?? './data';
@@ -22,6 +23,31 @@ function run(args: string[], what: string): string {
     process.exit(1);
   }
   return r.stdout;
+}
+
+/** Whether host:port can be listened on now (tried and closed at once). */
+function portFree(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = net.createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve(true)));
+  });
+}
+
+// The ports first: a taken one stopped the server only after a key was made and a curl line
+// printed, with no hint of what to change.
+const port = process.env.PORT ?? '3000';
+const adminPort = process.env.ADMIN_PORT ?? '9464';
+for (const [name, host, p] of [
+  ['PORT', process.env.HOST ?? '0.0.0.0', port],
+  ['ADMIN_PORT', process.env.ADMIN_HOST ?? '127.0.0.1', adminPort],
+] as const) {
+  if (!(await portFree(host, Number(p)))) {
+    console.error(
+      `demo: port ${p} (${name}) is in use: another server, or an earlier demo still running. Stop it, or choose free ports, e.g.\n  PORT=${Number(port) + 1} ADMIN_PORT=${Number(adminPort) + 1} npm run demo`,
+    );
+    process.exit(1);
+  }
 }
 
 if (!existsSync(path.join(demoDir, 'messages.ndjson'))) {
@@ -79,7 +105,6 @@ const created = JSON.parse(
   ),
 ) as { key: string };
 
-const port = process.env.PORT ?? '3000';
 console.log(`
 demo: organization ${org}
 demo: API key (shown once) ${created.key}
