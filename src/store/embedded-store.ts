@@ -34,9 +34,7 @@ export class EmbeddedStore implements Stores {
       await fs.mkdir(path.join(this.dataDir, 'servers'), { recursive: true });
       await fs.access(this.dataDir, fs.constants.W_OK);
     } catch (err) {
-      throw new Error(`store: cannot use DATA_DIR ${JSON.stringify(this.dataDir)}: ${(err as Error).message}`, {
-        cause: err,
-      });
+      throw new Error(`store: cannot use DATA_DIR ${JSON.stringify(this.dataDir)}: ${(err as Error).message}`);
     }
     return this;
   }

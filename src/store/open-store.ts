@@ -24,11 +24,7 @@ export async function openStores(config: StoreConfig, onDown?: (err: Error) => v
   }
   const store = new EmbeddedStore(config.dataDir);
   if (!onDown) return store.open();
-  return store.open().catch((err: Error & { cause?: NodeJS.ErrnoException }) => {
-    // A file where the folder (or one of its parents) should be will not turn into a folder: the
-    // start fails (it used to answer 503 for ever). A folder that cannot be written or reached
-    // yet (a mount, permissions being fixed) is retried as before.
-    if (err.cause?.code === 'ENOTDIR' || err.cause?.code === 'EEXIST') throw err;
+  return store.open().catch((err: Error) => {
     onDown(err);
     return store;
   });
