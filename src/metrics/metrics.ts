@@ -78,30 +78,32 @@ export class Metrics {
   /** Adds catalog-wide reload totals (the catalog also reloads on its own, e.g. on a Redis signal). */
   addReloadStats(read: () => ReloadStat | null): void {
     const reg = [this.registry];
-    // Gauges mirroring the catalog's own counters (prom-client counters cannot be set).
-    new Gauge({
-      name: 'catalog_snapshot_loads',
+    // Counters (type counter, `_total`, so rate() and resets read right) mirroring the catalog's
+    // own counts: set at scrape time by a reset and one increment of the whole count.
+    new Counter({
+      name: 'catalog_snapshot_loads_total',
       help: 'Snapshot loads done by the catalog since start, by result.',
       labelNames: ['result'],
       registers: reg,
       collect() {
         const r = read();
         if (r) {
-          this.set({ result: 'ok' }, r.loadsOk);
-          this.set({ result: 'failed' }, r.loadsFailed);
+          this.reset();
+          this.inc({ result: 'ok' }, r.loadsOk);
+          this.inc({ result: 'failed' }, r.loadsFailed);
         }
       },
     });
-    new Gauge({
-      name: 'catalog_organization_snapshot_loads',
+    new Counter({
+      name: 'catalog_organization_snapshot_loads_total',
       help: 'Snapshot loads done by the catalog since start, by organization and result.',
       labelNames: ['organization_id', 'result'],
       registers: reg,
       collect() {
         this.reset();
         for (const o of read()?.byOrganization ?? []) {
-          this.set({ organization_id: o.organizationId, result: 'ok' }, o.ok);
-          this.set({ organization_id: o.organizationId, result: 'failed' }, o.failed);
+          this.inc({ organization_id: o.organizationId, result: 'ok' }, o.ok);
+          this.inc({ organization_id: o.organizationId, result: 'failed' }, o.failed);
         }
       },
     });

@@ -222,8 +222,8 @@ for (const storeName of ['embedded', 'redis'] as const) {
 /** The server's count of refused snapshot loads, from its /metrics. */
 async function failedLoads(server: RunningServer): Promise<number> {
   const text = await (await fetch(`${server.adminUrl}/metrics`)).text();
-  const m = /^catalog_snapshot_loads\{result="failed"\} (\d+)$/m.exec(text);
-  assert.ok(m, `catalog_snapshot_loads{result="failed"} in /metrics`);
+  const m = /^catalog_snapshot_loads_total\{result="failed"\} (\d+)$/m.exec(text);
+  assert.ok(m, `catalog_snapshot_loads_total{result="failed"} in /metrics`);
   return Number(m[1]);
 }
 
@@ -327,7 +327,7 @@ for (const storeName of ['embedded', 'redis'] as const) {
         // ... and the metric of refused loads went up (the poll may have tried it too before the reload).
         assert.ok(
           (await failedLoads(server)) > failedBefore,
-          'catalog_snapshot_loads{result="failed"} counts the refusal',
+          'catalog_snapshot_loads_total{result="failed"} counts the refusal',
         );
         await assertServesSmall(server, key.key, `after ${name}`);
       });

@@ -365,11 +365,11 @@ for (const storeName of ['embedded', 'redis'] as const) {
         const metrics = await (await fetch(`${server.adminUrl}/metrics`)).text();
         assert.match(
           metrics,
-          new RegExp(`catalog_organization_snapshot_loads\\{organization_id="${C}",result="failed"\\} [1-9]`),
+          new RegExp(`catalog_organization_snapshot_loads_total\\{organization_id="${C}",result="failed"\\} [1-9]`),
         );
         assert.match(
           metrics,
-          new RegExp(`catalog_organization_snapshot_loads\\{organization_id="${C}",result="ok"\\} 1`),
+          new RegExp(`catalog_organization_snapshot_loads_total\\{organization_id="${C}",result="ok"\\} 1`),
         );
         assert.doesNotMatch(metrics, /catalog_organization_failing\{/);
       } finally {
