@@ -140,7 +140,9 @@ async function main(): Promise<void> {
   const isReady = () => catalogIsReady(catalog) && keys.ready && (pool === null || pool.ready);
   const notReadyReason = (): string =>
     !catalogIsReady(catalog)
-      ? 'The snapshots present at start are still loading.'
+      ? catalog.storeError !== null
+        ? `The store cannot be read yet (${catalog.storeError}); retrying every second.`
+        : 'The snapshots present at start are still loading.'
       : !keys.ready
         ? `The API keys cannot be read yet${keys.lastError === null ? '' : ` (${keys.lastError})`}; retrying every second.`
         : 'The serving threads are taking their first key listing.';

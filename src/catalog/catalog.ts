@@ -488,7 +488,11 @@ export class Catalog {
     if (err && !this.storeDown) this.log.warn({ err: err.message }, 'catalog: store unavailable, serving from memory');
     if (!err && this.storeDown) this.log.info({}, 'catalog: store available again');
     this.storeDown = err !== null;
+    this.storeError = err?.message ?? null;
   }
+
+  /** Why the store could not be read at the last try, or null (for /readyz while not ready). */
+  storeError: string | null = null;
 
   private async heartbeat(): Promise<void> {
     const entry: ServerEntry = {

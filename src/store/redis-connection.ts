@@ -86,13 +86,29 @@ async function probe(url: string, o: ConnectionOptions): Promise<{ cluster: bool
     lastError = err;
   });
   const t0 = Date.now();
+  let timer: NodeJS.Timeout | undefined;
   try {
-    await client.connect();
-    const info = await client.info('cluster');
+    // The server (background) waits for these replies before it listens: a paused Redis held
+    // both listeners closed for ~12 s (the ready check and the command timeout; README: it
+    // listens anyway). It waits the connect timeout instead, then goes on as for a Redis that is down.
+    const ask = async () => {
+      await client.connect();
+      return client.info('cluster');
+    };
+    const info = o.background
+      ? await Promise.race([
+          ask(),
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new Error('Command timed out')), o.connectTimeoutMs);
+          }),
+        ])
+      : await ask();
     return { cluster: /^cluster_enabled:1\s*$/m.test(info), client };
   } catch (err) {
     client.disconnect();
     throw connectFailure(err as Error, lastError, Date.now() - t0);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -43,3 +43,31 @@ test('a Redis that accepts the connection but does not answer: "no reply within 
   const ok = await RedisConnection.open(redis.url);
   await ok.close();
 });
+
+test('the server (background): a paused Redis is given up on after the connect timeout, not the command timeout', async () => {
+  // a server started while Redis was paused kept both listeners closed ~12 s (README: it listens
+  // anyway); it now opens a reconnecting connection after the connect timeout
+  const ctl = new Redis(redis.url);
+  try {
+    await ctl.call('CLIENT', 'PAUSE', '4000', 'ALL');
+    const t0 = performance.now();
+    const conn = await RedisConnection.open(redis.url, {
+      connectTimeoutMs: 500,
+      commandTimeoutMs: 3000,
+      background: true,
+    });
+    const ms = performance.now() - t0;
+    try {
+      assert.ok(ms < 2000, `resolved after ${ms.toFixed(0)} ms`);
+      await ctl.call('CLIENT', 'UNPAUSE');
+      // and it reconnects by itself once Redis answers
+      for (let i = 0; i < 50 && !conn.connected; i++) await new Promise((r) => setTimeout(r, 100));
+      assert.equal(conn.connected, true);
+    } finally {
+      await conn.close();
+    }
+  } finally {
+    await ctl.call('CLIENT', 'UNPAUSE').catch(() => {});
+    ctl.disconnect();
+  }
+});
