@@ -96,19 +96,23 @@ describe('reload CLI', () => {
     assert.equal((m[2]?.split(', ') ?? []).length, Math.min(Number(m[1]), 10) + (Number(m[1]) > 10 ? 1 : 0));
   });
 
-  it('a suspended server (SIGSTOP) is not reached: exit 1 naming it, even after its registry entry expired', async () => {
-    // its heartbeat entry expires after 5 s; the CLI took that for a stopped server and exited 0,
-    // and on SIGCONT the server answered from the old snapshot (CONTRACT 10)
-    const next = await importCli(env, exportFiles('four'));
+  /**
+   * Re-imports (stamped `mark`), suspends the server (SIGSTOP), waits `waitMs`, runs the reload
+   * with `--timeout timeoutS`: it must fail naming the server as suspended or hung. Then SIGCONT,
+   * and a reload succeeds.
+   */
+  async function reloadWhileSuspended(mark: string, waitMs: number, timeoutS: number): Promise<void> {
+    const next = await importCli(env, exportFiles(mark));
     assert.equal(next.code, 0, next.stderr);
     server.child.kill('SIGSTOP');
     try {
-      const r = await runNode('src/cli/reload.ts', ['--timeout', '8'], env, 30_000);
+      await new Promise((r) => setTimeout(r, waitMs));
+      const r = await runNode('src/cli/reload.ts', ['--timeout', String(timeoutS)], env, 30_000);
       assert.equal(r.code, 1, r.stdout);
       assert.match(
         r.stderr,
         new RegExp(
-          `did not reload: no answer within 8 s; its process \\(pid ${server.child.pid}\\) is still there but stopped heartbeating: suspended or hung\n`,
+          `did not reload: no answer within ${timeoutS} s; its process \\(pid ${server.child.pid}\\) is still there but stopped heartbeating: suspended or hung\n`,
         ),
       );
     } finally {
@@ -116,29 +120,18 @@ describe('reload CLI', () => {
     }
     const after = await reloadCli(env);
     assert.equal(after.code, 0, after.stderr);
+  }
+
+  it('a suspended server (SIGSTOP) is not reached: exit 1 naming it, even after its registry entry expired', async () => {
+    // its heartbeat entry expires after 5 s; the CLI took that for a stopped server and exited 0,
+    // and on SIGCONT the server answered from the old snapshot (CONTRACT 10)
+    await reloadWhileSuspended('four', 0, 8);
   });
 
   it('a server suspended before the reload, its registry entry already expired: exit 1 naming it', async () => {
     // the CLI listed live entries only, so it never knew of this server: exit 0, and on SIGCONT
-    // the server answered from the old snapshot (CONTRACT 10)
-    const next = await importCli(env, exportFiles('five'));
-    assert.equal(next.code, 0, next.stderr);
-    server.child.kill('SIGSTOP');
-    try {
-      await new Promise((r) => setTimeout(r, 6500)); // the entry's TTL is 5 heartbeats of 1 s
-      const r = await runNode('src/cli/reload.ts', ['--timeout', '2'], env, 30_000);
-      assert.equal(r.code, 1, r.stdout);
-      assert.match(
-        r.stderr,
-        new RegExp(
-          `did not reload: no answer within 2 s; its process \\(pid ${server.child.pid}\\) is still there but stopped heartbeating: suspended or hung\n`,
-        ),
-      );
-    } finally {
-      server.child.kill('SIGCONT');
-    }
-    const after = await reloadCli(env);
-    assert.equal(after.code, 0, after.stderr);
+    // the server answered from the old snapshot (CONTRACT 10); the entry's TTL is 5 heartbeats of 1 s
+    await reloadWhileSuspended('five', 6500, 2);
   });
 
   it('--organization-id twice: exit 2 (the last one used to be reloaded alone, silently)', async () => {
