@@ -98,7 +98,8 @@ type ImportPhase = 'reading' | 'staging' | 'publishing';
  * Staging is stopped after the organization being written (a build is one synchronous step), and
  * what was staged is removed before the exit, instead of waiting for the next import of those
  * organizations (a 10M-message snapshot is ~2 GB of Redis memory). Once the pointer moves began
- * they all run: stopping among them would publish part of the import. A second signal quits at once.
+ * they all run, whatever comes: stopping among them would publish part of the import. Otherwise
+ * a second signal quits at once.
  */
 function interruptible(progress: Progress) {
   const controller = new AbortController();
@@ -110,16 +111,16 @@ function interruptible(progress: Progress) {
       process.stderr.write(`snapshot: interrupted (${signal}) while reading the files: nothing was written\n`);
       process.exit(code);
     }
+    if (phase === 'publishing') {
+      // however many signals: quitting among the pointer moves would publish part of the import
+      process.stderr.write(`snapshot: ${signal}: publishing has begun (a few small writes); letting it finish\n`);
+      return;
+    }
     if (controller.signal.aborted) {
       process.stderr.write(
         `snapshot: ${signal} again: quitting now; nothing is published, and the next import of these organizations removes what was staged\n`,
       );
       process.exit(code);
-    }
-    if (phase === 'publishing') {
-      process.stderr.write(`snapshot: ${signal}: publishing has begun (a few small writes); letting it finish\n`);
-      controller.abort(new Interrupted(signal));
-      return;
     }
     process.stderr.write(
       `snapshot: ${signal}: stopping after the organization being written; nothing will be published (${signal === 'SIGINT' ? 'Ctrl-C' : 'signal'} again to quit at once)\n`,

@@ -1,10 +1,10 @@
 /**
  * Renders an nginx configuration that routes each request to its organization's shard: a `map`
  * from the request's organization (`$organization`, below; nginx lower-cases the value for
- * exact-string maps, so upper-case UUIDs route too) to an upstream group per shard. Requests without a known organization (no
- * parameter, an organization of no shard, another path) go to the first shard, whose replica
- * answers them as usual: 400, 403, 404, or 421 for a granted organization it does not hold, so a
- * request routed wrong is visible, never an empty 200.
+ * exact-string maps, so upper-case UUIDs route too) to an upstream group per shard. Requests
+ * without a known organization (no parameter, an organization of no shard, another path) go to
+ * the first shard, whose replica answers them as usual: 400, 403, 404, or 421 for a granted
+ * organization it does not hold, so a request routed wrong is visible, never an empty 200.
  *
  * Paths (pid, logs, temp folders) are relative to nginx's prefix (`nginx -p DIR`), so the same
  * file runs under any prefix.
@@ -39,7 +39,7 @@ const NGINX_ERRORS = [
   },
   { codes: [400], status: 400, error: 'invalid_request', message: 'The request is malformed.' },
   // a request for one of these pages themselves (they are internal)
-  { codes: [404], status: 404, error: 'not_found', message: 'There is nothing at this path.' },
+  { codes: [404], status: 404, error: 'not_found', message: 'No endpoint exists at this path.' },
 ] as const;
 
 /** The whole nginx.conf text. */
