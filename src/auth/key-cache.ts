@@ -24,6 +24,11 @@ export type AuthResult =
        * new lookup): the key is cached if it exists.
        */
       lookup?: Promise<void>;
+      /**
+       * Set, on the authentication that follows a settled lookup, when that lookup failed: the
+       * store could not say whether the key exists (503 for the request, not 401).
+       */
+      unavailable?: true;
     };
 
 interface CachedKey {
@@ -103,6 +108,8 @@ export function lookupLimiter(perSecond = 20): RateLimiter {
 // Bounds of the lookup path, so random prefixes cannot flood the store or grow memory.
 const MAX_LOOKUPS_IN_FLIGHT = 32;
 const MAX_MISSES = 10_000;
+/** How long a failed lookup answers the requests that waited for it (they re-authenticate at once). */
+const LOOKUP_FAILURE_MS = 5_000;
 
 /**
  * All API keys in memory, re-read from the store every second, so a known key never waits on the
@@ -127,6 +134,8 @@ export class KeyCache {
   private readonly lookups = new Map<string, Promise<void>>();
   /** prefix -> epoch ms until which it is known to be absent from the store */
   private readonly misses = new Map<string, number>();
+  /** prefix -> epoch ms its last lookup failed (the store did not answer) */
+  private readonly lookupFailures = new Map<string, number>();
   private readonly lookupLimiter: RateLimiter;
   private readonly onListing: ((listing: KeyListing) => void) | undefined;
   private readonly beforeAuthenticate: (() => void) | undefined;
@@ -243,6 +252,11 @@ export class KeyCache {
     // Same work whether or not the prefix exists.
     const equal = this.compare(digest, cached ? cached.digest : DUMMY_DIGEST);
     if (!cached) {
+      if (!allowLookup) {
+        const failedAt = this.lookupFailures.get(parts.prefix);
+        if (failedAt !== undefined && now - failedAt < LOOKUP_FAILURE_MS)
+          return { ok: false, prefix: parts.prefix, unavailable: true };
+      }
       const lookup = allowLookup ? this.lookup(parts.prefix, now) : null;
       return lookup ? { ok: false, prefix: parts.prefix, lookup } : { ok: false, prefix: parts.prefix };
     }
@@ -268,6 +282,7 @@ export class KeyCache {
       .then(() => this.store.getKey(prefix))
       .then(
         (record) => {
+          this.lookupFailures.delete(prefix);
           if (record === null || record.prefix !== prefix) {
             if (this.misses.size >= MAX_MISSES) this.misses.delete(this.misses.keys().next().value!);
             this.misses.set(prefix, Date.now() + this.missTtlMs);
@@ -276,12 +291,18 @@ export class KeyCache {
           // Into the live map: a refresh that read the list before this key existed keeps it (see refresh).
           this.keys.set(prefix, { ...toCached(record), lookedUpAt: Date.now() });
         },
-        // A store that cannot answer: this request is refused (401); a later one may look again.
-        (err) =>
+        // A store that cannot answer: the requests that waited for it are told the key cannot be
+        // checked now (503; it was 401, which says the key is bad); a later one may look again.
+        (err) => {
+          this.lookupFailures.delete(prefix);
+          if (this.lookupFailures.size >= MAX_MISSES)
+            this.lookupFailures.delete(this.lookupFailures.keys().next().value!);
+          this.lookupFailures.set(prefix, Date.now());
           this.logger.debug(
             { err: (err as Error)?.message, key_prefix: prefix },
             'keys: lookup of an unknown prefix failed',
-          ),
+          );
+        },
       )
       .finally(() => this.lookups.delete(prefix));
     this.lookups.set(prefix, done);

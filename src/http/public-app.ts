@@ -184,6 +184,13 @@ export function createSearchPipeline(deps: Omit<PublicAppDeps, 'uws' | 'metrics'
     if (!auth.ok) {
       if (auth.lookup) throw new AwaitingKeyLookup(auth.lookup);
       outcome.keyPrefix = auth.prefix;
+      if (auth.unavailable) {
+        throw new HttpError(
+          503,
+          'The API key cannot be checked now: the key store is unavailable. Retry after the time in Retry-After.',
+          { headers: LOADING },
+        );
+      }
       throw unauthorized();
     }
     outcome.keyPrefix = auth.principal.prefix;

@@ -131,12 +131,27 @@ describe('key lookups of unknown prefixes', () => {
     const r1 = cache.authenticate(`Bearer ${k.key}`);
     assert.ok(!r1.ok && r1.lookup);
     await r1.lookup;
-    assert.equal(cache.authenticate(`Bearer ${k.key}`, Date.now(), false).ok, false);
+    // the request that waited learns the key could not be checked (503), not that it is bad (401)
+    const waited = cache.authenticate(`Bearer ${k.key}`, Date.now(), false);
+    assert.ok(!waited.ok && waited.unavailable === true);
     s.setFail(false);
     const r2 = cache.authenticate(`Bearer ${k.key}`);
     assert.ok(!r2.ok && r2.lookup, 'looked up again at once');
     await r2.lookup;
     assert.equal(cache.authenticate(`Bearer ${k.key}`).ok, true);
+    // a prefix the store answers as absent after a failure: 401 again, not 503
+    const other = generateKey();
+    s.setFail(true);
+    const f = cache.authenticate(`Bearer ${other.key}`);
+    assert.ok(!f.ok && f.lookup);
+    await f.lookup;
+    s.setFail(false);
+    await new Promise((r) => setTimeout(r, 1100)); // past the lookup rate limiter's refill
+    const m = cache.authenticate(`Bearer ${other.key}`);
+    assert.ok(!m.ok && m.lookup);
+    await m.lookup;
+    const absent = cache.authenticate(`Bearer ${other.key}`, Date.now(), false);
+    assert.ok(!absent.ok && absent.unavailable === undefined);
   });
 
   it('a looked-up key survives a stale refresh without a "lost" warning, and its revocation applies at the next refresh', async () => {

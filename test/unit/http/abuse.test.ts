@@ -59,17 +59,25 @@ function makeKey(name: string, orgs: string[], scopes: string[], extra: Partial<
   };
 }
 
-function fakeStore(records: KeyRecord[]): ServingKeyStore {
-  return { listKeys: async () => records, touchKeys: async () => {} } as unknown as ServingKeyStore;
+function fakeStore(records: KeyRecord[], getKeyFails = false): ServingKeyStore {
+  return {
+    listKeys: async () => records,
+    // an unknown prefix is looked up: absent, or a store that cannot answer
+    getKey: async (prefix: string) => {
+      if (getKeyFails) throw new Error('store: redis unavailable at redis://127.0.0.1:6379: Command timed out');
+      return records.find((r) => r.prefix === prefix) ?? null;
+    },
+    touchKeys: async () => {},
+  } as unknown as ServingKeyStore;
 }
 
 /** The real public handler on an ephemeral port, with a spy on index reads. */
 async function inProcess(
   records: KeyRecord[],
-  opts: { rateLimiter?: RateLimiter; compare?: (a: Buffer, b: Buffer) => boolean } = {},
+  opts: { rateLimiter?: RateLimiter; compare?: (a: Buffer, b: Buffer) => boolean; getKeyFails?: boolean } = {},
 ) {
   const uws = loadUws();
-  const keys = new KeyCache(fakeStore(records), { logger: silent, compare: opts.compare });
+  const keys = new KeyCache(fakeStore(records, opts.getKeyFails), { logger: silent, compare: opts.compare });
   await keys.refresh();
   const reads: string[] = [];
   const app = createPublicApp({
@@ -178,6 +186,34 @@ describe('authorization matrix (CONTRACT 5 order; no data read before a refusal)
       }
     }
     assert.equal(checked, keys.length * ORGS.length * variants.length + bad.length * ORGS.length * variants.length);
+  });
+});
+
+describe('a key the store cannot check', () => {
+  it('an unknown prefix whose lookup fails: 503 with Retry-After (it was 401, which says the key is bad)', async () => {
+    const known = makeKey('known', [X], BOTH);
+    const app = await inProcess([known.record], { getKeyFails: true });
+    try {
+      const fresh = generateKey();
+      const r = await app.get(`${SEARCH_PATH}?organization_id=${X}&q=pedido`, `Bearer ${fresh.key}`);
+      assert.equal(r.status, 503);
+      assert.equal(header(r, 'retry-after'), '1');
+      assert.deepEqual(
+        { ...body(r), request_id: null },
+        {
+          error: 'unavailable',
+          message:
+            'The API key cannot be checked now: the key store is unavailable. Retry after the time in Retry-After.',
+          request_id: null,
+        },
+      );
+      // a known key is still checked from memory; a malformed one is still 401
+      assert.equal((await app.get(`${SEARCH_PATH}?organization_id=${X}&q=pedido`, `Bearer ${known.key}`)).status, 200);
+      assert.equal((await app.get(`${SEARCH_PATH}?organization_id=${X}&q=pedido`, 'Bearer nope')).status, 401);
+      assert.deepEqual(app.reads, [X]);
+    } finally {
+      app.close();
+    }
   });
 });
 
