@@ -13,6 +13,7 @@ import type { OrgIndex } from '../index/build.js';
 import { createPublicApp } from '../http/public-app.js';
 import { inFlight } from '../http/respond.js';
 import { loadUws, type us_listen_socket } from '../http/uws.js';
+import { warmTokenizer } from '../text/fast-tokens.js';
 import { createLogger } from '../log/logger.js';
 import { collectGarbage } from '../runtime/collect-garbage.js';
 import { wrapIndex } from '../store/flat-index.js';
@@ -231,6 +232,8 @@ async function stop(timeoutMs: number): Promise<void> {
 }
 
 await keys.start('installed');
+// the tokenizer's tables before the first request, not in it (~50 ms once per thread)
+warmTokenizer();
 // Same port as the other threads; the main thread refused a port held by another process before.
 app.listen(config.host, config.port, (s) => {
   if (s) {
