@@ -25,6 +25,7 @@ import type { ReloadAck, ReloadRequest, ServerEntry } from '../store/fleet.js';
 import type { StoreConfig, Stores } from '../store/stores.js';
 import { type BuiltIndex, IndexBuilder } from './index-builder.js';
 import { parseOrganizationId } from '../model/organization-id.js';
+import { pidNamespace } from '../store/file-utils.js';
 
 /** The subset of a pino logger the Catalog uses. */
 export interface CatalogLogger {
@@ -499,6 +500,7 @@ export class Catalog {
       id: this.serverId,
       pid: process.pid,
       hostname: hostname(),
+      pidNamespace: pidNamespace(),
       adminUrl: this.opts.adminUrl,
       startedAt: this.startedAt,
       heartbeatAt: Date.now(),

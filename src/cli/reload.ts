@@ -9,11 +9,10 @@
  * 2 bad usage, 1 store unavailable.
  */
 import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadStoreConfig } from '../config/config.js';
 import type { Fleet, ReloadAck, ServerEntry } from '../store/fleet.js';
-import { pidAlive } from '../store/file-utils.js';
+import { onThisHost, pidAlive } from '../store/file-utils.js';
 import { openStores } from '../store/open-store.js';
 import type { Stores } from '../store/stores.js';
 import { parseOrganizationId } from '../model/organization-id.js';
@@ -51,7 +50,7 @@ interface Outcome {
  * at once; elsewhere only its registry entry expiring (5 heartbeats) tells.
  */
 function goneFromThisHost(s: ServerEntry): boolean {
-  return s.hostname === hostname() && !pidAlive(s.pid);
+  return onThisHost(s) && !pidAlive(s.pid);
 }
 
 /**
@@ -61,11 +60,11 @@ function goneFromThisHost(s: ServerEntry): boolean {
  */
 function leftAndStopped(s: ServerEntry, registered: ReadonlySet<string>): boolean {
   if (registered.has(s.id)) return false;
-  return s.hostname !== hostname() || !pidAlive(s.pid);
+  return !onThisHost(s) || !pidAlive(s.pid);
 }
 
 function noAnswer(s: ServerEntry, timeoutMs: number, registered: ReadonlySet<string>): string {
-  const hung = !registered.has(s.id) && s.hostname === hostname() && pidAlive(s.pid);
+  const hung = !registered.has(s.id) && onThisHost(s) && pidAlive(s.pid);
   return `no answer within ${timeoutMs / 1000} s${hung ? `; its process (pid ${s.pid}) is still there but stopped heartbeating: suspended or hung` : ''}`;
 }
 

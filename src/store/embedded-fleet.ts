@@ -8,9 +8,8 @@
  * No broadcast: the reload CLI calls each server's admin URL.
  */
 import { promises as fs } from 'node:fs';
-import { hostname } from 'node:os';
 import path from 'node:path';
-import { isDir, pidAlive, sameProcessAlive, storeError as wrap, writeFileAtomic } from './file-utils.js';
+import { isDir, onThisHost, pidAlive, sameProcessAlive, storeError as wrap, writeFileAtomic } from './file-utils.js';
 import type { Fleet, ServerEntry } from './fleet.js';
 
 const SERVER_ID = /^[A-Za-z0-9_-]{1,64}$/;
@@ -78,7 +77,7 @@ export class EmbeddedFleet implements Fleet {
       } catch {
         continue;
       }
-      const here = e.hostname === hostname();
+      const here = onThisHost(e);
       const expired = Date.now() - e.heartbeatAt > e.ttlMs;
       if (here ? !(expired ? sameProcessAlive(e.pid, e.startedAt) : pidAlive(e.pid)) : expired) {
         await fs.rm(file, { force: true });

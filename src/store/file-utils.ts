@@ -1,5 +1,5 @@
 /** Small file-system helpers for the embedded store: durable atomic writes and a cross-process lock. */
-import { promises as fs, readFileSync } from 'node:fs';
+import { promises as fs, readFileSync, readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 
@@ -50,6 +50,30 @@ export function pidAlive(pid: number): boolean {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
   return !isZombie(pid);
+}
+
+/** This process's PID namespace (`pid:[N]`), or null without /proc. Read once. */
+export function pidNamespace(): string | null {
+  if (ownPidNamespace === undefined) {
+    try {
+      ownPidNamespace = readlinkSync('/proc/self/ns/pid');
+    } catch {
+      ownPidNamespace = null;
+    }
+  }
+  return ownPidNamespace;
+}
+let ownPidNamespace: string | null | undefined;
+
+/**
+ * Whether a registry entry's pid can be checked from here: the same hostname and the same PID
+ * namespace. A container with the host's hostname (host networking) has pids of its own, and an
+ * entry without the field (an older server) cannot be told apart: both count as another host's,
+ * known stopped only once their entry expires.
+ */
+export function onThisHost(e: { hostname: string; pidNamespace?: string | null }): boolean {
+  const ns = pidNamespace();
+  return e.hostname === hostname() && ns !== null && e.pidNamespace === ns;
 }
 
 /**

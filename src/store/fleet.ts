@@ -9,6 +9,12 @@ export interface ServerEntry {
   /** base URL of the admin listener (`http://127.0.0.1:9464`), or null when there is none */
   adminUrl: string | null;
   startedAt: string;
+  /**
+   * The process's PID namespace (`pid:[4026531836]`, from /proc/self/ns/pid), or null where there
+   * is none to read. A pid names the same process only within one namespace: a container with the
+   * host's hostname (host networking) has pids of its own.
+   */
+  pidNamespace?: string | null;
   /** epoch ms of the last heartbeat; an entry older than its TTL is dead */
   heartbeatAt: number;
 }

@@ -11,8 +11,7 @@
 import type { Fleet, ReloadAck, ReloadRequest, ReloadSignals, ServerEntry } from './fleet.js';
 import type { RedisConnection } from './redis-connection.js';
 
-import { hostname } from 'node:os';
-import { sameProcessAlive } from './file-utils.js';
+import { onThisHost, sameProcessAlive } from './file-utils.js';
 
 const RELOAD_CHANNEL = 'reload';
 const SEEN = 'servers:seen';
@@ -75,7 +74,6 @@ export class RedisFleet implements Fleet {
       const live = await Promise.all(ids.map((id) => this.conn.client.exists(`server:${id}`)));
       const out: ServerEntry[] = [];
       const drop: string[] = [];
-      const here = hostname();
       for (let i = 0; i < ids.length; i++) {
         if (live[i] === 1) continue;
         let e: ServerEntry;
@@ -85,7 +83,7 @@ export class RedisFleet implements Fleet {
           drop.push(ids[i]);
           continue;
         }
-        if (e.hostname === here) {
+        if (onThisHost(e)) {
           if (sameProcessAlive(e.pid, e.startedAt)) out.push(e);
           else drop.push(ids[i]);
         } else if (Date.now() - e.heartbeatAt > SEEN_RETENTION_MS) drop.push(ids[i]);

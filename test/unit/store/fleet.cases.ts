@@ -1,6 +1,8 @@
 /** The fleet's shared cases: every Fleet backend runs them (test/unit/store/store.test.ts). */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { hostname } from 'node:os';
+import { pidNamespace } from '../../../src/store/file-utils.js';
 import type { Fleet, ReloadRequest } from '../../../src/store/fleet.js';
 
 /** Registers the cases; `fleet()` is read once the enclosing suite has opened it. */
@@ -25,6 +27,31 @@ export function fleetCases(fleet: () => Fleet): void {
       );
       await fleet().unregisterServer('test-2');
       assert.deepEqual(await fleet().listServers(), []);
+    });
+
+    test('lapsed entries: this host and PID namespace, process still there; others dropped or ignored', async () => {
+      // an expired entry stays listed as lapsed only when its pid can be checked from here: the
+      // same hostname and PID namespace (a container with the host's hostname has pids of its own)
+      const base = {
+        pid: process.pid,
+        hostname: hostname(),
+        pidNamespace: pidNamespace(),
+        adminUrl: null,
+        startedAt: new Date().toISOString(),
+        heartbeatAt: Date.now(),
+      };
+      await fleet().registerServer({ ...base, id: 'lapse-here' }, 100);
+      await fleet().registerServer({ ...base, id: 'lapse-other-ns', pidNamespace: 'pid:[1]' }, 100);
+      await fleet().registerServer({ ...base, id: 'lapse-no-ns', pidNamespace: undefined }, 100);
+      await fleet().registerServer({ ...base, id: 'lapse-reused-pid', startedAt: '2000-01-01T00:00:00.000Z' }, 100);
+      await new Promise((r) => setTimeout(r, 250));
+      assert.deepEqual(await fleet().listServers(), []);
+      assert.deepEqual(
+        (await fleet().lapsedServers()).map((s) => s.id),
+        ['lapse-here'],
+      );
+      await fleet().unregisterServer('lapse-here');
+      assert.deepEqual(await fleet().lapsedServers(), []);
     });
 
     test('reload signals, when the fleet has them: a request reaches a subscriber, acks are read back', async (t) => {
