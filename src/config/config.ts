@@ -38,9 +38,16 @@ export class ConfigError extends Error {
 
 const got = (issue: { input: unknown }) => `got ${JSON.stringify(issue.input)}`;
 
-/** A REDIS_URL as an error may show it: a password in it is masked (`redis://:***@host`), as at run time. */
+/**
+ * A REDIS_URL as an error may show it: a password in it is masked (`redis://:***@host`), as at
+ * run time. Each comma-separated part is masked from the first ':' after '//' to its last '@', so
+ * a password holding an unencoded '@' or '/' (an invalid URL, hence the error) does not show.
+ */
 export function maskedUrl(value: string): string {
-  return value.replace(/(\/\/[^/@]*?:)[^/@]*@/g, '$1***@');
+  return value
+    .split(',')
+    .map((part) => part.replace(/^(\s*[A-Za-z][A-Za-z0-9+.-]*:\/\/[^:@/]*:).*@/, '$1***@'))
+    .join(',');
 }
 
 const port = (name: string) =>

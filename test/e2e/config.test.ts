@@ -47,6 +47,12 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
       { REDIS_URL: 'http://:S3CRETpw@localhost:6379' },
       'config: REDIS_URL must be a redis:// or rediss:// URL, got "http://:***@localhost:6379"',
     ],
+    // an unencoded '@' or '/' in the password showed part or all of it
+    [
+      { REDIS_URL: 'http://:p@S3CRET@127.0.0.1:1' },
+      'config: REDIS_URL must be a redis:// or rediss:// URL, got "http://:***@127.0.0.1:1"',
+    ],
+    [{ REDIS_URL: 'redis://a:1,http://:abc/S3CRET@127.0.0.1:6379' }, 'got "redis://a:1,http://:***@127.0.0.1:6379"'],
     [{ DATA_DIR: ' ' }, 'config: DATA_DIR must be a folder path, got " "'],
     // one port for both listeners aborted the process with serving threads (exit 134)
     [
