@@ -60,7 +60,10 @@ for (let k = 0; k < args.length; k++) {
   if (name !== null && BOOLEAN_FLAGS.includes(name)) continue;
   if (name !== null && VALUE_FLAGS.includes(name) && k + 1 < args.length) {
     k++;
-    continue;
+    // every value flag is a number but these two (a NaN ran the bench on "NaN messages")
+    if (name === 'log-level' || name === 'serve' || Number.isFinite(Number(args[k]))) continue;
+    process.stderr.write(`bench: --${name} takes a number, got ${JSON.stringify(args[k])}\n`);
+    process.exit(2);
   }
   process.stderr.write(
     `bench: unknown flag or missing value: ${JSON.stringify(args[k])} (npm run bench -- --help lists them)\n`,

@@ -89,6 +89,10 @@ export function renderNginxConf(shards: Shards, opts: NginxOptions): string {
   out('  }');
   out('  server {');
   out(`    listen ${opts.listen};`);
+  // $host when a request names none (HTTP/1.0 without Host): the replicas get a Host header
+  // either way. An empty one was held unanswered by uWS ~8 s, then nginx marked the replica
+  // failed (max_fails=1): four such requests took a shard down for everyone for 2 s.
+  out('    server_name message-search;');
   // a URI, not a named location: a 414 has no request URI to redirect from
   for (const e of NGINX_ERRORS) out(`    error_page ${e.codes.join(' ')} =${e.status} /__error_${e.status};`);
   for (const e of NGINX_ERRORS) {

@@ -60,7 +60,16 @@ export function parseShards(doc: unknown, where: string): Shards {
   // where each organization first appeared, as a JSON path (errors name the path, README)
   const owner = new Map<string, { shard: string; at: string }>();
   const names = new Map<string, number>();
+  // a replica serves one shard (its ORGANIZATIONS): an upstream in two shards misroutes one of them
+  const upstreams = new Map<string, string>();
   for (const [i, s] of r.output.shards.entries()) {
+    for (const [j, u] of s.upstreams.entries()) {
+      const at = `shards[${i}].upstreams[${j}]`;
+      const first = upstreams.get(u.toLowerCase());
+      if (first !== undefined)
+        problems.push(`${where}: ${at}: upstream ${JSON.stringify(u)} is also ${first}: a replica serves one shard`);
+      else upstreams.set(u.toLowerCase(), at);
+    }
     const first = names.get(s.name);
     if (first !== undefined)
       problems.push(

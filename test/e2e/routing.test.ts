@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import {
@@ -69,12 +70,17 @@ describe('routing CLI: usage and shards file errors', () => {
       JSON.stringify({
         shards: [
           { name: 'a', upstreams: ['h:1'], organizations: [org] },
-          { name: 'b', upstreams: ['h:2'], organizations: [org.toUpperCase()] },
+          { name: 'b', upstreams: ['h:2', 'H:1'], organizations: [org.toUpperCase()] },
         ],
       }),
     );
     const twice = await routing(['nginx', '--shards', file]);
     assert.equal(twice.code, 2);
+    // one replica in two shards would serve one of them with the other's ORGANIZATIONS
+    assert.match(
+      twice.stderr,
+      /: shards\[1\]\.upstreams\[1\]: upstream "H:1" is also shards\[0\]\.upstreams\[0\]: a replica serves one shard/,
+    );
     // named by its JSON path, and where it first was
     assert.match(
       twice.stderr,
@@ -259,6 +265,22 @@ describe('routing through a real nginx', {
         assert.equal(viaProxy.text, direct.text, query);
       }
     }
+  });
+
+  test('an HTTP/1.0 request without Host is answered by a replica at once (it took the shard down)', async () => {
+    // nginx forwarded an empty Host; uWS held the request ~8 s and nginx then marked the replica
+    // failed (max_fails=1): a few such requests made the shard answer 503 to everyone
+    const port = Number(new URL(proxy).port);
+    const t0 = Date.now();
+    const head = await new Promise<string>((resolve, reject) => {
+      const sock = net.connect(port, '127.0.0.1', () => sock.write('GET /contacts/message-search HTTP/1.0\r\n\r\n'));
+      let text = '';
+      sock.on('data', (d) => (text += d));
+      sock.on('close', () => resolve(text));
+      sock.on('error', reject);
+    });
+    assert.match(head, /^HTTP\/1\.1 401 /, head);
+    assert.ok(Date.now() - t0 < 3000, `answered after ${Date.now() - t0} ms`);
   });
 
   test("nginx's own errors have the contract's JSON body and headers (they were nginx's HTML pages)", async () => {
