@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadStoreConfig } from '../config/config.js';
 import type { Fleet, ReloadAck, ServerEntry } from '../store/fleet.js';
-import { onThisHost, pidAlive } from '../store/file-utils.js';
+import { onThisHost, pidAlive, processStopped } from '../store/file-utils.js';
 import { openStores } from '../store/open-store.js';
 import type { Stores } from '../store/stores.js';
 import { parseOrganizationId } from '../model/organization-id.js';
@@ -241,9 +241,24 @@ async function main(argv: string[]): Promise<number> {
       else process.stdout.write('reload: no server is running; servers load the newest snapshots when they start\n');
       return 0;
     }
-    const outcomes = fleet.signals
-      ? await viaSignals(fleet, servers, org, timeoutMs)
-      : await viaAdmin(fleet, servers, org, timeoutMs);
+    // a server of this host stopped by a signal cannot answer until it is resumed: named now,
+    // rather than after the whole timeout
+    const stopped = servers.filter((s) => onThisHost(s) && processStopped(s.pid));
+    const asked = servers.filter((s) => !stopped.includes(s));
+    const outcomes: Outcome[] = [
+      ...(asked.length === 0
+        ? []
+        : fleet.signals
+          ? await viaSignals(fleet, asked, org, timeoutMs)
+          : await viaAdmin(fleet, asked, org, timeoutMs)),
+      ...stopped.map(
+        (server): Outcome => ({
+          server,
+          status: 'failed',
+          error: `its process (pid ${server.pid}) is stopped by a signal (SIGSTOP or SIGTSTP): it would answer from the old snapshot once resumed; resume it (SIGCONT) and reload again`,
+        }),
+      ),
+    ];
     const ok = outcomes.every((o) => o.status !== 'failed');
     if (values.json) {
       process.stdout.write(

@@ -99,6 +99,17 @@ export function sameProcessAlive(pid: number, startedAt: string): boolean {
   }
 }
 
+/** Whether process `pid` is stopped by a signal (SIGSTOP, SIGTSTP; state T or t in /proc/PID/stat). */
+export function processStopped(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const state = stat.charAt(stat.lastIndexOf(')') + 2);
+    return state === 'T' || state === 't';
+  } catch {
+    return false;
+  }
+}
+
 /** Whether process `pid` has exited and awaits its parent's wait (state Z or X in /proc/PID/stat). */
 function isZombie(pid: number): boolean {
   let stat: string;
