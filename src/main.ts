@@ -2,7 +2,7 @@ import { KeyCache, lookupLimiter } from './auth/key-cache.js';
 import { Catalog } from './catalog/catalog.js';
 import { ConfigError, loadConfig, type Config } from './config/config.js';
 import { createAdminApp } from './http/admin-app.js';
-import { warmTokenizer } from './text/fast-tokens.js';
+import { warmTokenizer } from './text/analyze.js';
 import { createPublicApp } from './http/public-app.js';
 import { RateLimiter } from './auth/rate-limit.js';
 import { inFlight } from './http/respond.js';

@@ -13,7 +13,7 @@ import type { OrgIndex } from '../index/build.js';
 import { createPublicApp } from '../http/public-app.js';
 import { inFlight } from '../http/respond.js';
 import { loadUws, type us_listen_socket } from '../http/uws.js';
-import { warmTokenizer } from '../text/fast-tokens.js';
+import { warmTokenizer } from '../text/analyze.js';
 import { createLogger } from '../log/logger.js';
 import { collectGarbage } from '../runtime/collect-garbage.js';
 import { wrapIndex } from '../store/flat-index.js';

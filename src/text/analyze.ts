@@ -3,7 +3,7 @@
  * The index build takes a message's tokens from `internTokens` (as ids) and the query takes a
  * term's tokens from `tokensOf`: one scan behind both, so the two sides cannot disagree.
  */
-import { hasToken, internTokens, tokensOf } from './fast-tokens.js';
+import { hasToken, internTokens, tokensOf, warmTokenizer } from './fast-tokens.js';
 import { normalize } from './normalize.js';
 
 /**
@@ -18,6 +18,9 @@ export { tokensOf };
  * of each token of `tokensOf(text)` in order, from the same pass, without a string per token.
  */
 export { internTokens };
+
+/** The tokenizer's tables built now, before a server listens (fast-tokens.ts). */
+export { warmTokenizer };
 
 /** A term after CONTRACT 2 steps 2-4; tokensOf(text) is never empty. */
 export interface Term {
