@@ -93,6 +93,18 @@ async function main(): Promise<void> {
   // callback after a response ended). One failed request or task must not take the server down.
   process.on('uncaughtException', (err) => logger.error({ err }, 'uncaught exception; the server keeps serving'));
 
+  // A signal before the listeners are up (the store's first connection, the first loads) is
+  // kept and acted on once they are: the usual drain and exit 0, logged. Node's default ended the
+  // process with 143 and no line; exiting mid-start could also leave serving threads' uWS loops open.
+  let earlySignal: string | null = null;
+  const early = (signal: string) => () => {
+    earlySignal ??= signal;
+  };
+  const earlyTerm = early('SIGTERM'),
+    earlyInt = early('SIGINT');
+  process.on('SIGTERM', earlyTerm);
+  process.on('SIGINT', earlyInt);
+
   // A store that is down now does not stop the start: the server listens, answers 503 and retries.
   const store = await openStores(config, (err) =>
     logger.warn({ err: err.message }, 'store: unavailable at start; serving 503 and retrying'),
@@ -257,8 +269,14 @@ async function main(): Promise<void> {
     logger.flush?.();
     process.exit(0);
   };
+  process.off('SIGTERM', earlyTerm);
+  process.off('SIGINT', earlyInt);
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+  if (earlySignal !== null) {
+    logger.info({ signal: earlySignal }, 'a stop signal came while starting: stopping now');
+    void shutdown(earlySignal);
+  }
 }
 
 /** What serving threads need of the catalog besides the indexes: readiness and the organizations answering 503. */
