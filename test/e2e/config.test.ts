@@ -1,4 +1,5 @@
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { availableParallelism } from 'node:os';
 /** Configuration from outside: bad values stop the start with a message naming the variable; SUNSET_AT. */
@@ -195,6 +196,37 @@ describe('/readyz while the keys cannot be read', () => {
       } finally {
         dir.cleanup();
       }
+    }
+  });
+});
+
+describe('a stop signal while the server is still starting', () => {
+  it('is acted on once the listeners are up: exit 0, the stop logged (it was exit 143, no line)', async () => {
+    // a "Redis" that accepts connections and never answers: the start waits on its first
+    // connection (the 3 s connect timeout), a window the test sees from the connection itself
+    const sockets: net.Socket[] = [];
+    let connected!: () => void;
+    const firstConnection = new Promise<void>((r) => (connected = r));
+    const silent = net.createServer((sock) => {
+      sockets.push(sock);
+      connected();
+    });
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const port = (silent.address() as net.AddressInfo).port;
+    try {
+      const server = await startServer(
+        { REDIS_URL: `redis://127.0.0.1:${port}`, LOG_LEVEL: 'info', SERVER_THREADS: '2' },
+        { waitReady: false },
+      );
+      const exited = new Promise<number | null>((r) => server.child.on('exit', (code) => r(code)));
+      await firstConnection;
+      server.child.kill('SIGTERM');
+      assert.equal(await exited, 0, server.output());
+      assert.match(server.output(), /a stop signal came while starting: stopping now/);
+      assert.match(server.output(), /"msg":"stopped"/);
+    } finally {
+      for (const sock of sockets) sock.destroy();
+      silent.close();
     }
   });
 });
