@@ -1,9 +1,34 @@
 /** Command-line details the tools share. */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import type { parseArgs } from 'node:util';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 
 type Tokens = NonNullable<ReturnType<typeof parseArgs>['tokens']>;
+
+/** Bad usage of a command-line tool: its message, the usage text, exit 2. */
+export class UsageError extends Error {}
+
+/**
+ * parseArgs (with tokens) whose errors are UsageErrors, refusing an option of `once` given twice
+ * (default: every option not `multiple`).
+ */
+export function parseOptions<C extends ParseArgsConfig>(config: C, once?: readonly string[]) {
+  const parsed = (() => {
+    try {
+      return parseArgs({ ...config, tokens: true as const });
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  })();
+  const names =
+    once ??
+    Object.entries(config.options ?? {})
+      .filter(([, o]) => !o.multiple)
+      .map(([name]) => name);
+  const repeated = repeatedOption((parsed.tokens ?? []) as Tokens, names);
+  if (repeated !== null) throw new UsageError(`--${repeated} given more than once`);
+  return parsed;
+}
 
 /**
  * The first of `names` given more than once (parseArgs keeps the last value and says nothing:

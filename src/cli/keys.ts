@@ -2,7 +2,7 @@
  * `npm run keys -- create | revoke | list` (CONTRACT 8, 10). Exit codes: 0 done, 1 failed
  * (unknown prefix, store problem, bad environment), 2 usage error.
  */
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { ParseArgsConfig } from 'node:util';
 import * as v from 'valibot';
 import { generateKey, KNOWN_SCOPES, PREFIX_PATTERN } from '../auth/api-key.js';
 import type { KeyRecord } from '../auth/key-record.js';
@@ -13,7 +13,7 @@ import type { Stores } from '../store/stores.js';
 import { parseRequestInstant } from '../time/rfc3339.js';
 import { UUID } from '../model/organization-id.js';
 import { visibleText } from '../text/visible.js';
-import { newDataDirNote, repeatedOption } from './args.js';
+import { newDataDirNote, parseOptions, UsageError } from './args.js';
 import { endQuietlyOnClosedOutput } from './closed-stdout.js';
 
 const USAGE = `usage:
@@ -21,7 +21,6 @@ const USAGE = `usage:
   npm run keys -- revoke PREFIX
   npm run keys -- list [--json]`;
 
-class UsageError extends Error {}
 class Failure extends Error {}
 
 const CreateSchema = v.object({
@@ -73,18 +72,8 @@ const CreateSchema = v.object({
 });
 
 function parse<O extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: O) {
-  const parsed = (() => {
-    try {
-      return parseArgs({ args, options, allowPositionals: true, strict: true, tokens: true });
-    } catch (err) {
-      throw new UsageError((err as Error).message);
-    }
-  })();
   // every option but --organization-id takes one value
-  const once = Object.keys(options).filter((name) => !(options[name] as { multiple?: boolean }).multiple);
-  const repeated = repeatedOption(parsed.tokens, once);
-  if (repeated !== null) throw new UsageError(`--${repeated} given more than once`);
-  return parsed;
+  return parseOptions({ args, options, allowPositionals: true, strict: true });
 }
 
 /** The public view of a record: never the hash. */

@@ -161,6 +161,13 @@ async function viaAdmin(
   );
 }
 
+/** Nothing to reload: no server is registered (exit 0). */
+function noServerRunning(json: boolean | undefined): number {
+  if (json) process.stdout.write(JSON.stringify({ ok: true, servers: [] }) + '\n');
+  else process.stdout.write('reload: no server is running; servers load the newest snapshots when they start\n');
+  return 0;
+}
+
 /**
  * A failure before any server was asked (the store, the organization): on stderr, and with --json
  * also as the JSON object on stdout, so that a script parsing it does not read empty input.
@@ -219,9 +226,7 @@ async function main(argv: string[]): Promise<number> {
       if (org !== null) {
         return failBeforeServers(values.json, `organization ${org} has no published snapshot: nothing to reload`);
       }
-      if (values.json) process.stdout.write(JSON.stringify({ ok: true, servers: [] }) + '\n');
-      else process.stdout.write('reload: no server is running; servers load the newest snapshots when they start\n');
-      return 0;
+      return noServerRunning(values.json);
     }
     stores = await openStores(config);
     if (org !== null) {
@@ -237,9 +242,7 @@ async function main(argv: string[]): Promise<number> {
     // registered server that does not answer, and fail the reload at the deadline
     const servers = [...(await fleet.listServers()), ...(await fleet.lapsedServers())];
     if (servers.length === 0) {
-      if (values.json) process.stdout.write(JSON.stringify({ ok: true, servers: [] }) + '\n');
-      else process.stdout.write('reload: no server is running; servers load the newest snapshots when they start\n');
-      return 0;
+      return noServerRunning(values.json);
     }
     // a server of this host stopped by a signal cannot answer until it is resumed: named now,
     // rather than after the whole timeout

@@ -5,13 +5,12 @@
  */
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import { ImportError } from '../import/import-error.js';
 import { type ImportData, publishImport, readImport } from '../import/importer.js';
 import { createProgress, type Progress } from '../import/progress.js';
 import { ConfigError, loadStoreConfig } from '../config/config.js';
 import { openStores } from '../store/open-store.js';
-import { newDataDirNote, repeatedOption } from './args.js';
+import { newDataDirNote, parseOptions, UsageError } from './args.js';
 import { endQuietlyOnClosedOutput } from './closed-stdout.js';
 
 const USAGE = `Usage: npm run snapshot -- <command> [options]
@@ -33,29 +32,20 @@ Exit codes: 0 done, 1 import or store error, 2 bad usage, 130 / 143 interrupted
 (SIGINT / SIGTERM: nothing is published, and what was written is removed).
 `;
 
-class UsageError extends Error {}
-
 function args(argv: string[]) {
-  const parsed = (() => {
-    try {
-      return parseArgs({
-        args: argv,
-        allowPositionals: true,
-        tokens: true,
-        options: {
-          contacts: { type: 'string' },
-          messages: { type: 'string' },
-          json: { type: 'boolean', default: false },
-          help: { type: 'boolean', short: 'h', default: false },
-        },
-      });
-    } catch (err) {
-      throw new UsageError((err as Error).message);
-    }
-  })();
-  const repeated = repeatedOption(parsed.tokens, ['contacts', 'messages']);
-  if (repeated !== null) throw new UsageError(`--${repeated} given more than once`);
-  return parsed;
+  return parseOptions(
+    {
+      args: argv,
+      allowPositionals: true,
+      options: {
+        contacts: { type: 'string' },
+        messages: { type: 'string' },
+        json: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    },
+    ['contacts', 'messages'],
+  );
 }
 
 /**
@@ -82,12 +72,15 @@ async function readable(flag: string, file: string | undefined): Promise<string>
   return file;
 }
 
+/** The shell's exit code for a process ended by `signal` (128 + its number). */
+const exitCodeOf = (signal: NodeJS.Signals): number => (signal === 'SIGINT' ? 130 : 143);
+
 /** An import stopped by SIGINT or SIGTERM once its staged snapshots were removed. */
 class Interrupted extends Error {
   readonly exitCode: number;
   constructor(readonly signal: NodeJS.Signals) {
     super(`interrupted (${signal})`);
-    this.exitCode = signal === 'SIGINT' ? 130 : 143;
+    this.exitCode = exitCodeOf(signal);
   }
 }
 
@@ -106,7 +99,7 @@ function interruptible(progress: Progress) {
   let phase: ImportPhase = 'reading';
   const onSignal = (signal: NodeJS.Signals): void => {
     progress.stop();
-    const code = signal === 'SIGINT' ? 130 : 143;
+    const code = exitCodeOf(signal);
     if (phase === 'reading') {
       process.stderr.write(`snapshot: interrupted (${signal}) while reading the files: nothing was written\n`);
       process.exit(code);

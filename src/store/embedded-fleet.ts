@@ -9,7 +9,7 @@
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { isDir, onThisHost, pidAlive, sameProcessAlive, storeError as wrap, writeFileAtomic } from './file-utils.js';
+import { isDir, lapsedButAlive, onThisHost, pidAlive, storeError as wrap, writeFileAtomic } from './file-utils.js';
 import type { Fleet, ServerEntry } from './fleet.js';
 
 const SERVER_ID = /^[A-Za-z0-9_-]{1,64}$/;
@@ -77,9 +77,10 @@ export class EmbeddedFleet implements Fleet {
       } catch {
         continue;
       }
-      const here = onThisHost(e);
       const expired = Date.now() - e.heartbeatAt > e.ttlMs;
-      if (here ? !(expired ? sameProcessAlive(e.pid, e.startedAt) : pidAlive(e.pid)) : expired) {
+      // gone: expired, unless lapsed with its process still here; or its process gone from here
+      const gone = expired ? !lapsedButAlive(e) : onThisHost(e) && !pidAlive(e.pid);
+      if (gone) {
         await fs.rm(file, { force: true });
         continue;
       }

@@ -83,10 +83,10 @@ export function onThisHost(e: { hostname: string; pidNamespace?: string | null }
  */
 export function sameProcessAlive(pid: number, startedAt: string): boolean {
   if (!pidAlive(pid)) return false;
+  const fields = procStat(pid);
+  if (fields === null) return true;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    // fields after "(comm)": state is field 3, starttime (clock ticks since boot) field 22
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // starttime (clock ticks since boot) is field 22 of /proc/PID/stat
     const ticks = Number(fields[22 - 3]);
     const boot = /^btime (\d+)$/m.exec(readFileSync('/proc/stat', 'latin1'));
     if (!Number.isFinite(ticks) || boot === null) return true;
@@ -99,27 +99,40 @@ export function sameProcessAlive(pid: number, startedAt: string): boolean {
   }
 }
 
+/** An expired registry entry whose process is still there, checkably: this host, same process. */
+export function lapsedButAlive(e: {
+  hostname: string;
+  pidNamespace?: string | null;
+  pid: number;
+  startedAt: string;
+}): boolean {
+  return onThisHost(e) && sameProcessAlive(e.pid, e.startedAt);
+}
+
 /** Whether process `pid` is stopped by a signal (SIGSTOP, SIGTSTP; state T or t in /proc/PID/stat). */
 export function processStopped(pid: number): boolean {
+  const state = procStat(pid)?.[0];
+  return state === 'T' || state === 't';
+}
+
+/**
+ * The fields of /proc/PID/stat after "pid (comm)", from the state (field 3) on, or null (no
+ * /proc, or the process is gone). comm may hold spaces and parentheses: the state follows the
+ * last ')'.
+ */
+function procStat(pid: number): string[] | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    const state = stat.charAt(stat.lastIndexOf(')') + 2);
-    return state === 'T' || state === 't';
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
-    return false;
+    return null;
   }
 }
 
 /** Whether process `pid` has exited and awaits its parent's wait (state Z or X in /proc/PID/stat). */
 function isZombie(pid: number): boolean {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-  } catch {
-    return false; // no /proc (not Linux), or the process went meanwhile: the next check tells
-  }
-  // "pid (comm) S ...": comm may hold spaces and parentheses; the state follows the last ')'
-  const state = stat.charAt(stat.lastIndexOf(')') + 2);
+  // no /proc (not Linux), or the process went meanwhile: not a zombie, the next check tells
+  const state = procStat(pid)?.[0];
   return state === 'Z' || state === 'X';
 }
 

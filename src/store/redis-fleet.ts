@@ -11,7 +11,7 @@
 import type { Fleet, ReloadAck, ReloadRequest, ReloadSignals, ServerEntry } from './fleet.js';
 import type { RedisConnection } from './redis-connection.js';
 
-import { onThisHost, sameProcessAlive } from './file-utils.js';
+import { lapsedButAlive, onThisHost } from './file-utils.js';
 
 const RELOAD_CHANNEL = 'reload';
 const SEEN = 'servers:seen';
@@ -83,10 +83,9 @@ export class RedisFleet implements Fleet {
           drop.push(ids[i]);
           continue;
         }
-        if (onThisHost(e)) {
-          if (sameProcessAlive(e.pid, e.startedAt)) out.push(e);
-          else drop.push(ids[i]);
-        } else if (Date.now() - e.heartbeatAt > SEEN_RETENTION_MS) drop.push(ids[i]);
+        if (lapsedButAlive(e)) out.push(e);
+        // of this host, its process gone; of another host, remembered a day
+        else if (onThisHost(e) || Date.now() - e.heartbeatAt > SEEN_RETENTION_MS) drop.push(ids[i]);
       }
       if (drop.length > 0) await this.conn.client.hdel(SEEN, ...drop);
       return out;
