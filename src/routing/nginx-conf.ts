@@ -20,7 +20,13 @@ export interface NginxOptions {
 
 const upstreamName = (shard: string): string => `shard_${shard}`;
 const HEX = (n: number) => `[0-9A-Fa-f]{${n}}`;
-const UUID_RE = [HEX(8), HEX(4), HEX(4), HEX(4), HEX(12)].join('-');
+/**
+ * A UUID value in the query string, its five groups captured as $o1 .. $o5: a hyphen may come
+ * percent-encoded (%2D), as the replicas decode it (a client that encodes every non-alphanumeric
+ * sends that); the value nginx routes by is rebuilt with plain hyphens.
+ */
+const UUID_RE = [HEX(8), HEX(4), HEX(4), HEX(4), HEX(12)].map((h, i) => `(?<o${i + 1}>${h})`).join('(?:-|%2[Dd])');
+const UUID_VALUE = '$o1-$o2-$o3-$o4-$o5';
 
 /** nginx's own errors as CONTRACT 5 answers them (494 is nginx's code for a header block too large). */
 const NGINX_ERRORS = [
@@ -78,10 +84,11 @@ export function renderNginxConf(shards: Shards, opts: NginxOptions): string {
   out('  }');
   // The organization as the replicas read it (CONTRACT 4, 10): the first organization_id whose
   // value is a UUID, so an empty value before it (absent) is skipped, and the name may be sent
-  // percent-encoded (%5F for _). $arg_organization_id took the first value, even an empty one.
+  // percent-encoded (%5F for _), and its hyphens too (%2D). $arg_organization_id took the first
+  // value, even an empty one.
   out('  map $args $organization {');
   out('    default "";');
-  out(`    "~(?:^|&)organization(?:_|%5[Ff])id=(?<org>${UUID_RE})(?:&|$)" $org;`);
+  out(`    "~(?:^|&)organization(?:_|%5[Ff])id=${UUID_RE}(?:&|$)" ${UUID_VALUE};`);
   out('  }');
   out('  map $organization $shard {');
   out(`    default ${upstreamName(shards.shards[0].name)};`);

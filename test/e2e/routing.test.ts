@@ -247,7 +247,7 @@ describe('routing through a real nginx', {
     assert.equal(nf.status, 404);
   });
 
-  test('an empty organization_id before the real one, and a percent-encoded name, route to the right shard', async () => {
+  test('an empty organization_id before the real one, a percent-encoded name or hyphen, route to the right shard', async () => {
     // nginx's $arg_organization_id took the first value, even an empty one (absent, CONTRACT 4),
     // and never a name sent encoded (CONTRACT 10): the first shard answered 421
     for (const [org, right] of shardOf) {
@@ -256,6 +256,9 @@ describe('routing through a real nginx', {
         `organization_id=&organization_id=${org}&q=${q}`,
         `organization%5Fid=${org}&q=${q}`,
         `q=${q}&organization%5fid=${org.toUpperCase()}`,
+        // a client that percent-encodes every non-alphanumeric (the first shard answered 421)
+        `organization_id=${org.replace(/-/g, '%2D')}&q=${q}`,
+        `organization_id=&organization%5Fid=${org.replace(/-/g, '%2d').toUpperCase()}&q=${q}`,
       ]) {
         const [viaProxy, direct] = await Promise.all([
           search(proxy, key.key, query),
