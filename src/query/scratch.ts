@@ -1,5 +1,5 @@
 import { bitmapWords } from '../index/layout.js';
-import type { ContactColumn, OrgIndex } from '../index/org-index.js';
+import { type ContactColumn, contactColumnType, type OrgIndex } from '../index/org-index.js';
 import { MAX_TERMS } from '../request/terms.js';
 import { bytesOf, type Bytes } from './body-writer.js';
 
@@ -15,8 +15,12 @@ export interface TextViews {
 }
 
 /**
- * Per-index working memory reused by every query on that index (queries run synchronously on
- * one thread, so one set is enough). A generation stamp replaces clearing between queries.
+ * Working memory reused by every query of this thread (queries run synchronously, one at a time,
+ * so one set is enough), whatever organization it reads: its per-contact and per-conversation
+ * arrays are as long as the largest organization's queried so far, and a query reads only the
+ * first contactCount (or conversation count) of them. A generation stamp replaces clearing
+ * between queries. It was one set an index: about 40 KB an organization a serving thread, kept
+ * as long as the index (1,000 small organizations each queried once: RSS +40 MB).
  */
 export interface Scratch {
   generation: number;
@@ -69,50 +73,104 @@ export interface Scratch {
   sink: number;
 }
 
-const scratches = new WeakMap<OrgIndex, Scratch>();
+/** An index's own views in the scratch (text, flagPairs): made once per index, not per query. */
+interface IndexViews {
+  text: TextViews;
+  flagPairs: Uint32Array | null;
+}
 
+const indexViews = new WeakMap<OrgIndex, IndexViews>();
+let shared: Scratch | null = null;
+/** The contact count the phrase view slots were last fitted to (see fitViewSlots). */
+let slotsFitted = -1;
+
+/** This thread's scratch, fitted to `index` and in a new generation. */
 export function scratchFor(index: OrgIndex): Scratch {
-  let s = scratches.get(index);
-  if (s === undefined) {
-    s = {
-      generation: 0,
-      keys: new Float64Array(index.contactCount),
-      heap: new Float64Array(index.contactCount),
-      conversationStamp: new Uint32Array(index.conversationIdOffsets.length - 1),
-      contactStamp: new Uint32Array(index.contactCount),
-      contactBest: new Uint32Array(index.contactCount),
-      contactHits: new Uint8Array(index.contactCount),
-      touched: new Uint32Array(index.contactCount),
-      pageEntry: new Uint32Array(index.contactCount),
-      pageTerm: new Uint8Array(index.contactCount),
-      pos: new Uint32Array(MAX_TERMS),
-      end: new Uint32Array(MAX_TERMS),
-      head: new Uint32Array(MAX_TERMS),
-      gather: new Uint32Array(4096),
-      merged: new Uint32Array(4096),
-      runs: new Uint32Array(MAX_TERMS + 1),
-      runsNext: new Uint32Array(MAX_TERMS + 1),
-      heads: new Float64Array(MAX_TERMS),
-      bits: new Int32Array(bitmapWords(index.contactCount)),
-      walk: { count: 0, conversations: 0, newest: -1, oldest: -1, picked: 0 },
-      picked: new Uint32Array(MAX_MESSAGES_LIMIT),
-      viewContact: new Array<ContactColumn | undefined>(MAX_TERMS).fill(undefined),
-      viewEntry: new Array<Uint32Array | undefined>(MAX_TERMS).fill(undefined),
+  let views = indexViews.get(index);
+  if (views === undefined) {
+    views = {
       text: {
         msgRow: bytesOf(index.msgRowBytes),
         conversationId: bytesOf(index.conversationIdBytes),
         contactJson: bytesOf(index.contactJsonBytes),
       },
       flagPairs: flagPairsOf(index.entryFlags),
-      pageItems: new Int32Array(0),
-      pagePicked: new Uint32Array(0),
-      pageMessages: new Uint32Array(0),
-      sink: 0,
     };
-    scratches.set(index, s);
+    indexViews.set(index, views);
   }
+  const s = (shared ??= newScratch(views));
+  const contacts = index.contactCount;
+  const conversations = index.conversationIdOffsets.length - 1;
+  if (s.keys.length < contacts) growContacts(s, contacts);
+  if (s.conversationStamp.length < conversations) s.conversationStamp = new Uint32Array(conversations);
+  if (s.bits.length < bitmapWords(contacts)) s.bits = new Int32Array(bitmapWords(contacts));
+  s.text = views.text;
+  s.flagPairs = views.flagPairs;
+  if (contacts !== slotsFitted) fitViewSlots(s, contacts);
   nextGeneration(s);
   return s;
+}
+
+function newScratch(views: IndexViews): Scratch {
+  return {
+    generation: 0,
+    keys: new Float64Array(0),
+    heap: new Float64Array(0),
+    conversationStamp: new Uint32Array(0),
+    contactStamp: new Uint32Array(0),
+    contactBest: new Uint32Array(0),
+    contactHits: new Uint8Array(0),
+    touched: new Uint32Array(0),
+    pageEntry: new Uint32Array(0),
+    pageTerm: new Uint8Array(0),
+    pos: new Uint32Array(MAX_TERMS),
+    end: new Uint32Array(MAX_TERMS),
+    head: new Uint32Array(MAX_TERMS),
+    gather: new Uint32Array(4096),
+    merged: new Uint32Array(4096),
+    runs: new Uint32Array(MAX_TERMS + 1),
+    runsNext: new Uint32Array(MAX_TERMS + 1),
+    heads: new Float64Array(MAX_TERMS),
+    bits: new Int32Array(0),
+    walk: { count: 0, conversations: 0, newest: -1, oldest: -1, picked: 0 },
+    picked: new Uint32Array(MAX_MESSAGES_LIMIT),
+    viewContact: new Array<ContactColumn | undefined>(MAX_TERMS).fill(undefined),
+    viewEntry: new Array<Uint32Array | undefined>(MAX_TERMS).fill(undefined),
+    text: views.text,
+    flagPairs: views.flagPairs,
+    pageItems: new Int32Array(0),
+    pagePicked: new Uint32Array(0),
+    pageMessages: new Uint32Array(0),
+    sink: 0,
+  };
+}
+
+/** The per-contact arrays, `contacts` long (zeroed: a stamp of 0 reads as unseen). */
+function growContacts(s: Scratch, contacts: number): void {
+  s.keys = new Float64Array(contacts);
+  s.heap = new Float64Array(contacts);
+  s.contactStamp = new Uint32Array(contacts);
+  s.contactBest = new Uint32Array(contacts);
+  s.contactHits = new Uint8Array(contacts);
+  s.touched = new Uint32Array(contacts);
+  s.pageEntry = new Uint32Array(contacts);
+  s.pageTerm = new Uint8Array(contacts);
+}
+
+/**
+ * A phrase view's slots (term-view.ts) are made on first use with the index's contact column
+ * type: one too short, or of the other type, is dropped here, to be made again for this index.
+ * Run when the contact count changes from the last fit (slots made since fit that count).
+ */
+function fitViewSlots(s: Scratch, contacts: number): void {
+  const wide = contactColumnType(contacts) === 'Uint32Array';
+  for (let j = 0; j < MAX_TERMS; j++) {
+    const c = s.viewContact[j];
+    if (c !== undefined && (c.length < contacts || c instanceof Uint32Array !== wide)) s.viewContact[j] = undefined;
+    const e = s.viewEntry[j];
+    if (e !== undefined && e.length < contacts) s.viewEntry[j] = undefined;
+  }
+  slotsFitted = contacts;
 }
 
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
