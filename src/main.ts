@@ -6,6 +6,7 @@ import { warmTokenizer } from './text/analyze.js';
 import { createPublicApp } from './http/public-app.js';
 import { RateLimiter } from './auth/rate-limit.js';
 import { inFlight } from './http/respond.js';
+import { type ListenVars, listenFailure } from './http/listen-failure.js';
 import { loadUws, type TemplatedApp, type us_listen_socket, type UwsModule } from './http/uws.js';
 import { createLogger, type Logger } from './log/logger.js';
 import { Metrics } from './metrics/metrics.js';
@@ -34,15 +35,18 @@ type ListenWithOptions = (
  * Listens with an exclusive port: uWS sets SO_REUSEPORT by default, so a second server started by
  * mistake on a taken port would silently share it instead of failing.
  */
-function listen(app: TemplatedApp, host: string, port: number): Promise<us_listen_socket> {
+function listen(app: TemplatedApp, host: string, port: number, vars: ListenVars): Promise<us_listen_socket> {
   return new Promise((resolve, reject) => {
     // The native binary takes (host, port, options, cb); the bundled typings lack this overload.
     (app.listen as unknown as ListenWithOptions).call(app, host, port, LIBUS_LISTEN_EXCLUSIVE_PORT, (socket) => {
       if (socket) resolve(socket);
-      else reject(new Error(`http: cannot listen on ${host}:${port} (in use or not permitted)`));
+      else void listenFailure(host, port, vars).then(reject);
     });
   });
 }
+
+const PUBLIC: ListenVars = { host: 'HOST', port: 'PORT' };
+const ADMIN: ListenVars = { host: 'ADMIN_HOST', port: 'ADMIN_PORT' };
 
 const USAGE = `Usage: npm start   (node dist/main.js)
 
@@ -184,15 +188,15 @@ async function main(): Promise<void> {
   let sockets: us_listen_socket[];
   if (pool) {
     // Refuses a port another process holds (as the exclusive listen below), then lets the threads share it.
-    uws.us_listen_socket_close(await listen(uws.App(), config.host, config.port));
+    uws.us_listen_socket_close(await listen(uws.App(), config.host, config.port, PUBLIC));
     // The admin port is tried the same way before the threads start: a taken one must stop the
     // start while no thread holds a uWS listener (exiting then aborted the process: uv_loop_close
     // with open handles). It opens for real after them, so that once /readyz answers, the
     // public port does too.
-    uws.us_listen_socket_close(await listen(uws.App(), config.adminHost, config.adminPort));
+    uws.us_listen_socket_close(await listen(uws.App(), config.adminHost, config.adminPort, ADMIN));
     await pool.start();
     try {
-      sockets = [await listen(adminApp, config.adminHost, config.adminPort)];
+      sockets = [await listen(adminApp, config.adminHost, config.adminPort, ADMIN)];
     } catch (err) {
       // taken between the try above and now: the threads hold uWS listeners, so they are stopped
       // before the start fails (an exit with them open aborts the process)
@@ -204,8 +208,8 @@ async function main(): Promise<void> {
     // this thread answers searches: the tokenizer's tables before the first one, not in it (~50 ms)
     warmTokenizer();
     sockets = [
-      await listen(publicApp, config.host, config.port),
-      await listen(adminApp, config.adminHost, config.adminPort),
+      await listen(publicApp, config.host, config.port, PUBLIC),
+      await listen(adminApp, config.adminHost, config.adminPort, ADMIN),
     ];
   }
   logger.info(

@@ -14,7 +14,7 @@ import { parseRequestInstant } from '../time/rfc3339.js';
 import { UUID } from '../model/organization-id.js';
 import { visibleText } from '../text/visible.js';
 import { newDataDirNote, parseOptions, UsageError } from './args.js';
-import { endQuietlyOnClosedOutput } from './closed-stdout.js';
+import { endQuietlyOnClosedOutput, stdoutDiscarded, writeStdoutSync } from './closed-stdout.js';
 
 const USAGE = `usage:
   npm run keys -- create --organization-id UUID [--organization-id UUID ...] --scopes contacts:read,messages:read [--name TEXT] [--expires-at ISO] [--json]
@@ -123,20 +123,33 @@ async function create(args: string[], store: () => Promise<KeyStore>): Promise<v
     revoked_at: null,
     last_used_at: null,
   };
+  // the key is shown once: not made when it would go nowhere
+  if (stdoutDiscarded())
+    throw new Failure(
+      'keys: create: standard output is /dev/null or closed, so the new key would never be shown; nothing was created',
+    );
   const s = await store();
   if (await s.getKey(record.prefix)) throw new Failure('keys: generated prefix already exists, run the command again');
   await s.putKey(record);
   const { revoked_at: _r, last_used_at: _l, ...shown } = publicRecord(record);
-  if (values.json) {
-    process.stdout.write(JSON.stringify({ key: fresh.key, ...shown }) + '\n');
-  } else {
-    process.stdout.write(
-      `Created API key ${record.prefix}${record.name ? ` (${visibleText(record.name)})` : ''}\n` +
-        `  organizations: ${record.organization_ids.join(', ')}\n` +
-        `  scopes:        ${record.scopes.join(', ')}\n` +
-        `  expires:       ${record.expires_at ?? 'never'}\n\n` +
-        `This is the only time the key is shown; store it now:\n\n  ${fresh.key}\n`,
+  const text = values.json
+    ? JSON.stringify({ key: fresh.key, ...shown }) + '\n'
+    : `Created API key ${record.prefix}${record.name ? ` (${visibleText(record.name)})` : ''}\n` +
+      `  organizations: ${record.organization_ids.join(', ')}\n` +
+      `  scopes:        ${record.scopes.join(', ')}\n` +
+      `  expires:       ${record.expires_at ?? 'never'}\n\n` +
+      `This is the only time the key is shown; store it now:\n\n  ${fresh.key}\n`;
+  try {
+    writeStdoutSync(text);
+  } catch (err) {
+    // not shown (a closed pipe, a full disk): a stored key nobody has would stay usable; revoke it
+    const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    const revoked = await s.revokeKey(record.prefix, new Date().toISOString()).then(
+      () => `key ${record.prefix} was revoked, nothing usable was created`,
+      (e: Error) =>
+        `key ${record.prefix} is stored but could not be revoked (${e.message}): run npm run keys -- revoke ${record.prefix}`,
     );
+    throw new Failure(`keys: create: could not write the new key to standard output (${why}); ${revoked}`);
   }
 }
 

@@ -242,7 +242,7 @@ app.listen(config.host, config.port, (s) => {
   } else {
     post({
       kind: 'listen-failed',
-      message: `http: cannot listen on ${config.host}:${config.port} (in use or not permitted)`,
+      message: `http: cannot listen on ${config.host}:${config.port} (PORT ${config.port} is in use or not permitted)`,
     });
   }
 });

@@ -6,7 +6,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { KeyRecord } from '../auth/key-record.js';
-import { storeError as wrap, withLock, writeFileAtomic } from './file-utils.js';
+import { isDir, storeError as wrap, withLock, writeFileAtomic } from './file-utils.js';
 import type { KeyStore } from '../auth/key-store.js';
 
 /** Key records in `dataDir`/keys.json. */
@@ -23,7 +23,9 @@ export class EmbeddedKeyStore implements KeyStore {
     try {
       return JSON.parse(await fs.readFile(this.keysFile, 'utf8')) as Record<string, KeyRecord>;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {};
+      // no keys file yet: no keys, but only in a folder that is there (a DATA_DIR not reachable yet,
+      // a symlink to a volume not mounted, is the store down: a key cannot be checked, 503, not 401)
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && (await isDir(this.dataDir))) return {};
       throw wrap(`reading ${this.keysFile}`, err);
     }
   }

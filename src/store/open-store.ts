@@ -1,4 +1,6 @@
 /** Opens the store the validated configuration names (CONTRACT 8): REDIS_URL set means Redis, else files under DATA_DIR. */
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
 import { EmbeddedStore } from './embedded-store.js';
 import type { StoreConfig, Stores } from './stores.js';
 
@@ -24,8 +26,35 @@ export async function openStores(config: StoreConfig, onDown?: (err: Error) => v
   }
   const store = new EmbeddedStore(config.dataDir);
   if (!onDown) return store.open();
-  return store.open().catch((err: Error) => {
+  return store.open().catch(async (err: Error) => {
+    // A file where the folder, one of its parents or one of its subfolders should be is a bad
+    // value (CONTRACT 8): the start fails naming DATA_DIR (it answered 503 for ever). A folder
+    // that cannot be reached yet (a symlink to a volume not mounted yet) is retried.
+    const file = await fileInTheWay(config.dataDir);
+    if (file !== null)
+      throw new Error(
+        `store: cannot use DATA_DIR ${JSON.stringify(config.dataDir)}: ${JSON.stringify(file)} is a file, not a folder`,
+      );
     onDown(err);
     return store;
   });
+}
+
+/**
+ * The nearest existing path on the way to DATA_DIR's subfolders that is not a folder, or null
+ * when every existing one is a folder (what is missing can still appear).
+ */
+async function fileInTheWay(dataDir: string): Promise<string | null> {
+  for (const sub of ['snapshots', 'servers']) {
+    for (let p = path.resolve(dataDir, sub); ; p = path.dirname(p)) {
+      try {
+        if (!(await stat(p)).isDirectory()) return p;
+        break;
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if ((code !== 'ENOENT' && code !== 'ENOTDIR') || p === path.dirname(p)) break;
+      }
+    }
+  }
+  return null;
 }

@@ -10,6 +10,8 @@ import { baseEnv, freePort, runNode, startServer, tempDataDir } from '../helpers
 
 const data = tempDataDir();
 after(() => data.cleanup());
+const aFile = path.join(data.dir, 'a-file');
+writeFileSync(aFile, 'not a folder\n');
 
 describe('bad configuration stops the start (exit 1, no stack trace)', () => {
   const cases: Array<[Record<string, string>, string]> = [
@@ -55,6 +57,22 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
     ],
     [{ REDIS_URL: 'redis://a:1,http://:abc/S3CRET@127.0.0.1:6379' }, 'got "redis://a:1,http://:***@127.0.0.1:6379"'],
     [{ DATA_DIR: ' ' }, 'config: DATA_DIR must be a folder path, got " "'],
+    // a file where the folder, or one of its parents, should be: it answered 503 for ever
+    [
+      { DATA_DIR: aFile },
+      `start: store: cannot use DATA_DIR ${JSON.stringify(aFile)}: "${aFile}" is a file, not a folder`,
+    ],
+    [
+      { DATA_DIR: path.join(aFile, 'data') },
+      `start: store: cannot use DATA_DIR ${JSON.stringify(path.join(aFile, 'data'))}: "${aFile}" is a file, not a folder`,
+    ],
+    // uWS says only that it could not listen: the variable is named, with why
+    [{ HOST: 'notanip.invalid' }, 'HOST "notanip.invalid" is neither an IP address nor a name that resolves'],
+    [{ HOST: '256.0.0.1' }, 'HOST "256.0.0.1" is neither an IP address nor a name that resolves'],
+    [
+      { ADMIN_HOST: '192.0.2.1', PORT: '18996', ADMIN_PORT: '18995' },
+      'start: http: cannot listen on 192.0.2.1:18995: ADMIN_HOST "192.0.2.1" is not an address of this machine',
+    ],
     // one port for both listeners aborted the process with serving threads (exit 134)
     [
       { PORT: '18999', ADMIN_PORT: '18999' },
@@ -133,7 +151,7 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
           }),
         );
         assert.equal(r.code, 1, r.stderr);
-        assert.match(r.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${taken}`));
+        assert.match(r.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${taken} \\(PORT ${taken} is in use`));
         // the admin port is taken after the public one was free: with serving threads this
         // aborted the process (exit 134, uv_loop_close with open handles, a native stack)
         const admin = await runNode(
@@ -148,7 +166,10 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
           }),
         );
         assert.equal(admin.code, 1, admin.stderr);
-        assert.equal(admin.stderr, `start: http: cannot listen on 127.0.0.1:${takenAdmin} (in use or not permitted)\n`);
+        assert.equal(
+          admin.stderr,
+          `start: http: cannot listen on 127.0.0.1:${takenAdmin} (ADMIN_PORT ${takenAdmin} is in use or not permitted)\n`,
+        );
       }
     } finally {
       assert.equal(await first.stop(), 0);

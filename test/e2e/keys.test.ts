@@ -1,6 +1,7 @@
 /** The keys CLI from outside (CONTRACT 7, 8, 10): output, validation, exit codes, no secrets in list. */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { hashSecret, KEY_PATTERN } from '../../src/auth/api-key.js';
@@ -152,5 +153,81 @@ describe('keys list into a pipe its reader closed (`keys list | head -1`)', () =
     const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
     assert.equal(stderr, '');
     assert.equal(code, 0);
+  });
+});
+
+describe('keys create whose key cannot be shown (CONTRACT 7: the key is shown once)', () => {
+  const root = path.resolve(import.meta.dirname, '..', '..');
+  /** Runs `keys create` with stdout as `stdout` (a spawn stdio value); its exit code, stderr and the keys stored after. */
+  const createInto = async (stdout: 'ignore' | 'pipe' | number, name: string, closeReader = false) => {
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'src/cli/keys.ts',
+        'create',
+        '--organization-id',
+        ORG,
+        '--scopes',
+        'messages:read',
+        '--name',
+        name,
+      ],
+      { cwd: root, env, stdio: ['ignore', stdout, 'pipe'] },
+    );
+    if (closeReader) child.stdout!.destroy();
+    let stderr = '';
+    child.stderr!.on('data', (d) => (stderr += d));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    const list = await keysCli(['list', '--json'], env);
+    const records = JSON.parse(list.stdout) as Array<{ name: string; revoked_at: string | null }>;
+    return { code, stderr, records };
+  };
+
+  it('stdout to /dev/null (or closed: Node opens /dev/null in its place): exit 1, nothing created', async () => {
+    const before = (await keysCli(['list', '--json'], env)).stdout;
+    const r = await createInto('ignore', 'discarded');
+    assert.equal(r.code, 1);
+    assert.equal(
+      r.stderr,
+      'keys: create: standard output is /dev/null or closed, so the new key would never be shown; nothing was created\n',
+    );
+    assert.deepEqual(r.records, JSON.parse(before), 'no key stored');
+  });
+
+  it('a reader that closed the pipe (EPIPE): exit 1, the stored key revoked (it exited 0 with an unseen active key)', async () => {
+    const r = await createInto('pipe', 'unseen', true);
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(
+      r.stderr,
+      /^keys: create: could not write the new key to standard output \(EPIPE\); key [a-z0-9]{8} was revoked, nothing usable was created\n$/,
+    );
+    assert.notEqual(r.records.find((k) => k.name === 'unseen')?.revoked_at ?? null, null, 'revoked');
+  });
+
+  it('a full disk (/dev/full, ENOSPC): exit 1, one line, the key revoked (it printed a stack trace)', async () => {
+    const fd = openSync('/dev/full', 'w');
+    try {
+      const r = await createInto(fd, 'lost');
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(
+        r.stderr,
+        /^keys: create: could not write the new key to standard output \(ENOSPC\); key [a-z0-9]{8} was revoked/,
+      );
+      assert.notEqual(r.records.find((k) => k.name === 'lost')?.revoked_at ?? null, null, 'revoked');
+      // any other command: one line, exit 1
+      const list = spawn(process.execPath, ['--import', 'tsx', 'src/cli/keys.ts', 'list'], {
+        cwd: root,
+        env,
+        stdio: ['ignore', fd, 'pipe'],
+      });
+      let stderr = '';
+      list.stderr!.on('data', (d) => (stderr += d));
+      assert.equal(await new Promise<number | null>((resolve) => list.on('close', resolve)), 1);
+      assert.equal(stderr, 'keys: cannot write to standard output: ENOSPC: no space left on device, write\n');
+    } finally {
+      closeSync(fd);
+    }
   });
 });

@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, renameSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { generateDataset, mulberry32 } from '../../scripts/gen-lib.js';
@@ -567,7 +567,7 @@ describe('the store down at start, then back', () => {
     }
   });
 
-  test('embedded: DATA_DIR unusable at start (a file), then the folder is back: ready without a restart', async () => {
+  test('embedded: DATA_DIR unreachable at start (a symlink to a volume not mounted yet), then there: ready without a restart', async () => {
     const d = tempDir('down-embedded-');
     const dataDir = path.join(d.dir, 'data');
     const env = baseEnv({ DATA_DIR: dataDir });
@@ -577,8 +577,11 @@ describe('the store down at start, then back', () => {
       const key = await createKey(env, ORGS, 'contacts:read,messages:read');
       const harness = { name: 'embedded', serverEnv: { DATA_DIR: dataDir } } as unknown as StoreHarness;
       const stored = await storedState(harness, null as unknown as Stores);
+      // DATA_DIR a symlink to where the volume will be (a file there instead fails the start:
+      // config.test.ts)
+      const volume = `${dataDir}.volume`;
       renameSync(dataDir, `${dataDir}.away`);
-      writeFileSync(dataDir, 'not a folder');
+      symlinkSync(volume, dataDir);
       server = await startServer({ DATA_DIR: dataDir }, { waitReady: false });
       await waitFor('the server to listen', 15_000, async () =>
         fetch(`${server!.adminUrl}/healthz`).then(
@@ -587,8 +590,7 @@ describe('the store down at start, then back', () => {
         ),
       );
       await assertDown(server, key.key);
-      rmSync(dataDir);
-      renameSync(`${dataDir}.away`, dataDir);
+      renameSync(`${dataDir}.away`, volume);
       await waitFor(
         'ready after DATA_DIR came back',
         20_000,
