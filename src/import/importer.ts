@@ -118,14 +118,24 @@ export interface PublishedOrg {
 }
 
 /**
+ * Stages in flight at once: an organization's build (CPU, this thread) overlaps the writes and
+ * fsyncs (or Redis round trips) of the ones before it. One at a time, an import of 1,000 small
+ * organizations spent 28% of its time waiting on them.
+ */
+const STAGE_WINDOW = 8;
+/** ... unless their organizations hold more messages than this together: each holds its prepared snapshot in memory until written. */
+const STAGE_WINDOW_MESSAGES = 500_000;
+
+/**
  * Publishes one snapshot per organization, all or nothing as far as the store allows: every
- * organization is built and written (staged) first, one at a time (each builder's data is
- * dropped once written, so memory falls as it goes), and only then are the pointers moved, one
- * small write each. A failure while staging (a full or unreachable store: nearly all of an
- * import's store time) publishes nothing and removes what was written. A failure among the
- * pointer moves cannot take back the ones made: the error names them. `signal` aborts the staging
- * (what was staged is removed, its reason thrown); the pointer moves, once begun (`onPublishing`),
- * all run.
+ * organization is built and written (staged) first, a few at a time (STAGE_WINDOW; each
+ * builder's data is dropped once written, so memory falls as it goes), and only then are the
+ * pointers moved, one small write each, a few at a time. A failure while staging (a full
+ * or unreachable store: nearly all of an import's store time) starts no further stage, waits for
+ * those in flight, publishes nothing and removes what was written. A failure among the pointer
+ * moves cannot take back the ones made: no further one starts, and the error names those made. `signal` aborts the staging (what
+ * was staged is removed, its reason thrown); the pointer moves, once begun (`onPublishing`), all
+ * run.
  */
 export async function publishImport(
   store: SnapshotStore,
@@ -133,44 +143,91 @@ export async function publishImport(
   signal?: AbortSignal,
   onPublishing?: () => void,
 ): Promise<PublishedOrg[]> {
-  const staged: { snapshot: StagedSnapshot; org: PublishedOrg }[] = [];
+  const orgIds = [...data.organizations.keys()];
+  const staged: ({ snapshot: StagedSnapshot; org: PublishedOrg } | undefined)[] = new Array(orgIds.length);
+  const inFlight = new Set<Promise<void>>();
+  let inFlightMessages = 0;
+  let failed: { err: unknown } | null = null;
   try {
-    for (const orgId of [...data.organizations.keys()]) {
+    for (const [i, orgId] of orgIds.entries()) {
       // an interrupt (the CLI's SIGINT/SIGTERM) is seen between organizations: a build is one
       // synchronous step, and a stage is written whole or not at all
+      signal?.throwIfAborted();
+      const messages = data.organizations.get(orgId)!.messageCount;
+      while (
+        inFlight.size > 0 &&
+        (inFlight.size >= STAGE_WINDOW || inFlightMessages + messages > STAGE_WINDOW_MESSAGES)
+      )
+        await Promise.race(inFlight);
+      if (failed !== null) break;
       signal?.throwIfAborted();
       // no reference to the builder outlives this line: its growable columns (the prepared text's
       // are ~140 MB at 1M messages) can go while the index is built and written
       const org = data.organizations.get(orgId)!.build();
       data.organizations.delete(orgId);
-      const snapshot = await store.stageSnapshot(org, { consumeText: true });
-      staged.push({
-        snapshot,
-        org: {
-          organization_id: orgId,
-          version: snapshot.ref.version,
-          contacts: org.contacts.length,
-          messages: org.messages.count,
-        },
-      });
+      const counts = { organization_id: orgId, contacts: org.contacts.length, messages: org.messages.count };
+      inFlightMessages += messages;
+      // the build runs now, in this call; the writes go on while the next organization is built
+      const stage: Promise<void> = store
+        .stageSnapshot(org, { consumeText: true })
+        .then(
+          (snapshot) => {
+            staged[i] = { snapshot, org: { ...counts, version: snapshot.ref.version } };
+          },
+          (err: unknown) => {
+            failed ??= { err };
+          },
+        )
+        .finally(() => {
+          inFlight.delete(stage);
+          inFlightMessages -= messages;
+        });
+      inFlight.add(stage);
     }
+    await Promise.all(inFlight);
+    if (failed !== null) throw (failed as { err: unknown }).err;
     signal?.throwIfAborted();
   } catch (err) {
-    await Promise.all(staged.map((s) => s.snapshot.discard()));
+    // every stage settled before any is removed (one still writing would leave its file)
+    await Promise.all(inFlight);
+    await Promise.all(staged.map((s) => s?.snapshot.discard()));
     throw err;
   }
   onPublishing?.();
-  const out: PublishedOrg[] = [];
-  for (const [i, s] of staged.entries()) {
-    try {
-      await s.snapshot.commit();
-    } catch (err) {
-      await Promise.all(staged.slice(i + 1).map((x) => x.snapshot.discard()));
-      if (out.length === 0) throw err;
-      const done = out.map((o) => `organization ${o.organization_id} version ${o.version}`).join(', ');
-      throw new Error(`${(err as Error).message}; already published before it: ${done}`);
-    }
-    out.push(s.org);
+  // the pointer moves, STAGE_WINDOW at a time (each is a small durable write: one at a time, 1,000
+  // organizations waited ~1.2 s on their fsyncs); after a failure none is started, those in
+  // flight finish, and the error names what was published
+  const all = staged as { snapshot: StagedSnapshot; org: PublishedOrg }[];
+  const published = new Array<boolean>(all.length).fill(false);
+  const commits = new Set<Promise<void>>();
+  let commitFailed: { err: unknown } | null = null;
+  let started = 0;
+  for (; started < all.length && commitFailed === null; started++) {
+    const i = started;
+    const commit: Promise<void> = all[i].snapshot
+      .commit()
+      .then(
+        () => {
+          published[i] = true;
+        },
+        (err: unknown) => {
+          commitFailed ??= { err };
+        },
+      )
+      .finally(() => commits.delete(commit));
+    commits.add(commit);
+    while (commits.size >= STAGE_WINDOW) await Promise.race(commits);
   }
+  await Promise.all(commits);
+  if (commitFailed !== null) {
+    const { err } = commitFailed as { err: unknown };
+    await Promise.all(all.slice(started).map((x) => x.snapshot.discard()));
+    const done = all
+      .filter((_, i) => published[i])
+      .map((x) => `organization ${x.org.organization_id} version ${x.org.version}`);
+    if (done.length === 0) throw err;
+    throw new Error(`${(err as Error).message}; published all the same: ${done.join(', ')}`);
+  }
+  const out = all.map((x) => x.org);
   return out;
 }
