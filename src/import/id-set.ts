@@ -9,7 +9,7 @@ import type { IdColumn } from '../model/id-column.js';
  */
 export class IdSet {
   /** (hash, index + 1) pairs (model/hash-slots.ts) */
-  private slots = new Uint32Array(2 << 12);
+  private slots = new Uint32Array(2 << 8);
   private size = 0;
 
   /** `ids`: the column the caller appends every id to before adding its index here. */

@@ -26,9 +26,10 @@ export function jsonEscaped(s: string): string {
  * threads without copying and costs 4 bytes a string beyond its text.
  */
 export class StringColumnBuilder {
-  private bytes = Buffer.allocUnsafe(1 << 16);
+  // small to start with (a builder an organization, a column a read block), doubled as needed
+  private bytes = Buffer.allocUnsafe(1 << 12);
   private length = 0;
-  private offsets = new Uint32Array(1024);
+  private offsets = new Uint32Array(256);
   private count = 0;
 
   push(s: string): void {

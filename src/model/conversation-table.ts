@@ -11,7 +11,7 @@ export class ConversationTable {
   private readonly byId = new Map<string, number>();
   private readonly byPair = new Map<string, number>();
   /** per conversation: its contact's ordinal */
-  readonly contact = new Growable(1024);
+  readonly contact = new Growable(256);
   /** per conversation: its id, escaped (jsonEscaped) */
   readonly ids = new StringColumnBuilder();
 

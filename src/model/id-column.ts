@@ -8,9 +8,10 @@ import { grown } from './growable.js';
  * lone surrogates included.
  */
 export class IdColumn {
-  private codes = new Uint16Array(1 << 16);
+  // small to start with (an import holds a column an organization), doubled as needed
+  private codes = new Uint16Array(1 << 12);
   /** id i is codes[i === 0 ? 0 : ends[i - 1] .. ends[i]) */
-  private ends = new Uint32Array(1024);
+  private ends = new Uint32Array(256);
   private used = 0;
   count = 0;
 

@@ -7,6 +7,9 @@ import { IdColumn } from './id-column.js';
 import { CHANNELS, DIRECTIONS, type Contact, type MessageLine, type OrgData } from './records.js';
 
 /** A channel's and a direction's code: its index into CHANNELS and DIRECTIONS. */
+/** Rows a builder's message columns start with. */
+const INITIAL_ROWS = 256;
+
 export const CHANNEL_CODE = new Map<string, number>(CHANNELS.map((c, i) => [c, i]));
 export const DIRECTION_CODE = new Map<string, number>(DIRECTIONS.map((d, i) => [d, i]));
 
@@ -60,10 +63,12 @@ export class OrgDataBuilder {
   /** (only without prepareText) */
   private conversationIds: string[] = [];
   private contents: string[] = [];
-  private contactCol = new Uint32Array(1024);
-  private channelCol = new Uint8Array(1024);
-  private directionCol = new Uint8Array(1024);
-  private sentAtCol = new Float64Array(1024);
+  // Small to start with, doubled as needed: an import holds a builder an organization, and 10,000
+  // small organizations at the old sizes (64-256 KB for the text columns) took 5.9 GB.
+  private contactCol = new Uint32Array(INITIAL_ROWS);
+  private channelCol = new Uint8Array(INITIAL_ROWS);
+  private directionCol = new Uint8Array(INITIAL_ROWS);
+  private sentAtCol = new Float64Array(INITIAL_ROWS);
 
   private prepared: PreparedColumns | null;
 
@@ -73,10 +78,10 @@ export class OrgDataBuilder {
       options.prepareText === true
         ? {
             interner: new TokenInterner(),
-            seq: new Growable(1 << 16),
-            seqStart: new Uint32Array(1024),
+            seq: new Growable(1 << 10),
+            seqStart: new Uint32Array(INITIAL_ROWS),
             content: new StringColumnBuilder(),
-            conversation: new Uint32Array(1024),
+            conversation: new Uint32Array(INITIAL_ROWS),
             conversations: new ConversationTable(),
           }
         : null;

@@ -9,11 +9,12 @@ import { doubledSlots, placeSlot } from '../model/hash-slots.js';
  */
 export class TokenInterner {
   /** the code units of every token, id after id */
-  private pool = new Uint16Array(1 << 16);
+  // small to start with (an import holds an interner an organization), doubled as needed
+  private pool = new Uint16Array(1 << 12);
   /** where token `id` starts in `pool`; starts[size] is the pool's length */
-  private starts = new Uint32Array(1 << 12);
+  private starts = new Uint32Array(1 << 9);
   /** (hash, id + 1) pairs, at most half full (model/hash-slots.ts) */
-  private slots = new Uint32Array(2 << 13);
+  private slots = new Uint32Array(2 << 9);
   size = 0;
 
   /** The id of the token `codes[from, to)`, added when new. */
