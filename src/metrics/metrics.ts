@@ -29,7 +29,8 @@ export class Metrics {
   readonly reloadSeconds: Histogram;
 
   /** `orgStats` is read at scrape time, so the numbers are never stale. */
-  constructor(orgStats: () => OrgStat[]) {
+  constructor(readOrgStats: () => OrgStat[]) {
+    const orgStats = oncePerTurn(readOrgStats);
     collectDefaultMetrics({ register: this.registry });
     this.requests = new Counter({
       name: 'http_requests_total',
@@ -76,7 +77,8 @@ export class Metrics {
   }
 
   /** Adds catalog-wide reload totals (the catalog also reloads on its own, e.g. on a Redis signal). */
-  addReloadStats(read: () => ReloadStat | null): void {
+  addReloadStats(readStats: () => ReloadStat | null): void {
+    const read = oncePerTurn(readStats);
     const reg = [this.registry];
     // Counters (type counter, `_total`, so rate() and resets read right) mirroring the catalog's
     // own counts: set at scrape time by a reset and one increment of the whole count.
@@ -164,4 +166,22 @@ export class Metrics {
     this.counterOf(listener, status).inc();
     this.latencyOf(listener).observe(seconds);
   }
+}
+
+/**
+ * `read`'s value, computed once per turn of the event loop: a scrape runs its collectors together,
+ * and eight of them read the catalog (each reading built every organization's figures: with
+ * 10,000 organizations a scrape took 0.25-0.5 s of the main thread).
+ */
+function oncePerTurn<T>(read: () => T): () => T {
+  let cached: { value: T } | null = null;
+  return () => {
+    if (cached === null) {
+      cached = { value: read() };
+      setImmediate(() => {
+        cached = null;
+      });
+    }
+    return cached.value;
+  };
 }
