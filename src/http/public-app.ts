@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { requestLogger } from '../log/logger.js';
 import type { KeyCache } from '../auth/key-cache.js';
-import { singleAuthorization } from '../auth/api-key.js';
+import { bearerToken, parseKey, singleAuthorization } from '../auth/api-key.js';
 import type { RateLimiter } from '../auth/rate-limit.js';
 import type { OrgIndex } from '../index/build.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -179,7 +179,13 @@ export function createSearchPipeline(deps: Omit<PublicAppDeps, 'uws' | 'metrics'
     if (method !== 'GET' && method !== 'HEAD') {
       throw new HttpError(405, 'Only GET and HEAD are allowed on this path.', { headers: ALLOW });
     }
-    if (!keys.ready) throw new HttpError(503, undefined, { headers: LOADING });
+    if (!keys.ready) {
+      // the keys are not listed yet (the store down at start): a missing or malformed key is
+      // still refused first (CONTRACT 5), only a well-formed one has to wait
+      const token = bearerToken(authorization);
+      if (token === null || parseKey(token) === null) throw unauthorized();
+      throw new HttpError(503, undefined, { headers: LOADING });
+    }
     const auth = keys.authenticate(authorization, Date.now(), allowLookup);
     if (!auth.ok) {
       if (auth.lookup) throw new AwaitingKeyLookup(auth.lookup);

@@ -635,6 +635,15 @@ async function assertDown(server: RunningServer, key: string): Promise<void> {
       message: 'The service is not ready yet; retry shortly.',
       request_id: 'down-1',
     });
+    // a missing or malformed key is refused first, store or not (CONTRACT 5; it got 503)
+    for (const authorization of [null, 'Bearer nope', `Basic ${key}`]) {
+      const refused = await fetch(`${server.url}/contacts/message-search?${probes.get(A)![0].query}`, {
+        headers: authorization === null ? {} : { authorization },
+      });
+      assert.equal(refused.status, 401, `${authorization}`);
+      assert.equal(refused.headers.get('www-authenticate'), 'Bearer');
+      assert.equal(((await refused.json()) as { error: string }).error, 'unauthorized');
+    }
     await new Promise((r) => setTimeout(r, 500));
   }
 }
