@@ -70,17 +70,30 @@ test('a commit failure names what was published all the same (commits run a few 
   assert.deepEqual(log, [...ORGS.map((o) => `stage ${o}`), `commit ${ORGS[0]}`, `commit ${ORGS[2]}`]);
 });
 
-test('after a commit failure no further commit starts: the organizations not started are discarded', async () => {
-  const orgs = Array.from({ length: 12 }, (_, i) => `${String(i + 1).padStart(8, '0')}-0000-4000-8000-000000000000`);
+const TWELVE = Array.from({ length: 12 }, (_, i) => `${String(i + 1).padStart(8, '0')}-0000-4000-8000-000000000000`);
+
+function importOf(orgs: string[]): ImportData {
+  const organizations = new Map<string, OrgDataBuilder>();
+  for (const org of orgs) organizations.set(org, new OrgDataBuilder(org));
+  return { organizations, contacts: 0, messages: 0 };
+}
+
+/** A store whose stages and commits each take a turn of the event loop; one organization's stage or commit fails at once. */
+function slowStore(fail: { stage?: string; commit?: string }): { store: SnapshotStore; log: string[] } {
   const log: string[] = [];
+  const turn = () => new Promise((resolve) => setImmediate(resolve));
   const store = {
     async stageSnapshot(data: { organizationId: string }): Promise<StagedSnapshot> {
       const org = data.organizationId;
+      log.push(`stage ${org}`);
+      if (org === fail.stage) throw new Error(`store: publishing organization ${org}: ENOSPC`);
+      await turn();
+      log.push(`staged ${org}`);
       return {
         ref: { organizationId: org, version: 3 },
         async commit() {
-          if (org === orgs[1]) throw new Error(`store: publishing organization ${org}: EIO`);
-          await new Promise((resolve) => setImmediate(resolve));
+          if (org === fail.commit) throw new Error(`store: publishing organization ${org}: EIO`);
+          await turn();
           log.push(`commit ${org}`);
         },
         async discard() {
@@ -89,61 +102,44 @@ test('after a commit failure no further commit starts: the organizations not sta
       };
     },
   } as unknown as SnapshotStore;
-  const organizations = new Map<string, OrgDataBuilder>();
-  for (const org of orgs) organizations.set(org, new OrgDataBuilder(org));
-  const err = await publishImport(store, { organizations, contacts: 0, messages: 0 }).then(
+  return { store, log };
+}
+
+const sortedOf = (log: string[], kind: string) => log.filter((l) => l.startsWith(`${kind} `)).sort();
+
+test('after a commit failure no further commit starts: the organizations not started are discarded', async () => {
+  const { store, log } = slowStore({ commit: TWELVE[1] });
+  const err = await publishImport(store, importOf(TWELVE)).then(
     () => null,
     (e: Error) => e,
   );
   assert.ok(err !== null);
   // eight in flight when the failure is seen: the seven others finish, the last four never start
-  const committed = orgs.slice(0, 8).filter((_, i) => i !== 1);
+  const committed = TWELVE.slice(0, 8).filter((_, i) => i !== 1);
   assert.equal(
     err.message,
-    `store: publishing organization ${orgs[1]}: EIO; published all the same: ${committed.map((o) => `organization ${o} version 3`).join(', ')}`,
+    `store: publishing organization ${TWELVE[1]}: EIO; published all the same: ${committed.map((o) => `organization ${o} version 3`).join(', ')}`,
   );
-  assert.deepEqual(log.filter((l) => l.startsWith('commit')).sort(), committed.map((o) => `commit ${o}`).sort());
+  assert.deepEqual(sortedOf(log, 'commit'), committed.map((o) => `commit ${o}`).sort());
   assert.deepEqual(
-    log.filter((l) => l.startsWith('discard')).sort(),
-    orgs
-      .slice(8)
+    sortedOf(log, 'discard'),
+    TWELVE.slice(8)
       .map((o) => `discard ${o}`)
       .sort(),
   );
 });
 
 test('a staging failure while others are writing: they finish, then all are discarded; no later one starts', async () => {
-  const orgs = Array.from({ length: 12 }, (_, i) => `${String(i + 1).padStart(8, '0')}-0000-4000-8000-000000000000`);
-  const log: string[] = [];
-  const store = {
-    async stageSnapshot(data: { organizationId: string }): Promise<StagedSnapshot> {
-      const org = data.organizationId;
-      log.push(`stage ${org}`);
-      if (org === orgs[1]) throw new Error(`store: publishing organization ${org}: ENOSPC`);
-      await new Promise((resolve) => setImmediate(resolve));
-      log.push(`staged ${org}`);
-      return {
-        ref: { organizationId: org, version: 1 },
-        async commit() {
-          log.push(`commit ${org}`);
-        },
-        async discard() {
-          log.push(`discard ${org}`);
-        },
-      };
-    },
-  } as unknown as SnapshotStore;
-  const organizations = new Map<string, OrgDataBuilder>();
-  for (const org of orgs) organizations.set(org, new OrgDataBuilder(org));
-  await assert.rejects(publishImport(store, { organizations, contacts: 0, messages: 0 }), { message: /ENOSPC$/ });
-  const written = orgs.slice(0, 8).filter((_, i) => i !== 1);
+  const { store, log } = slowStore({ stage: TWELVE[1] });
+  await assert.rejects(publishImport(store, importOf(TWELVE)), { message: /ENOSPC$/ });
+  const written = TWELVE.slice(0, 8).filter((_, i) => i !== 1);
   assert.deepEqual(
     log.filter((l) => l.startsWith('stage ')),
-    orgs.slice(0, 8).map((o) => `stage ${o}`),
+    TWELVE.slice(0, 8).map((o) => `stage ${o}`),
     'eight stages in flight, none started after the failure',
   );
-  assert.ok(!log.some((l) => l.startsWith('commit')));
-  assert.deepEqual(log.filter((l) => l.startsWith('discard')).sort(), written.map((o) => `discard ${o}`).sort());
+  assert.deepEqual(sortedOf(log, 'commit'), []);
+  assert.deepEqual(sortedOf(log, 'discard'), written.map((o) => `discard ${o}`).sort());
   // each discarded only once it had finished writing
   for (const o of written) assert.ok(log.indexOf(`staged ${o}`) < log.indexOf(`discard ${o}`), o);
 });
