@@ -130,12 +130,12 @@ const STAGE_WINDOW_MESSAGES = 500_000;
  * Publishes one snapshot per organization, all or nothing as far as the store allows: every
  * organization is built and written (staged) first, a few at a time (STAGE_WINDOW; each
  * builder's data is dropped once written, so memory falls as it goes), and only then are the
- * pointers moved, one small write each, a few at a time. A failure while staging (a full
- * or unreachable store: nearly all of an import's store time) starts no further stage, waits for
+ * pointers moved, one small write each, a few at a time. A failure while staging (a full or
+ * unreachable store: nearly all of an import's store time) starts no further stage, waits for
  * those in flight, publishes nothing and removes what was written. A failure among the pointer
- * moves cannot take back the ones made: no further one starts, and the error names those made. `signal` aborts the staging (what
- * was staged is removed, its reason thrown); the pointer moves, once begun (`onPublishing`), all
- * run.
+ * moves cannot take back the ones made: no further one starts, and the error names those made.
+ * `signal` aborts the staging (the stages in flight finish, then everything staged is removed,
+ * its reason thrown); the pointer moves, once begun (`onPublishing`), all run.
  */
 export async function publishImport(
   store: SnapshotStore,
