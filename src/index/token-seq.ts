@@ -67,15 +67,49 @@ export function encodePhrase(tokenRank: Uint32Array, ids: ArrayLike<number>): Ui
   return out;
 }
 
-/** Does bytes[from .. to) hold `pattern` starting at a token boundary? */
+/**
+ * Does bytes[from .. to) hold `pattern` starting at a token boundary? A direct scan first (the
+ * first byte rarely matches: fastest for real text), with a budget of byte comparisons linear in
+ * the text; past it, Knuth-Morris-Pratt from where the scan stopped. A repetitive message and
+ * phrase (a message of 3M times "de", a phrase of 70 times "de" then "fim": ~70 comparisons at
+ * every position) took 3.3 s a request; this is O(text + pattern) whatever the input.
+ */
 export function containsTokens(bytes: Uint8Array, from: number, to: number, pattern: Uint8Array): boolean {
   const len = pattern.length;
   const first = pattern[0];
   const last = to - len;
+  let budget = 2 * (to - from) + 64;
   outer: for (let s = from; s <= last; s++) {
     if (bytes[s] !== first || (s > from && bytes[s - 1] >= 0x80)) continue;
-    for (let k = 1; k < len; k++) if (bytes[s + k] !== pattern[k]) continue outer;
+    for (let k = 1; k < len; k++) {
+      if (bytes[s + k] === pattern[k]) continue;
+      budget -= k;
+      if (budget < 0) return containsTokensKmp(bytes, from, s + 1, to, pattern);
+      continue outer;
+    }
     return true;
+  }
+  return false;
+}
+
+/** containsTokens by Knuth-Morris-Pratt over bytes[start .. to), token boundaries judged from `from`. */
+function containsTokensKmp(bytes: Uint8Array, from: number, start: number, to: number, pattern: Uint8Array): boolean {
+  const len = pattern.length;
+  // fail[k]: the length of the longest proper prefix of pattern[0 .. k] that is also its suffix
+  const fail = new Int32Array(len);
+  for (let k = 1, q = 0; k < len; k++) {
+    while (q > 0 && pattern[k] !== pattern[q]) q = fail[q - 1];
+    if (pattern[k] === pattern[q]) q++;
+    fail[k] = q;
+  }
+  for (let i = start, q = 0; i < to; i++) {
+    while (q > 0 && bytes[i] !== pattern[q]) q = fail[q - 1];
+    if (bytes[i] === pattern[q]) q++;
+    if (q === len) {
+      const s = i - len + 1;
+      if (s === from || bytes[s - 1] < 0x80) return true;
+      q = fail[q - 1];
+    }
   }
   return false;
 }

@@ -58,6 +58,45 @@ it('phrase in the bytes = contiguous run of the ids, ranks of 1-3 bytes; decodin
   );
 });
 
+it('repetitive messages and phrases (the scan hands over to Knuth-Morris-Pratt) agree with the ids', () => {
+  // "de de de ... fim" against "de de ... de": the direct scan compares ~the phrase's length at
+  // every position and goes over its budget, so the second algorithm answers; ranks of 1 and 2
+  // bytes (1 and 129 end in the same byte), boundaries included
+  const rank = Uint32Array.from({ length: 200 }, (_, t) => t);
+  const id = fc.constantFrom(0, 1, 129);
+  const run = (token: fc.Arbitrary<number>, max: number) =>
+    fc.tuple(token, fc.integer({ min: 1, max })).map(([t, n]) => Array<number>(n).fill(t));
+  const text = fc.array(fc.oneof(run(id, 80), fc.array(id, { maxLength: 4 })), { minLength: 1, maxLength: 8 });
+  fc.assert(
+    fc.property(
+      fc.array(text, { minLength: 1, maxLength: 3 }),
+      text.filter((p) => p.flat().length > 0),
+      (messages, phraseParts) => {
+        const flat = messages.map((m) => m.flat());
+        const phrase = phraseParts.flat().slice(0, 60);
+        const seq = Uint32Array.from(flat.flat());
+        const seqStart = new Uint32Array(flat.length + 1);
+        for (let m = 0; m < flat.length; m++) seqStart[m + 1] = seqStart[m] + flat[m].length;
+        const { seqByteStart, tokenSeqBytes } = encodeTokenSeq(seq, seqStart, rank);
+        const pattern = encodePhrase(rank, phrase);
+        for (let m = 0; m < flat.length; m++) {
+          const found = containsTokens(tokenSeqBytes, seqByteStart[m], seqByteStart[m + 1], pattern);
+          assert.equal(found, containsIds(flat[m], phrase), `message ${flat[m]} phrase ${phrase}`);
+        }
+      },
+    ),
+    { seed: SEED, numRuns: 1500 },
+  );
+  // the issue's case: 300k times "de" then "fim", phrase 70 times "de" then "fim" (found) and 70
+  // times "de" then "fim" then "de" (not found): linear, a few ms
+  const long = Uint32Array.from([...Array<number>(300_000).fill(1), 129]);
+  const { seqByteStart, tokenSeqBytes } = encodeTokenSeq(long, Uint32Array.from([0, long.length]), rank);
+  const has = (ids: number[]) =>
+    containsTokens(tokenSeqBytes, seqByteStart[0], seqByteStart[1], encodePhrase(rank, ids));
+  assert.equal(has([...Array<number>(70).fill(1), 129]), true);
+  assert.equal(has([...Array<number>(70).fill(1), 129, 1]), false);
+});
+
 it('a token is never found inside a longer one: rank 1 is not the last byte of rank 129 or 16,385', () => {
   const rank = Uint32Array.from({ length: 20_000 }, (_, t) => t);
   const seq = Uint32Array.from([129, 16_385, 129, 1]);
