@@ -2,7 +2,7 @@
 import * as crypto from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ServingKeyStore } from './key-store.js';
-import type { KeyRecord } from './key-record.js';
+import { type KeyRecord, keyRecordProblem } from './key-record.js';
 import { bearerToken, parseKey, REQUIRED_SCOPES } from './api-key.js';
 import { RateLimiter } from './rate-limit.js';
 
@@ -216,7 +216,17 @@ export class KeyCache {
    * from it is dropped, unless it was looked up after the listing began (it is new, not lost).
    */
   install({ records, startedAt }: KeyListing): void {
-    const next = new Map(records.map((r) => [r.prefix, toCached(r)]));
+    const next = new Map<string, CachedKey>();
+    const malformed: string[] = [];
+    for (const r of records) {
+      const cached = cachedOrProblem(r);
+      if (typeof cached === 'string') {
+        malformed.push(cached);
+        // refused, and no store lookup for its prefix a request
+        if (typeof r?.prefix === 'string') next.set(r.prefix, REFUSED);
+      } else next.set(r.prefix, cached);
+    }
+    this.reportMalformed(malformed);
     // The store is the truth. Keys are revoked, never deleted, so a key that vanished means the
     // store lost data (a Redis restarted empty): it is refused from now on, as a server started
     // now would refuse it, and as it could no longer be listed or revoked. (It used to be kept
@@ -236,6 +246,20 @@ export class KeyCache {
     }
     this.keys = next;
     this.loaded = true;
+  }
+
+  /** Records whose problems were logged, so that a refresh a second does not repeat them. */
+  private malformedLogged = new Set<string>();
+
+  /** Logs the malformed records not logged yet (each refused: it cannot be checked). */
+  private reportMalformed(problems: string[]): void {
+    const fresh = problems.filter((p) => !this.malformedLogged.has(p));
+    if (fresh.length === 0) return;
+    for (const p of fresh) this.malformedLogged.add(p);
+    this.logger.warn(
+      { records: fresh },
+      'keys: malformed key records in the store are refused; the other keys are served (fix or revoke them)',
+    );
   }
 
   /**
@@ -289,7 +313,9 @@ export class KeyCache {
             return;
           }
           // Into the live map: a refresh that read the list before this key existed keeps it (see refresh).
-          this.keys.set(prefix, { ...toCached(record), lookedUpAt: Date.now() });
+          const cached = cachedOrProblem(record);
+          if (typeof cached === 'string') this.reportMalformed([cached]);
+          this.keys.set(prefix, { ...(typeof cached === 'string' ? REFUSED : cached), lookedUpAt: Date.now() });
         },
         // A store that cannot answer: the requests that waited for it are told the key cannot be
         // checked now (503; it was 401, which says the key is bad); a later one may look again.
@@ -333,6 +359,24 @@ export class KeyCache {
     this.timers = [];
     await this.flush();
   }
+}
+
+/** A record that cannot be checked: refused like a revoked key. */
+const REFUSED: CachedKey = {
+  digest: DUMMY_DIGEST,
+  revoked: true,
+  expiresAt: -Infinity,
+  lookedUpAt: 0,
+  hasRequiredScopes: false,
+  principal: { prefix: '', organizationIds: new Set(), scopes: new Set() },
+};
+
+/** The cached form of a stored record, or "prefix: field: problem" when its shape is wrong. */
+function cachedOrProblem(r: KeyRecord): CachedKey | string {
+  const problem = keyRecordProblem(r);
+  if (problem === null) return toCached(r);
+  const prefix = typeof r?.prefix === 'string' ? r.prefix : '(no prefix)';
+  return `${prefix}: ${problem}`;
 }
 
 function toCached(r: KeyRecord): CachedKey {

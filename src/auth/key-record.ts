@@ -1,3 +1,4 @@
+import * as v from 'valibot';
 /** A stored API key (CONTRACT 7). The secret itself is never stored, only its SHA-256 hex digest. */
 export interface KeyRecord {
   prefix: string;
@@ -10,4 +11,27 @@ export interface KeyRecord {
   expires_at: string | null;
   revoked_at: string | null;
   last_used_at: string | null;
+}
+
+/**
+ * The fields a server reads of a stored record, as it needs them: the store is written by this
+ * project's CLI, but a hand-edited keys.json or Redis hash can hold anything (a null hash made
+ * every refresh fail, so revocations stopped taking effect).
+ */
+const ServedKeyRecord = v.object({
+  prefix: v.string(),
+  hash: v.string(),
+  organization_ids: v.array(v.string()),
+  scopes: v.array(v.string()),
+  expires_at: v.nullable(v.string()),
+  revoked_at: v.nullable(v.string()),
+});
+
+/** What is wrong with a stored record's shape, as "field: problem", or null when a server can read it. */
+export function keyRecordProblem(record: unknown): string | null {
+  const r = v.safeParse(ServedKeyRecord, record);
+  if (r.success) return null;
+  const issue = r.issues[0];
+  const path = v.getDotPath(issue);
+  return `${path ?? 'record'}: ${issue.message}`;
 }

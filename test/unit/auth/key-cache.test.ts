@@ -67,3 +67,44 @@ test('required scopes per key, and last use flushed as the latest ISO instant a 
   await cache.flush();
   assert.equal(touched.length, 1);
 });
+
+test('a malformed record is refused and logged once; the other keys are served and revoked as usual', async () => {
+  const good = generateKey();
+  const revokedLater = generateKey();
+  const bad = generateKey();
+  const badOrgs = generateKey();
+  let revoked = false;
+  const full = ['contacts:read', 'messages:read'];
+  const store = {
+    listKeys: async () => [
+      record(good.prefix, good.hash, full),
+      {
+        ...record(revokedLater.prefix, revokedLater.hash, full),
+        revoked_at: revoked ? '2026-03-01T00:00:00.000Z' : null,
+      },
+      // a hand-edited store: a null hash made every refresh throw, so the revocation above never
+      // took effect, and a restarted server refused every key
+      { ...record(bad.prefix, bad.hash, full), hash: null },
+      { ...record(badOrgs.prefix, badOrgs.hash, full), organization_ids: 'nope' },
+    ],
+    getKey: async () => null,
+    touchKeys: async () => {},
+  } as unknown as ServingKeyStore;
+  const lines: Array<{ msg: string; records?: string[] }> = [];
+  const logger = pino({ level: 'warn' }, { write: (l: string) => lines.push(JSON.parse(l)) });
+  const cache = new KeyCache(store, { logger });
+  await cache.refresh();
+  const ok = (k: { key: string }) => cache.authenticate(`Bearer ${k.key}`).ok;
+  assert.deepEqual([ok(good), ok(revokedLater), ok(bad), ok(badOrgs)], [true, true, false, false]);
+  revoked = true;
+  await cache.refresh();
+  await cache.refresh();
+  assert.deepEqual([ok(good), ok(revokedLater), ok(bad), ok(badOrgs)], [true, false, false, false]);
+  // one warning for the two records, not one a refresh
+  const warned = lines.filter((l) => l.msg.startsWith('keys: malformed key records'));
+  assert.equal(warned.length, 1, JSON.stringify(lines));
+  assert.deepEqual(warned[0].records, [
+    `${bad.prefix}: hash: Invalid type: Expected string but received null`,
+    `${badOrgs.prefix}: organization_ids: Invalid type: Expected Array but received "nope"`,
+  ]);
+});
