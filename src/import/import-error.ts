@@ -16,8 +16,16 @@ export class ImportError extends Error {
   }
 }
 
-/** A value as shown in an error message: JSON, cut to 80 characters. */
+/**
+ * A value as shown in an error message: JSON, cut to 80 characters. A value nested too deep for
+ * JSON.stringify (10,000 `[`: it threw RangeError, a stack trace and no line) is named by its kind.
+ */
 export function show(value: unknown): string {
-  const s = value === undefined ? 'nothing' : (JSON.stringify(value) ?? String(value));
+  let s: string;
+  try {
+    s = value === undefined ? 'nothing' : (JSON.stringify(value) ?? String(value));
+  } catch {
+    s = Array.isArray(value) ? 'a nested array' : typeof value === 'object' ? 'a nested object' : typeof value;
+  }
   return s.length > 80 ? `${s.slice(0, 77)}...` : s;
 }
