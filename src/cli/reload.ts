@@ -28,7 +28,7 @@ them (or none is running), 1 when one did not or the store is unavailable, 2 on 
 
 Options:
   --organization-id UUID   reload this organization only
-  --timeout SECONDS        how long to wait for the servers (default 30)
+  --timeout SECONDS        how long to wait for the servers (default 30, at most 86400)
   --json                   print the per-server results as one JSON object
   -h, --help               show this text
 `;
@@ -207,8 +207,11 @@ async function main(argv: string[]): Promise<number> {
     const org = values['organization-id'];
     if (org !== undefined && parseOrganizationId(org) === null)
       throw new UsageError(`--organization-id must be a UUID, got ${JSON.stringify(org)}`);
-    if (!/^\d+(\.\d+)?$/.test(values.timeout!) || Number(values.timeout) <= 0)
-      throw new UsageError(`--timeout must be a positive number of seconds, got ${JSON.stringify(values.timeout)}`);
+    // at most a day: a timer takes up to 2^31 - 1 ms (24.8 days); past it Node fired at once
+    if (!/^\d+(\.\d+)?$/.test(values.timeout!) || Number(values.timeout) <= 0 || Number(values.timeout) > 86_400)
+      throw new UsageError(
+        `--timeout must be a number of seconds above 0 and at most 86400 (a day), got ${JSON.stringify(values.timeout)}`,
+      );
   } catch (err) {
     process.stderr.write(`reload: ${(err as Error).message}\n\n${USAGE}`);
     return 2;

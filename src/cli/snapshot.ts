@@ -59,8 +59,11 @@ async function readable(flag: string, file: string | undefined): Promise<string>
   const shown = JSON.stringify(file);
   try {
     await access(file, constants.R_OK);
-  } catch {
-    throw new UsageError(`--${flag}: cannot read ${shown}`);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why =
+      code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : (code ?? 'unknown error');
+    throw new UsageError(`--${flag}: cannot read ${shown} (${why})`);
   }
   const info = await stat(file);
   if (info.isDirectory()) throw new UsageError(`--${flag}: ${shown} is a directory, not an NDJSON file`);

@@ -143,6 +143,17 @@ describe('reload CLI', () => {
     assert.match(r.stderr, /^reload: --organization-id given more than once/);
   });
 
+  it('--timeout past a day: exit 2 naming it (past 24.8 days a timer fired at once and blamed the server)', async () => {
+    for (const t of ['2147484', '99999999999']) {
+      const r = await runNode('src/cli/reload.ts', ['--timeout', t], env, 30_000);
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(
+        r.stderr,
+        new RegExp(`^reload: --timeout must be a number of seconds above 0 and at most 86400 \\(a day\\), got "${t}"`),
+      );
+    }
+  });
+
   it('an organization without any snapshot (a typo): exit 1, named', async () => {
     const missing = '12345678-1234-4234-8234-123456789012';
     const r = await reloadCli(env, ['--organization-id', missing]);
