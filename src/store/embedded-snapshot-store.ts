@@ -57,10 +57,13 @@ function wrap(what: string, err: unknown): Error {
 export class EmbeddedSnapshotStore implements SnapshotStore {
   readonly dataDir: string;
   private readonly snapDir: string;
+  /** rewritten (a new inode) after every pointer move: see changeToken */
+  private readonly changeFile: string;
 
   constructor(dataDir: string) {
     this.dataDir = path.resolve(dataDir);
     this.snapDir = path.join(this.dataDir, 'snapshots');
+    this.changeFile = path.join(this.snapDir, '.changed');
   }
 
   publishSnapshot(data: OrgData, options: PublishOptions = {}): Promise<SnapshotRef> {
@@ -126,6 +129,9 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
               path.join(dir, 'CURRENT'),
               JSON.stringify({ version, previous: cur?.version ?? null }),
             );
+            // after the pointer: a poller that sees the new token lists the new pointer (a signal
+            // only, so not fsynced; a lost one is caught by the pollers' periodic full listing)
+            await writeFileAtomic(this.changeFile, `${version} ${org}\n`, false).catch(() => {});
             // Best effort: the new version is published now, a failed clean-up must not say otherwise
             // (the next publish removes what is left).
             await this.removeOldVersions(dir, version, cur?.version ?? null).catch(() => {});
@@ -209,6 +215,16 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
     const { refs, unreadable } = await this.listLatest();
     if (unreadable.length > 0) throw new Error(unreadable[0].error);
     return refs;
+  }
+
+  async changeToken(): Promise<string> {
+    try {
+      const st = await fs.stat(this.changeFile);
+      return `${st.ino}:${st.mtimeMs}:${st.size}`;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'none';
+      throw wrap('reading the change marker', err);
+    }
   }
 
   async listLatest(): Promise<LatestListing> {

@@ -77,6 +77,12 @@ export interface SnapshotStore {
    * Cheap enough to poll every second.
    */
   listLatest(): Promise<LatestListing>;
+  /**
+   * Optional: a token that changes whenever a pointer moves (every commit changes it), so that a
+   * poll can skip listLatest while it is the same. The embedded store's listing reads every
+   * organization's pointer: 0.9 s of CPU at 10,000 organizations, every second.
+   */
+  changeToken?(): Promise<string>;
   /** Reads and verifies (format version, checksum) one snapshot; rejects clearly when corrupt. */
   loadSnapshot(ref: SnapshotRef): Promise<OrgData>;
   /**
