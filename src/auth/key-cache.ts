@@ -125,6 +125,8 @@ export class KeyCache {
   private lastUsed = new Map<string, number>();
   private loaded = false;
   private refreshing: Promise<void> | null = null;
+  /** The records of the last listing installed from the store (see refresh). */
+  private lastListing: KeyRecord[] | null = null;
   private timers: NodeJS.Timeout[] = [];
   private readonly store: ServingKeyStore;
   private readonly logger: Logger;
@@ -196,6 +198,10 @@ export class KeyCache {
         .then(
           (records) => {
             this.lastError = null;
+            // the store's same listing (its file unchanged): the key set in memory already is it,
+            // plus any key looked up since; nothing to rebuild or post to the threads
+            if (records === this.lastListing && this.loaded) return;
+            this.lastListing = records;
             this.install({ records, startedAt });
             this.onListing?.({ records, startedAt });
           },

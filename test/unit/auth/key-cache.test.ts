@@ -108,3 +108,24 @@ test('a malformed record is refused and logged once; the other keys are served a
     `${badOrgs.prefix}: organization_ids: Invalid type: Expected Array but received "nope"`,
   ]);
 });
+
+test('the same listing again (an unchanged keys file) is neither rebuilt nor posted to the threads', async () => {
+  const k = generateKey();
+  let listing = [record(k.prefix, k.hash, ['contacts:read', 'messages:read'])];
+  const store = {
+    listKeys: async () => listing,
+    getKey: async () => null,
+    touchKeys: async () => {},
+  } as unknown as ServingKeyStore;
+  let posted = 0;
+  const cache = new KeyCache(store, { logger: pino({ level: 'silent' }), onListing: () => posted++ });
+  await cache.refresh();
+  await cache.refresh();
+  await cache.refresh();
+  assert.equal(posted, 1, '50,000 keys re-installed and posted every second took 1.5 cores');
+  assert.equal(cache.authenticate(`Bearer ${k.key}`).ok, true);
+  listing = [{ ...listing[0], revoked_at: '2026-03-01T00:00:00.000Z' }];
+  await cache.refresh();
+  assert.equal(posted, 2);
+  assert.equal(cache.authenticate(`Bearer ${k.key}`).ok, false, 'a new listing is installed');
+});
