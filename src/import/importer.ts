@@ -9,7 +9,7 @@ import { OrgDataBuilder } from '../model/org-data-builder.js';
 import type { SnapshotStore, StagedSnapshot } from '../store/snapshot-store.js';
 import { IdSet } from './id-set.js';
 import { ImportError, show } from './import-error.js';
-import { readLines, type Line } from './line-reader.js';
+import { LineTooLong, readLines, type Line } from './line-reader.js';
 import { readMessages } from './messages-reader.js';
 import { parseLine } from './parse-line.js';
 import { silentProgress, type Progress } from './progress.js';
@@ -38,12 +38,17 @@ async function* linesWithProgress(file: string, progress: Progress): AsyncGenera
   progress.start(path.basename(file), size);
   let bytes = 0,
     lines = 0;
-  for await (const batch of readLines(file, (n) => {
-    bytes += n;
-  })) {
-    lines += batch.length;
-    progress.update(bytes, lines);
-    yield batch;
+  try {
+    for await (const batch of readLines(file, (n) => {
+      bytes += n;
+    })) {
+      lines += batch.length;
+      progress.update(bytes, lines);
+      yield batch;
+    }
+  } catch (err) {
+    if (err instanceof LineTooLong) throw new ImportError(path.basename(file), err.line, null, err.message);
+    throw err;
   }
   progress.update(bytes, lines);
   progress.stop();

@@ -14,7 +14,7 @@ import { startModuleWorker } from '../runtime/module-worker.js';
 import { parseRfc3339 } from '../time/rfc3339.js';
 import type { IdSet } from './id-set.js';
 import { ImportError, show } from './import-error.js';
-import { type LineRange, readLines } from './line-reader.js';
+import { type LineRange, LineTooLong, readLines } from './line-reader.js';
 import { type ContactDirectory, OwnerResolver } from './message-owner.js';
 import { parseLine } from './parse-line.js';
 import type { Progress } from './progress.js';
@@ -125,19 +125,24 @@ async function readRange(
   report: () => void,
 ): Promise<number> {
   let n = 0;
-  for await (const batch of readLines(input.file, (b) => (counts.bytes += b), range)) {
-    counts.lines += batch.length;
-    report();
-    for (const l of batch) {
-      const number = offset + l.number;
-      const m: MessageLine = parseLine(MessageLineSchema, l, input.messagesName, number);
-      owner.resolve(m, number);
-      const sink = input.sinks[owner.org];
-      // added first, then checked: a duplicate stops the import, so it need not be taken out
-      sink.builder.addMessage(m, parseRfc3339(m.sent_at)!, owner.contact);
-      if (!sink.messageIds.add(sink.builder.messageCount - 1)) throw duplicate(input, number, m.id, owner.org);
-      n++;
+  try {
+    for await (const batch of readLines(input.file, (b) => (counts.bytes += b), range)) {
+      counts.lines += batch.length;
+      report();
+      for (const l of batch) {
+        const number = offset + l.number;
+        const m: MessageLine = parseLine(MessageLineSchema, l, input.messagesName, number);
+        owner.resolve(m, number);
+        const sink = input.sinks[owner.org];
+        // added first, then checked: a duplicate stops the import, so it need not be taken out
+        sink.builder.addMessage(m, parseRfc3339(m.sent_at)!, owner.contact);
+        if (!sink.messageIds.add(sink.builder.messageCount - 1)) throw duplicate(input, number, m.id, owner.org);
+        n++;
+      }
     }
+  } catch (err) {
+    if (err instanceof LineTooLong) throw new ImportError(input.messagesName, offset + err.line, null, err.message);
+    throw err;
   }
   return n;
 }
