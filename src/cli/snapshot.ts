@@ -3,6 +3,7 @@
  * `npm run snapshot -- list [--json]`. Exit codes: 0 done, 1 import or store error, 2 bad usage,
  * 130 / 143 interrupted by SIGINT / SIGTERM.
  */
+import { visibleText } from '../text/visible.js';
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { ImportError } from '../import/import-error.js';
@@ -183,21 +184,28 @@ async function runImport(values: ReturnType<typeof args>['values']): Promise<voi
   }
 }
 
-async function runList(json: boolean): Promise<void> {
+/**
+ * Lists the newest version of every organization; exit 1 when a pointer cannot be read, the
+ * others listed all the same (one bad pointer hid them all: the listing failed whole).
+ */
+async function runList(json: boolean): Promise<number> {
   const config = loadStoreConfig();
   const note = newDataDirNote('snapshot', config);
   if (note !== null) process.stderr.write(note);
   const stores = await openStores(config);
   try {
-    const refs = (await stores.snapshots.latest()).sort((a, b) => (a.organizationId < b.organizationId ? -1 : 1));
+    const { refs, unreadable } = await stores.snapshots.listLatest();
+    refs.sort((a, b) => (a.organizationId < b.organizationId ? -1 : 1));
     if (json) {
       process.stdout.write(
         JSON.stringify(refs.map((r) => ({ organization_id: r.organizationId, version: r.version }))) + '\n',
       );
     } else {
-      if (refs.length === 0) process.stdout.write('snapshot: no snapshot published yet\n');
+      if (refs.length === 0 && unreadable.length === 0) process.stdout.write('snapshot: no snapshot published yet\n');
       for (const r of refs) process.stdout.write(`${r.organizationId} version ${r.version}\n`);
     }
+    for (const u of unreadable) process.stderr.write(`snapshot: ${visibleText(u.error)}\n`);
+    return unreadable.length > 0 ? 1 : 0;
   } finally {
     await stores.close();
   }
@@ -217,8 +225,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (command === 'list') {
-      await runList(values.json ?? false);
-      return 0;
+      return await runList(values.json ?? false);
     }
     throw new UsageError(command === undefined ? 'missing command' : `unknown command ${JSON.stringify(command)}`);
   } catch (err) {

@@ -33,6 +33,7 @@ import {
   type StagedSnapshot,
 } from './snapshot-store.js';
 import { isCanonicalOrganizationId } from '../model/organization-id.js';
+import { visibleText } from '../text/visible.js';
 
 const VERSION_FILE = /^v(\d{10})\.snap$/;
 const FOOTER_MAGIC = Buffer.from('CMSSNAP\n', 'ascii');
@@ -81,7 +82,9 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
     try {
       await fs.mkdir(dir, { recursive: true });
       await this.removeDeadTemps(dir);
-      version = Math.max((await this.readPointer(org))?.version ?? 0, ...(await this.versionsOn(dir))) + 1;
+      // an unreadable pointer (corrupt) is replaced by this publish: the version files say what exists
+      const pointed = await this.readPointer(org).catch(() => null);
+      version = Math.max(pointed?.version ?? 0, ...(await this.versionsOn(dir))) + 1;
       const tmp = tempName(dir);
       let linked = false;
       try {
@@ -119,7 +122,8 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
       commit: async () => {
         try {
           await withLock(path.join(dir, '.lock'), async () => {
-            const cur = await this.readPointer(org);
+            // an unreadable pointer is replaced (the import that repairs it; the listing names it)
+            const cur = await this.readPointer(org).catch(() => null);
             if (cur !== null && cur.version >= version) {
               throw new Error(
                 `store: a newer snapshot (version ${cur.version}) of organization ${org} was published concurrently`,
@@ -186,7 +190,7 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
       return p;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw new Error(`store: unreadable pointer of organization ${org}: ${(err as Error).message}`);
+      throw new Error(`store: unreadable pointer of organization ${org}: ${visibleText((err as Error).message)}`);
     }
   }
 

@@ -1,11 +1,12 @@
 /** The embedded key store's listing: the same records while keys.json is the same file. */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { generateKey } from '../../../src/auth/api-key.js';
 import { EmbeddedStore } from '../../../src/store/embedded-store.js';
+import { generate, orgData } from '../../fixtures/gen-data.js';
 
 test('listKeys gives the same array while keys.json is unchanged, a new one once it is replaced', async () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'keys-listing-'));
@@ -31,6 +32,25 @@ test('listKeys gives the same array while keys.json is unchanged, a new one once
     assert.equal(second[0].revoked_at, '2026-02-01T00:00:00.000Z');
     // another process's store object sees the same file
     assert.deepEqual(await (await new EmbeddedStore(dir).open()).keys.listKeys(), second);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a corrupt pointer is named by the listing and replaced by the next publish of its organization', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'bad-pointer-'));
+  try {
+    const store = await new EmbeddedStore(dir).open();
+    const data = orgData(generate(1, 3, 20, 1));
+    const first = await store.snapshots.publishSnapshot(data);
+    writeFileSync(path.join(dir, 'snapshots', data.organizationId, 'CURRENT'), Buffer.alloc(64));
+    const listed = await store.snapshots.listLatest();
+    assert.deepEqual(listed.refs, []);
+    assert.match(listed.unreadable[0].error, /^store: unreadable pointer of organization [0-9a-f-]{36}: .*\\u0000/);
+    // the import that repairs it: it failed on the pointer before, naming nothing to do
+    const second = await store.snapshots.publishSnapshot(data);
+    assert.ok(second.version > first.version);
+    assert.deepEqual((await store.snapshots.listLatest()).refs, [second]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
