@@ -3,14 +3,20 @@
  *
  *   key:<prefix>              KeyRecord as JSON (without last_used_at);  keys: set of prefixes
  *   key-used                  hash prefix -> last_used_at
+ *   keys:changes              incremented after every record written (create, revoke)
  */
 import type { KeyRecord } from '../auth/key-record.js';
 import type { KeyStore } from '../auth/key-store.js';
 import type { RedisConnection } from './redis-connection.js';
 
+/** A listing is re-read whole at least this often, changes counter or not (a record written by other means). */
+const FULL_LISTING_MS = 30_000;
+
 /** Key records over one Redis connection. */
 export class RedisKeyStore implements KeyStore {
   private readonly conn: RedisConnection;
+  /** The last listing, the changes counter it was read at, and when (see listKeys). */
+  private listed: { token: string; records: KeyRecord[]; at: number } | null = null;
 
   constructor(conn: RedisConnection) {
     this.conn = conn;
@@ -29,6 +35,7 @@ export class RedisKeyStore implements KeyStore {
           ? this.conn.client.hset('key-used', record.prefix, last_used_at)
           : this.conn.client.hdel('key-used', record.prefix),
       ]);
+      await this.conn.client.incr('keys:changes');
     });
   }
 
@@ -46,20 +53,35 @@ export class RedisKeyStore implements KeyStore {
     });
   }
 
+  /**
+   * Every record. A server lists every second: while keys:changes is the same (no key created or
+   * revoked) and the last listing is under FULL_LISTING_MS old, that listing again (the same
+   * array), its last_used_at as they were (a server does not read them). 50,000 keys were 50,000
+   * GETs and a rebuilt key set a second, on every replica.
+   */
   async listKeys(): Promise<KeyRecord[]> {
     return this.conn.run('listing keys', async () => {
-      const prefixes = await this.conn.client.smembers('keys');
-      if (prefixes.length === 0) return [];
-      const [values, used] = await Promise.all([
-        Promise.all(prefixes.map((p) => this.conn.client.get(`key:${p}`))),
-        this.conn.client.hgetall('key-used'),
-      ]);
-      const out: KeyRecord[] = [];
-      values.forEach((v, i) => {
-        if (v !== null) out.push(this.withUsed(v, used[prefixes[i]] ?? null));
-      });
-      return out;
+      const token = (await this.conn.client.get('keys:changes')) ?? 'none';
+      const last = this.listed;
+      if (last !== null && last.token === token && Date.now() - last.at < FULL_LISTING_MS) return last.records;
+      const records = await this.readAll();
+      this.listed = { token, records, at: Date.now() };
+      return records;
     });
+  }
+
+  private async readAll(): Promise<KeyRecord[]> {
+    const prefixes = await this.conn.client.smembers('keys');
+    if (prefixes.length === 0) return [];
+    const [values, used] = await Promise.all([
+      Promise.all(prefixes.map((p) => this.conn.client.get(`key:${p}`))),
+      this.conn.client.hgetall('key-used'),
+    ]);
+    const out: KeyRecord[] = [];
+    values.forEach((v, i) => {
+      if (v !== null) out.push(this.withUsed(v, used[prefixes[i]] ?? null));
+    });
+    return out;
   }
 
   async revokeKey(prefix: string, at: string): Promise<boolean> {
@@ -69,6 +91,7 @@ export class RedisKeyStore implements KeyStore {
       const rec = JSON.parse(json) as KeyRecord;
       rec.revoked_at ??= at;
       await this.conn.client.set(`key:${prefix}`, JSON.stringify(rec));
+      await this.conn.client.incr('keys:changes');
       return true;
     });
   }

@@ -37,6 +37,20 @@ export function keyStoreCases(keys: () => KeyStore): void {
       assert.equal(k?.last_used_at, '2024-03-03T00:00:00.000Z');
     });
 
+    test('the listing is the same one until a key is created or revoked (a server lists every second)', async () => {
+      const org = uuid(9, 2);
+      await keys().putKey(key('same0000', org));
+      const first = await keys().listKeys();
+      assert.equal(await keys().listKeys(), first, 'not read again');
+      await keys().putKey(key('same0001', org));
+      const second = await keys().listKeys();
+      assert.notEqual(second, first);
+      assert.ok(second.some((r) => r.prefix === 'same0001'));
+      assert.equal(await keys().revokeKey('same0000', '2024-08-08T00:00:00.000Z'), true);
+      const third = await keys().listKeys();
+      assert.equal(third.find((r) => r.prefix === 'same0000')?.revoked_at, '2024-08-08T00:00:00.000Z');
+    });
+
     test('a touch keeps a revocation, a revocation keeps last_used_at; an unknown prefix stays unknown', async () => {
       const org = uuid(9, 1);
       await keys().putKey(key('touch000', org));
