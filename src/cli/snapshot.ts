@@ -120,7 +120,7 @@ function interruptible(progress: Progress) {
       process.exit(code);
     }
     process.stderr.write(
-      `snapshot: ${signal}: stopping after the organization being written; nothing will be published (${signal === 'SIGINT' ? 'Ctrl-C' : 'signal'} again to quit at once)\n`,
+      `snapshot: ${signal}: stopping once the organizations being written are (up to 8); nothing will be published (${signal === 'SIGINT' ? 'Ctrl-C' : 'signal'} again to quit at once)\n`,
     );
     controller.abort(new Interrupted(signal));
   };
