@@ -228,11 +228,10 @@ async function main(): Promise<void> {
   // a second signal ends the wait for responses in flight (a slow reader can hold it for
   // SHUTDOWN_TIMEOUT_MS); the shutdown then goes on as usual (closing the threads' uWS loops in
   // order: an exit with them open aborts the process)
-  let hurry: () => void = () => {};
   const shutdown = async (signal: string) => {
     if (stopping) {
       logger.warn({ signal }, 'shutdown: second signal: not waiting for responses in flight any longer');
-      hurry();
+      inFlight.hurry();
       pool?.hurry();
       return;
     }
@@ -246,15 +245,7 @@ async function main(): Promise<void> {
     // body a slow client is reading (backpressure) or an admin reload: wait for those, bounded.
     for (const s of sockets) uws.us_listen_socket_close(s);
     const threadsDrained = pool ? pool.stop(config.shutdownTimeoutMs) : Promise.resolve(true);
-    const drained =
-      (await threadsDrained) &&
-      (await Promise.race([
-        inFlight.idle().then(() => true),
-        new Promise<false>((resolve) => {
-          setTimeout(() => resolve(false), config.shutdownTimeoutMs).unref();
-          hurry = () => resolve(false);
-        }),
-      ]));
+    const drained = (await threadsDrained) && (await inFlight.drain(config.shutdownTimeoutMs));
     if (!drained)
       logger.warn(
         pool

@@ -470,11 +470,11 @@ export class Catalog {
     }
   }
 
-  // The fallback for lost broadcasts and for imports without a reload; at most one queued at a time.
   /** The store's change token at the last poll's listing, and when it was made. */
   private listedToken: string | null = null;
   private listedAt = 0;
 
+  // The fallback for lost broadcasts and for imports without a reload; at most one queued at a time.
   private poll(): void {
     // Also before `ready`: a store down at start is retried here.
     if (this.pollQueued || this.stopped) return;

@@ -3,7 +3,6 @@
  * `npm run snapshot -- list [--json]`. Exit codes: 0 done, 1 import or store error, 2 bad usage,
  * 130 / 143 interrupted by SIGINT / SIGTERM.
  */
-import { visibleText } from '../text/visible.js';
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { ImportError } from '../import/import-error.js';
@@ -11,6 +10,7 @@ import { type ImportData, publishImport, readImport } from '../import/importer.j
 import { createProgress, type Progress } from '../import/progress.js';
 import { ConfigError, loadStoreConfig } from '../config/config.js';
 import { openStores } from '../store/open-store.js';
+import { visibleText } from '../text/visible.js';
 import { newDataDirNote, parseOptions, UsageError } from './args.js';
 import { endQuietlyOnClosedOutput } from './closed-stdout.js';
 

@@ -69,6 +69,24 @@ class InFlight {
   idle(): Promise<void> {
     return this.n === 0 ? Promise.resolve() : new Promise((resolve) => this.waiters.push(resolve));
   }
+  /** Ends the waits of drain() now (a second stop signal). */
+  private hurryWaits: Array<() => void> = [];
+  /**
+   * A shutdown's wait: true once every response is written, false after `timeoutMs` or at hurry().
+   */
+  drain(timeoutMs: number): Promise<boolean> {
+    return Promise.race([
+      this.idle().then(() => true),
+      new Promise<false>((resolve) => {
+        setTimeout(() => resolve(false), timeoutMs).unref();
+        this.hurryWaits.push(() => resolve(false));
+      }),
+    ]);
+  }
+  /** Stops waiting for the responses in flight (they are cut by the exit that follows). */
+  hurry(): void {
+    for (const w of this.hurryWaits.splice(0)) w();
+  }
 }
 export const inFlight = new InFlight();
 

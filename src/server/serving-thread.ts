@@ -196,7 +196,8 @@ port.on('message', (m: ToThread) => {
       void stop(m.timeoutMs);
       break;
     case 'hurry':
-      hurry();
+      // a second signal: stop()'s wait for the responses in flight ends now
+      inFlight.hurry();
       break;
     case 'flush':
       flushObserved();
@@ -211,18 +212,9 @@ port.on('message', (m: ToThread) => {
   }
 });
 
-/** Ends stop()'s wait for the responses in flight at once (a second signal). */
-let hurry: () => void = () => {};
-
 async function stop(timeoutMs: number): Promise<void> {
   closeListener();
-  const drained = await Promise.race([
-    inFlight.idle().then(() => true),
-    new Promise<false>((resolve) => {
-      setTimeout(() => resolve(false), timeoutMs).unref();
-      hurry = () => resolve(false);
-    }),
-  ]);
+  const drained = await inFlight.drain(timeoutMs);
   await keys.stop().catch(() => undefined);
   keysPort.close();
   flushObserved();

@@ -364,17 +364,23 @@ describe('large responses and slow readers', () => {
   });
 });
 
+/** A connection that asked for a large answer and does not read it: the answer stays in flight. */
+async function stalledReader(port: number): Promise<net.Socket> {
+  const sock = net.connect(port, '127.0.0.1');
+  await new Promise((r) => sock.once('connect', r));
+  sock.pause();
+  sock.write(rawGet(BIG, AUTH));
+  await new Promise((r) => setTimeout(r, 500));
+  return sock;
+}
+
 describe('SIGTERM drains; stray errors do not stop the server', () => {
   it('a response in flight is finished after SIGTERM; no new connection is accepted; exit 0', async () => {
     const s2 = drainServer;
     const p2 = portOf(s2);
     const ref = await rawOnce(p2, rawGet(BIG, AUTH), { timeoutMs: 10_000 });
     assert.equal(ref.kind, 'response');
-    const sock = net.connect(p2, '127.0.0.1');
-    await new Promise((r) => sock.once('connect', r));
-    sock.pause();
-    sock.write(rawGet(BIG, AUTH));
-    await new Promise((r) => setTimeout(r, 500));
+    const sock = await stalledReader(p2);
     const exited = new Promise<number | null>((r) => s2.child.on('exit', (code) => r(code)));
     s2.child.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 500));
@@ -397,11 +403,7 @@ describe('SIGTERM drains; stray errors do not stop the server', () => {
 
   it('a reader that never reads does not hold the shutdown past SHUTDOWN_TIMEOUT_MS', async () => {
     const s3 = stuckServer;
-    const sock = net.connect(portOf(s3), '127.0.0.1');
-    await new Promise((r) => sock.once('connect', r));
-    sock.pause();
-    sock.write(rawGet(BIG, AUTH));
-    await new Promise((r) => setTimeout(r, 500));
+    const sock = await stalledReader(portOf(s3));
     const t0 = Date.now();
     const code = await s3.stop();
     sock.destroy();
@@ -419,11 +421,7 @@ describe('SIGTERM drains; stray errors do not stop the server', () => {
         SHUTDOWN_TIMEOUT_MS: '60000',
         SERVER_THREADS: threads,
       });
-      const sock = net.connect(portOf(s), '127.0.0.1');
-      await new Promise((r) => sock.once('connect', r));
-      sock.pause();
-      sock.write(rawGet(BIG, AUTH));
-      await new Promise((r) => setTimeout(r, 500));
+      const sock = await stalledReader(portOf(s));
       const exited = new Promise<number | null>((r) => s.child.on('exit', (code) => r(code)));
       s.child.kill('SIGTERM');
       await new Promise((r) => setTimeout(r, 500));

@@ -25,6 +25,23 @@ function containsIds(seq: number[], phrase: number[]): boolean {
   return false;
 }
 
+/**
+ * Encodes `messages` (token ids, rank = id through `rank`) and checks containsTokens on each
+ * against containsIds; returns the encoding for further checks.
+ */
+function checkPhrase(messages: number[][], phrase: number[], rank: Uint32Array) {
+  const seq = Uint32Array.from(messages.flat());
+  const seqStart = new Uint32Array(messages.length + 1);
+  for (let m = 0; m < messages.length; m++) seqStart[m + 1] = seqStart[m] + messages[m].length;
+  const encoded = encodeTokenSeq(seq, seqStart, rank);
+  const pattern = encodePhrase(rank, phrase);
+  for (let m = 0; m < messages.length; m++) {
+    const found = containsTokens(encoded.tokenSeqBytes, encoded.seqByteStart[m], encoded.seqByteStart[m + 1], pattern);
+    assert.equal(found, containsIds(messages[m], phrase), `message ${m} ${messages[m]} phrase ${phrase}`);
+  }
+  return encoded;
+}
+
 it('phrase in the bytes = contiguous run of the ids, ranks of 1-3 bytes; decoding gives the ids back', () => {
   // Ranks given directly (rank = id), drawn where a multi-byte varint's later bytes equal a
   // one-byte token (rank 128-800 ends in byte 1-6, 16,384+ in 1), so a match that ignored token
@@ -42,16 +59,9 @@ it('phrase in the bytes = contiguous run of the ids, ranks of 1-3 bytes; decodin
       fc.array(fc.array(id, { maxLength: 12 }), { minLength: 1, maxLength: 6 }),
       fc.array(id, { minLength: 1, maxLength: 3 }),
       (messages, phrase) => {
-        const seq = Uint32Array.from(messages.flat());
-        const seqStart = new Uint32Array(messages.length + 1);
-        for (let m = 0; m < messages.length; m++) seqStart[m + 1] = seqStart[m] + messages[m].length;
-        const { seqByteStart, tokenSeqBytes } = encodeTokenSeq(seq, seqStart, rank);
-        const pattern = encodePhrase(rank, phrase);
-        for (let m = 0; m < messages.length; m++) {
-          const found = containsTokens(tokenSeqBytes, seqByteStart[m], seqByteStart[m + 1], pattern);
-          assert.equal(found, containsIds(messages[m], phrase), `message ${m} ${messages[m]} phrase ${phrase}`);
+        const { seqByteStart, tokenSeqBytes } = checkPhrase(messages, phrase, rank);
+        for (let m = 0; m < messages.length; m++)
           assert.deepEqual(messageTokenIds({ seqByteStart, tokenSeqBytes, tokenRank: rank }, m), messages[m]);
-        }
       },
     ),
     { seed: SEED, numRuns: 2000 },
@@ -72,17 +82,11 @@ it('repetitive messages and phrases (the scan hands over to Knuth-Morris-Pratt) 
       fc.array(text, { minLength: 1, maxLength: 3 }),
       text.filter((p) => p.flat().length > 0),
       (messages, phraseParts) => {
-        const flat = messages.map((m) => m.flat());
-        const phrase = phraseParts.flat().slice(0, 60);
-        const seq = Uint32Array.from(flat.flat());
-        const seqStart = new Uint32Array(flat.length + 1);
-        for (let m = 0; m < flat.length; m++) seqStart[m + 1] = seqStart[m] + flat[m].length;
-        const { seqByteStart, tokenSeqBytes } = encodeTokenSeq(seq, seqStart, rank);
-        const pattern = encodePhrase(rank, phrase);
-        for (let m = 0; m < flat.length; m++) {
-          const found = containsTokens(tokenSeqBytes, seqByteStart[m], seqByteStart[m + 1], pattern);
-          assert.equal(found, containsIds(flat[m], phrase), `message ${flat[m]} phrase ${phrase}`);
-        }
+        checkPhrase(
+          messages.map((m) => m.flat()),
+          phraseParts.flat().slice(0, 60),
+          rank,
+        );
       },
     ),
     { seed: SEED, numRuns: 1500 },
