@@ -520,4 +520,31 @@ for (const kind of ['embedded', 'redis'] as const) {
   });
 }
 
+describe('snapshot list with a corrupt pointer (embedded store)', () => {
+  test('the others are listed, the bad one named escaped on stderr (exit 1); the next import replaces it', async () => {
+    // one NUL-filled CURRENT hid every organization (the listing failed whole, NULs sent to the
+    // terminal), and its import failed on it too
+    const env = { DATA_DIR: mkdtempSync(path.join(tmpdir(), 'bad-pointer-cli-')) };
+    const x = generate(7, 5, 50, 1),
+      y = generate(8, 5, 50, 1);
+    const c = file('bp-contacts.ndjson', ndjson([...x.contacts, ...y.contacts]));
+    const m = file('bp-messages.ndjson', ndjson([...x.messages, ...y.messages]));
+    assert.equal((await snapshotCli(['import', '--contacts', c, '--messages', m], env)).code, 0);
+    writeFileSync(path.join(env.DATA_DIR, 'snapshots', uuid(7, 0), 'CURRENT'), Buffer.alloc(32));
+    const listed = await snapshotCli(['list'], env);
+    assert.equal(listed.code, 1, listed.stderr);
+    assert.equal(listed.stdout, `${uuid(8, 0)} version 1\n`);
+    assert.match(
+      listed.stderr,
+      new RegExp(`^snapshot: store: unreadable pointer of organization ${uuid(7, 0)}: .*\\\\u0000`, 'm'),
+    );
+    assert.ok(!listed.stderr.includes('\u0000'), 'no raw NUL on the terminal');
+    assert.equal((await snapshotCli(['import', '--contacts', c, '--messages', m], env)).code, 0);
+    const after = await snapshotCli(['list'], env);
+    assert.equal(after.code, 0, after.stderr);
+    assert.equal(after.stdout, `${uuid(7, 0)} version 2\n${uuid(8, 0)} version 2\n`);
+    rmSync(env.DATA_DIR, { recursive: true, force: true });
+  });
+});
+
 after(() => rmSync(tmp, { recursive: true, force: true }));
