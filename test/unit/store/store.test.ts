@@ -10,15 +10,20 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Cluster } from 'ioredis';
 import { Unpackr } from 'msgpackr';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { EmbeddedStore, snapshotFile } from '../../../src/store/embedded-store.js';
 import { RedisStore } from '../../../src/store/redis-store.js';
 import {
   CHUNK_MAX,
   encodeManifest,
   encodeSnapshot,
+  parseManifest,
   prepareSnapshot,
+  SnapshotDecoder,
   type Manifest,
 } from '../../../src/store/snapshot-format.js';
+import type { FlatIndex } from '../../../src/store/flat-index.js';
 import type { SnapshotRef } from '../../../src/store/snapshot-store.js';
 import type { Stores } from '../../../src/store/stores.js';
 import { startCluster, type TestCluster } from '../../helpers/redis-cluster.js';
@@ -154,7 +159,34 @@ describe('snapshot format', () => {
       });
     }
   });
+
+  test('a loaded snapshot keeps none of its chunks alive (msgpackr held the last one it decoded)', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const { chunks, flat } = loadWatchingChunks();
+    assert.ok(chunks.length >= 1);
+    // a WeakRef's target is kept until the job that made it ends
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    assert.deepEqual(
+      chunks.map((w) => w.deref() === undefined),
+      chunks.map(() => true),
+      'every chunk collected',
+    );
+    assert.ok(flat.messageCount > 0);
+  });
 });
+
+/** Decodes a snapshot from chunks in buffers of their own (as a store reads them), watched by WeakRefs. */
+function loadWatchingChunks(): { chunks: WeakRef<ArrayBuffer>[]; flat: FlatIndex } {
+  const g = generate(12, 200, 3000);
+  const enc = encodeSnapshot(prepareSnapshot(orgData(g)), 2);
+  const own = [...enc.chunks].map((c) => Uint8Array.from(c));
+  const manifest = parseManifest(enc.manifest(), { organizationId: g.contacts[0].organization_id, version: 2 });
+  const decoder = new SnapshotDecoder(manifest, {}, 'serve');
+  for (const [i, c] of own.entries()) decoder.add(i, c);
+  return { chunks: own.map((c) => new WeakRef(c.buffer)), flat: decoder.finishFlat() };
+}
 
 backendCases(embeddedHarness());
 backendCases(redisHarness());
