@@ -205,7 +205,7 @@ async function main(): Promise<void> {
     }
     if (process.env.SERVING_THREAD_FAULT_HOOK === '1') process.on('SIGUSR2', () => pool.fault(0));
   } else {
-    // this thread answers searches: the tokenizer's tables before the first one, not in it (~50 ms)
+    // this thread answers searches: the tokenizer's tables allocated before the first one, not in it
     warmTokenizer();
     sockets = [
       await listen(publicApp, config.host, config.port, PUBLIC),

@@ -224,7 +224,7 @@ async function stop(timeoutMs: number): Promise<void> {
 }
 
 await keys.start('installed');
-// the tokenizer's tables before the first request, not in it (~50 ms once per thread)
+// the tokenizer's tables allocated before the first request, not in it
 warmTokenizer();
 // Same port as the other threads; the main thread refused a port held by another process before.
 app.listen(config.host, config.port, (s) => {

@@ -19,12 +19,17 @@ const ONE = 1; // to one letter or digit, LOWER[c]
 const NONE = 2; // to nothing (a mark): invisible, "cafe\u0301s" is one token
 const MANY = 3; // to several code units, or letters and separators mixed: MAPPED[c]
 const PLAIN = 4; // anything the table does not decide (capital sigma, surrogates): plain path
+const UNSEEN = 5; // not classified yet: classify() on first sight
 
 let KIND: Uint8Array | null = null;
 let LOWER: Uint16Array;
 let MAPPED: Array<string | undefined>;
-/** 1 for a BMP code unit of \p{L} or \p{N} (for the code units of MAPPED strings, already N()). */
+/**
+ * 1 for a BMP code unit of \p{L} or \p{N}, 0 for another, LN_UNSEEN before its first test (for
+ * the code units of MAPPED strings, already N(): isLetterOrDigit).
+ */
 let IS_LN: Uint8Array;
+const LN_UNSEEN = 2;
 /** N() of astral code points met so far, or null when it holds a capital sigma. */
 const astral = new Map<number, string | null>();
 
@@ -38,36 +43,47 @@ function mapOne(ch: string): string | null {
   return decomposed.includes(SIGMA) ? null : decomposed.toLowerCase();
 }
 
+/**
+ * The tables, every code unit UNSEEN but the surrogates. A code unit is classified on first
+ * sight (classify), not all 65,536 at start: their NFKD, toLowerCase and regex tests touched
+ * 4.2 MiB of the node binary's pages (resident for the life of the process: most of it the
+ * regex tests of the code units above U+1400) and took ~50 ms. A server now touches what the
+ * characters of its messages and terms need.
+ */
 function buildTables(): Uint8Array {
-  const kind = new Uint8Array(0x10000);
+  const kind = new Uint8Array(0x10000).fill(UNSEEN);
+  kind.fill(PLAIN, 0xd800, 0xe000);
   LOWER = new Uint16Array(0x10000);
-  IS_LN = new Uint8Array(0x10000);
+  IS_LN = new Uint8Array(0x10000).fill(LN_UNSEEN);
   MAPPED = [];
-  for (let c = 0; c < 0x10000; c++) {
-    if (c >= 0xd800 && c <= 0xdfff) {
-      kind[c] = PLAIN;
-      continue;
-    }
-    const ch = String.fromCharCode(c);
-    if (LETTER_OR_DIGIT.test(ch)) IS_LN[c] = 1;
-    const m = mapOne(ch);
-    if (m === null) kind[c] = PLAIN;
-    else if (m.length === 0) kind[c] = NONE;
-    else if (m.length === 1 && LETTER_OR_DIGIT.test(m)) {
-      kind[c] = ONE;
-      LOWER[c] = m.charCodeAt(0);
-    } else if (!HAS_TOKEN.test(m)) kind[c] = SEP;
-    else {
-      kind[c] = MANY;
-      MAPPED[c] = m;
-    }
-  }
   return kind;
 }
 
+/** Whether BMP code unit d is \p{L} or \p{N} (tested on its first sight). */
+function isLetterOrDigit(d: number): boolean {
+  let x = IS_LN[d];
+  if (x === LN_UNSEEN) x = IS_LN[d] = LETTER_OR_DIGIT.test(String.fromCharCode(d)) ? 1 : 0;
+  return x === 1;
+}
+
+/** Sets kind[c] (and LOWER[c] or MAPPED[c]) for an UNSEEN code unit c. */
+function classify(kind: Uint8Array, c: number): void {
+  const m = mapOne(String.fromCharCode(c));
+  if (m === null) kind[c] = PLAIN;
+  else if (m.length === 0) kind[c] = NONE;
+  else if (m.length === 1 && LETTER_OR_DIGIT.test(m)) {
+    LOWER[c] = m.charCodeAt(0);
+    kind[c] = ONE;
+  } else if (!HAS_TOKEN.test(m)) kind[c] = SEP;
+  else {
+    MAPPED[c] = m;
+    kind[c] = MANY;
+  }
+}
+
 /**
- * Builds the tables now (~50 ms: every BMP code point through NFKD and two regex tests) rather
- * than in the first request that has a term to read: a server calls it before it listens.
+ * Allocates the tables now rather than in the first request that has a term to read: a server
+ * calls it before it listens (the code units are classified as they come, see buildTables).
  */
 export function warmTokenizer(): void {
   KIND ??= buildTables();
@@ -143,7 +159,7 @@ function pushMapped(m: string): void {
         push(m.charCodeAt(j + 1));
       } else endToken();
       j++;
-    } else if (IS_LN[d] === 1) push(d);
+    } else if (isLetterOrDigit(d)) push(d);
     else endToken();
   }
 }
@@ -210,6 +226,10 @@ function scan(text: string): string[] | null {
     } else if (k === MANY) {
       plainRun = false;
       pushMapped(MAPPED[c]!);
+    } else if (k === UNSEEN) {
+      // first sight of c: classified, then read again
+      classify(kind, c);
+      i--;
     } else {
       // A surrogate pair: its N(), cached; a lone surrogate or a capital sigma: the plain path.
       const d = i + 1 < n ? text.charCodeAt(i + 1) : 0;
@@ -238,7 +258,9 @@ function scan(text: string): string[] | null {
 export function hasToken(text: string): boolean {
   const kind = KIND ?? (KIND = buildTables());
   for (let i = 0; i < text.length; i++) {
-    const k = kind[text.charCodeAt(i)];
+    const c = text.charCodeAt(i);
+    if (kind[c] === UNSEEN) classify(kind, c);
+    const k = kind[c];
     // a MANY mapping always holds a letter or digit (buildTables), and neither N() nor its
     // context rule ever turns a letter or digit into a separator
     if (k === ONE || k === MANY) return true;
