@@ -163,6 +163,11 @@ export class ThreadPool {
   async stop(timeoutMs: number): Promise<boolean> {
     this.stopping = true;
     if (this.timer) clearInterval(this.timer);
+    // A stopped thread acknowledges nothing more: a load that waits to be swapped in by every
+    // thread (a reload, or the poll, during the drain) would wait for ever, and the catalog's
+    // stop with it (the process hung after SIGTERM during a reload, with 2 or more threads).
+    // The process is going: nothing waits for the threads any longer.
+    for (const w of this.waiters.splice(0)) w.resolve();
     const results = await Promise.all(
       this.slots.map(
         (s) =>
@@ -185,7 +190,8 @@ export class ThreadPool {
 
   /** Resolves once every live thread acknowledged `seq` (a thread that dies is replaced with everything). */
   private acked(seq: number): Promise<void> {
-    if (this.slots.every((s) => s.acked >= seq)) return Promise.resolve();
+    // a stopping pool's threads may acknowledge nothing more (see stop)
+    if (this.stopping || this.slots.every((s) => s.acked >= seq)) return Promise.resolve();
     return new Promise((resolve) => this.waiters.push({ seq, resolve }));
   }
 

@@ -6,7 +6,8 @@
  * - a slow reader of a large response (limit=100, messages_limit=20, ~8 MB here) gets every byte,
  *   and a client pipelining requests it never reads does not grow the server's memory;
  * - SIGTERM drains a response still being written, refuses new connections, exits 0; bounded by
- *   SHUTDOWN_TIMEOUT_MS when the reader never reads;
+ *   SHUTDOWN_TIMEOUT_MS when the reader never reads; a snapshot loaded during the drain does not
+ *   hold the exit;
  * - an exception thrown anywhere (a timer, a rejected promise, the log line after a response,
  *   the key check) never takes the process down.
  */
@@ -91,8 +92,8 @@ function assertJsonError(r: RawResponse, status: number, code: string): void {
   assert.equal(body.request_id, header(r, 'x-request-id'));
 }
 
-before(async () => {
-  const store = await openStores({ redisUrl: null, dataDir: data.dir });
+/** The organization these tests serve: 150 contacts of 25 messages of ~4 KB each. */
+function limitsData(): ReturnType<OrgDataBuilder['build']> {
   const b = new OrgDataBuilder(ORG);
   for (let c = 0; c < 150; c++) {
     const id = `1c1c1c1c-0000-4000-8000-${String(c).padStart(12, '0')}`;
@@ -122,7 +123,12 @@ before(async () => {
       );
     }
   }
-  await store.snapshots.publishSnapshot(b.build());
+  return b.build();
+}
+
+before(async () => {
+  const store = await openStores({ redisUrl: null, dataDir: data.dir });
+  await store.snapshots.publishSnapshot(limitsData());
   await store.keys.putKey(keyRecord('limitkey', hashSecret('L'.repeat(32)), [ORG], { name: 'limits' }));
   await store.close();
   const started = await Promise.allSettled([
@@ -434,6 +440,44 @@ describe('SIGTERM drains; stray errors do not stop the server', () => {
       assert.ok(Date.now() - t0 < 5000, `stopped ${Date.now() - t0} ms after the second signal`);
       assert.match(s.output(), /second signal: not waiting for responses in flight any longer/);
       assert.match(s.output(), /"drained":false/);
+    }
+  });
+
+  it('a snapshot loaded during the drain does not hold the exit (2 serving threads)', async () => {
+    // the load waited for every thread to swap it in, and the stopped threads never did: the
+    // process hung for ever after SIGTERM during a reload (found by the lifecycle audit)
+    const own = tempDataDir();
+    try {
+      const store = await openStores({ redisUrl: null, dataDir: own.dir });
+      await store.snapshots.publishSnapshot(limitsData());
+      await store.keys.putKey(keyRecord('limitkey', hashSecret('L'.repeat(32)), [ORG], { name: 'limits' }));
+      const s = await startServer({
+        DATA_DIR: own.dir,
+        LOG_LEVEL: 'info',
+        SHUTDOWN_TIMEOUT_MS: '60000',
+        SERVER_THREADS: '2',
+      });
+      const sock = await stalledReader(portOf(s));
+      const exited = new Promise<number | null>((r) => s.child.on('exit', (code) => r(code)));
+      s.child.kill('SIGTERM');
+      await new Promise((r) => setTimeout(r, 300));
+      // a new version while the drain waits for the stalled reader: the poll loads it
+      await store.snapshots.publishSnapshot(limitsData());
+      await store.close();
+      for (let i = 0; i < 100 && !/"version":2[,}]/.test(s.output()); i++) await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, 500));
+      assert.equal(s.child.exitCode, null, 'still draining');
+      const t0 = Date.now();
+      s.child.kill('SIGTERM');
+      const timeout = new Promise<'hung'>((r) => setTimeout(() => r('hung'), 10_000).unref());
+      const code = await Promise.race([exited, timeout]);
+      sock.destroy();
+      if (code === 'hung') s.child.kill('SIGKILL');
+      assert.equal(code, 0, s.output());
+      assert.ok(Date.now() - t0 < 5000, `stopped ${Date.now() - t0} ms after the second signal`);
+      assert.match(s.output(), /"msg":"stopped"/);
+    } finally {
+      own.cleanup();
     }
   });
 
