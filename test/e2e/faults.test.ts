@@ -1,7 +1,8 @@
 /**
  * Faults, from outside: an import killed with SIGKILL midway (while reading, while writing the
  * snapshot), snapshots damaged on disk or in Redis (a corrupted chunk, a truncated file, an
- * unknown format version), Redis stopped while serving and restarted empty.
+ * unknown format version), Redis stopped while serving and restarted empty, Redis paused when
+ * the server stops.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -414,6 +415,30 @@ describe('Redis stopped while serving, then restarted empty', () => {
         expected(now, p.request),
         `after a fresh publish: ?${p.query}`,
       );
+  });
+});
+
+describe('SIGTERM while Redis is paused', () => {
+  test('the server exits 0 within a few seconds and says it left the store', async () => {
+    // it waited ~20 s (a 10 s timeout for the key flush, then the registry, then QUIT), past a
+    // `docker stop`'s grace, and logged "drained":true as if nothing had happened
+    const redis = await startRedis();
+    const ctl = new Redis(redis.url, { maxRetriesPerRequest: 0, retryStrategy: () => null });
+    try {
+      const server = await startServer({ REDIS_URL: redis.url, LOG_LEVEL: 'info' });
+      await ctl.call('CLIENT', 'PAUSE', '30000', 'ALL');
+      const t0 = Date.now();
+      const code = await server.stop();
+      const ms = Date.now() - t0;
+      assert.equal(code, 0, server.output());
+      assert.ok(ms < 5000, `stopped in ${ms} ms`);
+      assert.match(server.output(), /shutdown: the store did not answer in time; exiting without it/);
+      assert.match(server.output(), /"store_closed":false,"msg":"stopped"/);
+    } finally {
+      await ctl.call('CLIENT', 'UNPAUSE').catch(() => {});
+      ctl.disconnect();
+      await redis.stop();
+    }
   });
 });
 
