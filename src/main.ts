@@ -5,7 +5,7 @@ import { createAdminApp } from './http/admin-app.js';
 import { warmTokenizer } from './text/analyze.js';
 import { createPublicApp } from './http/public-app.js';
 import { RateLimiter } from './auth/rate-limit.js';
-import { inFlight } from './http/respond.js';
+import { inFlight, SHUTDOWN_GRACE_MS } from './http/respond.js';
 import { type ListenVars, listenFailure } from './http/listen-failure.js';
 import { loadUws, type TemplatedApp, type us_listen_socket, type UwsModule } from './http/uws.js';
 import { createLogger, type Logger } from './log/logger.js';
@@ -247,7 +247,9 @@ async function main(): Promise<void> {
     // body a slow client is reading (backpressure) or an admin reload: wait for those, bounded.
     for (const s of sockets) uws.us_listen_socket_close(s);
     const threadsDrained = pool ? pool.stop(config.shutdownTimeoutMs) : Promise.resolve(true);
-    const drained = (await threadsDrained) && (await inFlight.drain(config.shutdownTimeoutMs));
+    // (with threads, the grace is theirs: this thread's responses are the admin listener's)
+    const drained =
+      (await threadsDrained) && (await inFlight.drain(config.shutdownTimeoutMs, pool ? 0 : SHUTDOWN_GRACE_MS));
     if (!drained)
       logger.warn(
         pool

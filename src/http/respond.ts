@@ -72,11 +72,23 @@ class InFlight {
   /** Ends the waits of drain() now (a second stop signal). */
   private hurryWaits: Array<() => void> = [];
   /**
-   * A shutdown's wait: true once every response is written, false after `timeoutMs` or at hurry().
+   * Set by drain(): the listener is closed and the connections are about to be. Every answer
+   * then says `Connection: close`, so that a keep-alive client stops sending on a connection that
+   * is going away (it gets its answer, then reconnects elsewhere).
    */
-  drain(timeoutMs: number): Promise<boolean> {
+  closing = false;
+  /**
+   * A shutdown's wait: true once every response is written, false after `timeoutMs` or at hurry().
+   * With `graceMs`, it also waits that long (within `timeoutMs`): requests on open keep-alive
+   * connections are still answered meanwhile, with `Connection: close`. Without it, a client
+   * that sent one just after the signal had its connection reset unanswered (every connection
+   * of a busy client lost one request: the lifecycle audit).
+   */
+  drain(timeoutMs: number, graceMs = 0): Promise<boolean> {
+    this.closing = true;
+    const grace = Math.min(graceMs, timeoutMs);
     return Promise.race([
-      this.idle().then(() => true),
+      Promise.all([this.idle(), new Promise((resolve) => setTimeout(resolve, grace).unref())]).then(() => true),
       new Promise<false>((resolve) => {
         setTimeout(() => resolve(false), timeoutMs).unref();
         this.hurryWaits.push(() => resolve(false));
@@ -91,6 +103,12 @@ class InFlight {
 export const inFlight = new InFlight();
 
 /**
+ * How long a shutdown keeps answering on open connections (see InFlight.drain): a keep-alive
+ * client that sends within it gets its answer and `Connection: close`.
+ */
+export const SHUTDOWN_GRACE_MS = 500;
+
+/**
  * Writes a whole answer. Safe to call after an await (it corks) and after an abort (it does
  * nothing). The body goes out with backpressure (see writeBody).
  */
@@ -100,6 +118,7 @@ export function writeAnswer(ex: Exchange, answer: Answer): void {
   res.cork(() => {
     res.writeStatus(STATUS_LINES[answer.status] ?? `${answer.status} Unknown`);
     for (const [k, v] of answer.headers) res.writeHeader(k, v);
+    if (inFlight.closing) res.writeHeader('Connection', 'close');
     // endWithoutBody(length) of this uWS build never completes the response; the explicit
     // Content-Length header (in answer.headers) plus endWithoutBody() does.
     if (answer.head) res.endWithoutBody();

@@ -11,7 +11,7 @@ import { KeyCache } from '../auth/key-cache.js';
 import { RateLimiter } from '../auth/rate-limit.js';
 import type { OrgIndex } from '../index/build.js';
 import { createPublicApp } from '../http/public-app.js';
-import { inFlight } from '../http/respond.js';
+import { inFlight, SHUTDOWN_GRACE_MS } from '../http/respond.js';
 import { loadUws, type us_listen_socket } from '../http/uws.js';
 import { warmTokenizer } from '../text/analyze.js';
 import { createLogger } from '../log/logger.js';
@@ -214,7 +214,7 @@ port.on('message', (m: ToThread) => {
 
 async function stop(timeoutMs: number): Promise<void> {
   closeListener();
-  const drained = await inFlight.drain(timeoutMs);
+  const drained = await inFlight.drain(timeoutMs, SHUTDOWN_GRACE_MS);
   await keys.stop().catch(() => undefined);
   keysPort.close();
   flushObserved();

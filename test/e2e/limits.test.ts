@@ -443,6 +443,35 @@ describe('SIGTERM drains; stray errors do not stop the server', () => {
     }
   });
 
+  it('keep-alive requests sent just after SIGTERM are answered, with Connection: close (1 and 2 serving threads)', async () => {
+    // every busy keep-alive connection lost one request, reset unanswered (lifecycle audit)
+    const small = `${SEARCH_PATH}?organization_id=${ORG}&q=pedido&limit=1`;
+    for (const threads of ['1', '2']) {
+      const s = await startServer({ DATA_DIR: data.dir, LOG_LEVEL: 'warn', SERVER_THREADS: threads });
+      const conns = Array.from({ length: 4 }, () => new RawConnection(portOf(s)));
+      try {
+        for (const c of conns) {
+          const r = await c.request(rawGet(small, AUTH));
+          assert.equal(r.kind === 'response' && r.status, 200);
+          assert.equal(header(r as RawResponse, 'connection'), undefined, 'kept alive before the signal');
+        }
+        const exited = new Promise<number | null>((r) => s.child.on('exit', (code) => r(code)));
+        s.child.kill('SIGTERM');
+        await new Promise((r) => setTimeout(r, 30));
+        const after = await Promise.all(conns.map((c) => c.request(rawGet(small, AUTH))));
+        for (const r of after) {
+          assert.equal(r.kind, 'response', `threads ${threads}: ${r.kind}`);
+          assert.equal((r as RawResponse).status, 200);
+          const connection = (r as RawResponse).headers.filter(([k]) => k === 'connection');
+          assert.deepEqual(connection, [['connection', 'close']]);
+        }
+        assert.equal(await exited, 0);
+      } finally {
+        for (const c of conns) c.destroy();
+      }
+    }
+  });
+
   it('a snapshot loaded during the drain does not hold the exit (2 serving threads)', async () => {
     // the load waited for every thread to swap it in, and the stopped threads never did: the
     // process hung for ever after SIGTERM during a reload (found by the lifecycle audit)
