@@ -241,7 +241,7 @@ async function main(argv: string[]): Promise<number> {
         const note = newDataDirNote('keys', config);
         if (note !== null) process.stderr.write(note);
       }
-      holder.stores = await openStores(config);
+      holder.stores = await openStores(config, undefined, command === 'list' ? 'read' : 'write');
       return holder.stores.keys;
     };
     await run(rest, store);

@@ -231,7 +231,7 @@ async function main(argv: string[]): Promise<number> {
       }
       return noServerRunning(values.json);
     }
-    stores = await openStores(config);
+    stores = await openStores(config, undefined, 'read');
     if (org !== null) {
       // a mistyped organization would otherwise read as a reload that found nothing new
       const { refs, unreadable } = await stores.snapshots.listLatest();

@@ -192,7 +192,7 @@ async function runList(json: boolean): Promise<number> {
   const config = loadStoreConfig();
   const note = newDataDirNote('snapshot', config);
   if (note !== null) process.stderr.write(note);
-  const stores = await openStores(config);
+  const stores = await openStores(config, undefined, 'read');
   try {
     const { refs, unreadable } = await stores.snapshots.listLatest();
     refs.sort((a, b) => (a.organizationId < b.organizationId ? -1 : 1));

@@ -81,7 +81,8 @@ export class EmbeddedFleet implements Fleet {
       // gone: expired, unless lapsed with its process still here; or its process gone from here
       const gone = expired ? !lapsedButAlive(e) : onThisHost(e) && !pidAlive(e.pid);
       if (gone) {
-        await fs.rm(file, { force: true });
+        // (a read-only DATA_DIR: listed as gone all the same, removed by the next writer)
+        await fs.rm(file, { force: true }).catch(() => {});
         continue;
       }
       // here, expired and alive: suspended or hung, kept for lapsedServers

@@ -2,14 +2,19 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { EmbeddedStore } from './embedded-store.js';
-import type { StoreConfig, Stores } from './stores.js';
+import type { StoreAccess, StoreConfig, Stores } from './stores.js';
 
 /**
  * Opens the stores `config` names; rejects with a "store: ..." message when they cannot be used.
  * With `onDown` (the server), a store that cannot be reached yet is returned anyway, `onDown` is
  * told why, and every call fails with "store: ..." until it comes back: the caller retries.
+ * `access` 'read': a tool that only lists (see EmbeddedStore.open).
  */
-export async function openStores(config: StoreConfig, onDown?: (err: Error) => void): Promise<Stores> {
+export async function openStores(
+  config: StoreConfig,
+  onDown?: (err: Error) => void,
+  access: StoreAccess = 'write',
+): Promise<Stores> {
   const url = config.redisUrl;
   if (url !== null && url !== '') {
     // Redis's modules (ioredis and its dependencies) load only when a Redis store is named: a
@@ -25,7 +30,7 @@ export async function openStores(config: StoreConfig, onDown?: (err: Error) => v
     return store;
   }
   const store = new EmbeddedStore(config.dataDir);
-  if (!onDown) return store.open();
+  if (!onDown) return store.open(access);
   return store.open().catch(async (err: Error) => {
     // A file where the folder, one of its parents or one of its subfolders should be is a bad
     // value (CONTRACT 8): the start fails naming DATA_DIR (it answered 503 for ever). A folder

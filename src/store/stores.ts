@@ -29,3 +29,6 @@ export interface StoreConfig {
   /** DATA_DIR: the embedded store's folder */
   dataDir: string;
 }
+
+/** What a process opens a store for: 'read' (a tool that only lists) or 'write' (the rest). */
+export type StoreAccess = 'read' | 'write';

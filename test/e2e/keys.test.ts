@@ -1,11 +1,12 @@
 /** The keys CLI from outside (CONTRACT 7, 8, 10): output, validation, exit codes, no secrets in list. */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { closeSync, openSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { hashSecret, KEY_PATTERN } from '../../src/auth/api-key.js';
-import { baseEnv, createKey, keysCli, tempDataDir, LISTED_KEY_FIELDS } from '../helpers/server.js';
+import { baseEnv, createKey, keysCli, runNode, tempDataDir, LISTED_KEY_FIELDS } from '../helpers/server.js';
 
 const ORG = '0A0A0A0A-0000-4000-8000-000000000001';
 const data = tempDataDir();
@@ -228,6 +229,44 @@ describe('keys create whose key cannot be shown (CONTRACT 7: the key is shown on
       assert.equal(stderr, 'keys: cannot write to standard output: ENOSPC: no space left on device, write\n');
     } finally {
       closeSync(fd);
+    }
+  });
+});
+
+describe('the listing tools on a read-only DATA_DIR (a read-only mount)', () => {
+  it('keys list, snapshot list and reload work; keys create names DATA_DIR and the error', async (t) => {
+    // they refused with EROFS although none of them writes (lifecycle audit); only a real
+    // read-only mount shows it (root writes through file modes), so the test mounts a tmpfs
+    const dir = mkdtempSync(path.join(tmpdir(), 'ro-data-'));
+    const mount = (args: string[]) => spawnSync('mount', args, { stdio: 'ignore' }).status === 0;
+    if (!mount(['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', dir])) {
+      rmSync(dir, { recursive: true, force: true });
+      t.skip('mounting a tmpfs is not permitted here');
+      return;
+    }
+    try {
+      const roEnv = baseEnv({ DATA_DIR: dir, ADMIN_PORT: '1' });
+      const created = await createKey(roEnv, [ORG], 'contacts:read,messages:read', ['--name', 'ro']);
+      mkdirSync(path.join(dir, 'snapshots'), { recursive: true });
+      assert.ok(mount(['-o', 'remount,ro', dir]), 'remount read-only');
+      const keys = await keysCli(['list', '--json'], roEnv);
+      assert.equal(keys.code, 0, keys.stderr);
+      assert.deepEqual(
+        (JSON.parse(keys.stdout) as Array<{ prefix: string }>).map((r) => r.prefix),
+        [created.prefix],
+      );
+      const snapshots = await runNode('src/cli/snapshot.ts', ['list'], roEnv);
+      assert.equal(snapshots.code, 0, snapshots.stderr);
+      assert.match(snapshots.stdout + snapshots.stderr, /no snapshot published yet/);
+      const reload = await runNode('src/cli/reload.ts', [], roEnv);
+      assert.equal(reload.code, 0, reload.stderr);
+      assert.match(reload.stderr + reload.stdout, /no server is running/);
+      const create = await keysCli(['create', '--organization-id', ORG, '--scopes', 'messages:read'], roEnv);
+      assert.equal(create.code, 1);
+      assert.match(create.stderr, /store: cannot use DATA_DIR ".*": EROFS/);
+    } finally {
+      spawnSync('umount', [dir], { stdio: 'ignore' });
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
