@@ -281,6 +281,7 @@ export class RedisConnection {
   }
 
   /** `err` as a "store: ..." error: "redis unavailable" when the connection is down, else naming `what`. */
+  // (plainCause, below, words ioredis's own messages for an operator)
   fail(what: string, err: unknown): Error {
     const msg = (err as Error)?.message ?? String(err);
     if (msg.startsWith('store:') || msg.startsWith('snapshot:')) return err as Error;
@@ -293,7 +294,7 @@ export class RedisConnection {
       const status = this.client.status;
       const cause =
         status === 'ready'
-          ? msg
+          ? plainCause(msg)
           : `not connected (${status}${this.lastError ? `, last error: ${this.lastError.message}` : ''})`;
       return new Error(`store: redis unavailable at ${this.url}: ${cause}`);
     }
@@ -317,4 +318,14 @@ export class RedisConnection {
       this.client.disconnect();
     }
   }
+}
+
+/**
+ * ioredis's words for a connection lost under a command, as an operator reads them: an import
+ * whose Redis died said "Stream isn't writeable and enableOfflineQueue options is false".
+ */
+export function plainCause(msg: string): string {
+  if (/isn't writeable|Connection is closed/i.test(msg)) return 'the connection was lost';
+  if (/isn't ready/i.test(msg)) return 'the connection is not ready';
+  return msg;
 }

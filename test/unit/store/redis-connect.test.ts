@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { RedisConnection } from '../../../src/store/redis-connection.js';
+import { plainCause, RedisConnection } from '../../../src/store/redis-connection.js';
 import { freePort } from '../../helpers/server.js';
 import { startRedis, type TestRedis } from '../../helpers/redis-server.js';
 
@@ -70,4 +70,11 @@ test('the server (background): a paused Redis is given up on after the connect t
     await ctl.call('CLIENT', 'UNPAUSE').catch(() => {});
     ctl.disconnect();
   }
+});
+
+test("ioredis's words for a lost connection are put plainly (an import whose Redis died mid-way)", () => {
+  assert.equal(plainCause("Stream isn't writeable and enableOfflineQueue options is false"), 'the connection was lost');
+  assert.equal(plainCause('Connection is closed.'), 'the connection was lost');
+  assert.equal(plainCause("Stream isn't ready yet"), 'the connection is not ready');
+  assert.equal(plainCause('Command timed out'), 'Command timed out');
 });
