@@ -111,7 +111,11 @@ export function parseSearchParams(rawQuery: string): ParseResult {
   let terms: string[] = [];
   if (!problems.has('q') && !problems.has('keywords')) {
     terms = resolveTerms(input.q ?? null, input.keywords ?? null, values.get('keyword') ?? []);
-    if (terms.length === 0) add('q', 'at least one term of 2 or more characters is required in q, keywords or keyword');
+    if (terms.length === 0)
+      add(
+        'q',
+        'at least one term of 2 or more characters with a letter or digit is required in q, keywords or keyword',
+      );
   }
 
   if (problems.size > 0) {
