@@ -66,9 +66,9 @@ export interface OrgIndex extends EntrySummaries, ChannelBits {
   readonly entryStart: Uint32Array;
   /** contact ordinal of each entry, 16 bits wide when every ordinal fits (see contactColumnType) */
   readonly entryContact: ContactColumn;
-  /** where each entry's postings start, 1 byte an entry (post-starts.ts, postStart); entries + 1 values */
+  /** where each entry's postings start, 2 bytes an entry (post-starts.ts, postStart); entries + 1 values */
   readonly entryPostBase: Int32Array;
-  readonly entryPostOffset: Uint8Array;
+  readonly entryPostOffset: Uint16Array;
   readonly entryPostFar: Uint32Array;
   /**
    * low bits: bit (combo, layout.ts) set when the entry's group has such a message (COMBO_BITS);

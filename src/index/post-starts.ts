@@ -1,25 +1,22 @@
 /**
- * Where each entry's postings start, in 1 byte an entry instead of 4: entries go in blocks of
+ * Where each entry's postings start, in 2 bytes an entry instead of 4: entries go in blocks of
  * POST_BLOCK; a block stores its first start once (entryPostBase) and each entry its distance from
- * it (entryPostOffset, Uint8). A block whose starts span more than a byte (entries of contacts
- * with many messages of one token) keeps its starts whole in entryPostFar, and its base says
- * where, as a negative number. At 1M messages (6.5M entries) the 4-byte column was 25.7 bytes a
- * message; 2 bytes an entry in blocks of 64 were 13.4 (the layout before this one, still read:
- * decodeWidePostStarts); this is 7.7 + far blocks holding 0.4% of the entries.
+ * it (entryPostOffset, Uint16). A block whose starts span more than a Uint16 (an entry of a contact
+ * with tens of thousands of messages of one token: rare) keeps its starts whole in entryPostFar,
+ * and its base says where, as a negative number. At 1M messages (6.4M entries) the 4-byte column
+ * was 25.7 bytes a message; this is 12.9 + 0.4.
  */
 
-export const POST_BLOCK_SHIFT = 4;
+export const POST_BLOCK_SHIFT = 6;
 const POST_BLOCK = 1 << POST_BLOCK_SHIFT;
 const POST_BLOCK_MASK = POST_BLOCK - 1;
-/** The widest span a block's offsets hold. */
-const OFFSET_MAX = 0xff;
 
 /** The three columns of the encoding (an OrgIndex has them). */
 export interface PostStarts {
   /** per block of POST_BLOCK entries: its first entry's start, or ~(where its starts sit in entryPostFar) */
   readonly entryPostBase: Int32Array;
   /** per entry (and one past the last): start - the block's base; 0 in a far block */
-  readonly entryPostOffset: Uint8Array;
+  readonly entryPostOffset: Uint16Array;
   /** the starts of the far blocks, POST_BLOCK a block (fewer for a last, partial one) */
   readonly entryPostFar: Uint32Array;
 }
@@ -38,12 +35,12 @@ export function encodePostStarts(starts: Uint32Array): PostStarts {
   }
   const blocks = (n + POST_BLOCK_MASK) >>> POST_BLOCK_SHIFT;
   const entryPostBase = new Int32Array(blocks);
-  const entryPostOffset = new Uint8Array(n);
+  const entryPostOffset = new Uint16Array(n);
   let farLength = 0;
   for (let b = 0; b < blocks; b++) {
     const from = b << POST_BLOCK_SHIFT;
     const to = Math.min(n, from + POST_BLOCK);
-    if (starts[to - 1] - starts[from] > OFFSET_MAX) farLength += to - from;
+    if (starts[to - 1] - starts[from] > 0xffff) farLength += to - from;
   }
   const entryPostFar = new Uint32Array(farLength);
   let far = 0;
@@ -51,7 +48,7 @@ export function encodePostStarts(starts: Uint32Array): PostStarts {
     const from = b << POST_BLOCK_SHIFT;
     const to = Math.min(n, from + POST_BLOCK);
     const base = starts[from];
-    if (starts[to - 1] - base > OFFSET_MAX) {
+    if (starts[to - 1] - base > 0xffff) {
       entryPostBase[b] = ~far;
       for (let e = from; e < to; e++) entryPostFar[far++] = starts[e];
     } else {
@@ -60,31 +57,4 @@ export function encodePostStarts(starts: Uint32Array): PostStarts {
     }
   }
   return { entryPostBase, entryPostOffset, entryPostFar };
-}
-
-/**
- * The starts of the layout before this one (2 bytes an entry, blocks of 64; the same base and far
- * columns otherwise), for a snapshot written by it: the loader re-encodes them (encodePostStarts).
- * Null when they do not hold `entries` + 1 non-decreasing starts ending at `postings`.
- */
-export function decodeWidePostStarts(
-  base: Int32Array,
-  offset: Uint16Array,
-  far: Uint32Array,
-  entries: number,
-  postings: number,
-): Uint32Array | null {
-  const WIDE_SHIFT = 6;
-  const n = entries + 1;
-  if (offset.length !== n || base.length !== (n + (1 << WIDE_SHIFT) - 1) >>> WIDE_SHIFT) return null;
-  const starts = new Uint32Array(n);
-  for (let e = 0; e < n; e++) {
-    const b = base[e >>> WIDE_SHIFT];
-    const at = ~b + (e & ((1 << WIDE_SHIFT) - 1));
-    if (b < 0 && at >= far.length) return null;
-    const start = b >= 0 ? b + offset[e] : far[at];
-    if (e > 0 && start < starts[e - 1]) return null;
-    starts[e] = start;
-  }
-  return n > 0 && starts[n - 1] !== postings ? null : starts;
 }

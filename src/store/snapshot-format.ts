@@ -22,7 +22,6 @@ import { buildEntrySummaries, SUMMARY_MIN_DEFAULT, SUMMARY_SECTIONS, SUMMARY_WID
 import { markTies, TOP_MODES } from '../index/layout.js';
 import { rowsOf } from '../index/message-rows.js';
 import { contactColumnType } from '../index/org-index.js';
-import { decodeWidePostStarts, encodePostStarts } from '../index/post-starts.js';
 import { OlderFormatError, type LoadFlatOptions } from './snapshot-store.js';
 import { CHANNELS, DIRECTIONS, type Contact, type OrgData } from '../model/records.js';
 import {
@@ -438,17 +437,6 @@ const TWO_COLUMN_SECTIONS: Readonly<Record<string, SectionType>> = {
 };
 const ROW_SECTIONS: readonly string[] = ['msgRowBytes', 'msgRowOffsets'];
 
-/**
- * The posting starts of the layout before 1-byte offsets (post-starts.ts): its offsets are a
- * Uint16Array. Such a snapshot's three start sections are read into ordinary memory and
- * re-encoded on load, in shared memory (a pass over the entries: ~50 ms at 1M messages), so it
- * keeps loading without being published again.
- */
-const POST_SECTIONS: readonly string[] = ['entryPostBase', 'entryPostOffset', 'entryPostFar'];
-function hasWidePostStarts(manifest: Manifest): boolean {
-  return manifest.sections!.some((e) => Array.isArray(e) && e[0] === 'entryPostOffset' && e[1] === 'Uint16Array');
-}
-
 /** Whether a string column's offsets (n + 1 of them) run from 0 up to its bytes' length, never down. */
 function offsetsFit(offsets: Uint32Array, bytes: Uint8Array, n: number): boolean {
   if (offsets.length !== n + 1 || offsets[0] !== 0 || offsets[n] !== bytes.length) return false;
@@ -458,7 +446,7 @@ function offsetsFit(offsets: Uint32Array, bytes: Uint8Array, n: number): boolean
 
 /** The summary sections of a snapshot written without them, in shared memory. */
 function deriveSummaries(s: Record<string, Section>): Record<string, Section> {
-  const offsets = s.entryPostOffset as Uint8Array;
+  const offsets = s.entryPostOffset as Uint16Array;
   const summaries = buildEntrySummaries(
     {
       entryPostBase: s.entryPostBase as Int32Array,
@@ -514,8 +502,6 @@ class SectionsDecoder {
 
   /** byte length of each export section not kept: its parts are checked, not copied */
   private readonly skipped = new Map<string, number>();
-  /** the posting starts are the previous layout's (POST_SECTIONS) */
-  private readonly widePostStarts: boolean;
 
   constructor(manifest: Manifest, keepExport: boolean) {
     this.manifest = manifest;
@@ -524,7 +510,6 @@ class SectionsDecoder {
     this.contacts = keepExport ? new Array(manifest.contacts) : [];
     this.seen = new Array(manifest.chunks.length).fill(false);
     const expected = expectedLayout();
-    const wide = (this.widePostStarts = hasWidePostStarts(manifest));
     const names = new Set<string>();
     const shared: [string, SectionType, number][] = [];
     let total = 0;
@@ -547,9 +532,7 @@ class SectionsDecoder {
       const want =
         name === 'entryContact'
           ? contactColumnType(manifest.contacts)
-          : wide && name === 'entryPostOffset'
-            ? 'Uint16Array'
-            : (expected.get(name) ?? TWO_COLUMN_SECTIONS[name]);
+          : (expected.get(name) ?? TWO_COLUMN_SECTIONS[name]);
       const exportOnly = isExportSection(name);
       if (exportOnly ? type !== 'Uint32Array' : want !== type) {
         const known = exportOnly || want !== undefined;
@@ -563,10 +546,9 @@ class SectionsDecoder {
       if (length * Ctor.BYTES_PER_ELEMENT > total) throw new Error(`snapshot: malformed manifest for ${this.what}`);
       if (exportOnly && !keepExport) {
         this.skipped.set(name, length * Ctor.BYTES_PER_ELEMENT);
-      } else if (exportOnly || Object.hasOwn(TWO_COLUMN_SECTIONS, name) || (wide && POST_SECTIONS.includes(name))) {
+      } else if (exportOnly || Object.hasOwn(TWO_COLUMN_SECTIONS, name)) {
         // Export sections only serve finishData, and the two columns only give the rows their
-        // bytes, the previous layout's starts only the new ones: ordinary memory, not shared,
-        // dropped once loaded.
+        // bytes: ordinary memory, not shared, dropped once loaded.
         const array = new (Ctor as unknown as new (n: number) => Section)(length);
         this.sections.set(name, { bytes: new Uint8Array(array.buffer), array, filled: 0 });
       } else {
@@ -673,20 +655,6 @@ class SectionsDecoder {
     return rows;
   }
 
-  /** A snapshot of the layout before 1-byte offsets: its posting starts re-encoded, in shared memory. */
-  private postStartsFromWide(sections: Record<string, Section>): Record<string, Section> {
-    const starts = decodeWidePostStarts(
-      sections.entryPostBase as Int32Array,
-      sections.entryPostOffset as Uint16Array,
-      sections.entryPostFar as Uint32Array,
-      sections.entryFlags.length,
-      sections.storedPostings.length,
-    );
-    if (starts === null) throw this.corrupt('the posting starts disagree with the entries');
-    for (const name of POST_SECTIONS) this.sections.delete(name);
-    return shareSections(Object.entries(encodePostStarts(starts)));
-  }
-
   finish(withSourceOrder: boolean): FlatIndex {
     const m = this.manifest;
     if (this.seen.some((s) => !s)) throw this.corrupt('missing chunks');
@@ -707,7 +675,6 @@ class SectionsDecoder {
       throw this.corrupt('sections disagree with the counts');
     }
     if (sections.msgRowBytes === undefined) Object.assign(sections, this.rowsFromTwoColumns(sections));
-    if (this.widePostStarts) Object.assign(sections, this.postStartsFromWide(sections));
     const rowOffsets = sections.msgRowOffsets as Uint32Array;
     if (rowOffsets.length !== n + 1 || rowOffsets[n] !== sections.msgRowBytes.length)
       throw this.corrupt('the message rows disagree with the counts');

@@ -8,8 +8,6 @@
  * the layout before inline heads (layout.ts, HEAD_INLINE) cannot be read so, and is refused.
  * A snapshot of the layout before channel bitmaps (src/index/channel-bits.ts) gets them derived
  * on load, like the summaries.
- * A snapshot of the layout before 1-byte posting starts (src/index/post-starts.ts) gets them
- * re-encoded on load, equal to the ones the build writes.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -25,9 +23,7 @@ import { parseSearchParams } from '../../../src/request/parse-params.js';
 import { exportColumns, flattenIndex, wrapIndex } from '../../../src/store/flat-index.js';
 import { encodeSnapshot, parseManifest, SnapshotDecoder } from '../../../src/store/snapshot-format.js';
 import { parseRfc3339 } from '../../../src/time/rfc3339.js';
-import { postStart } from '../../../src/index/post-starts.js';
 import { toTwoColumns } from '../../helpers/two-columns.js';
-import { encodeWide } from '../../helpers/wide-post-starts.js';
 
 const SUMMARIES = SUMMARY_SECTIONS;
 
@@ -265,71 +261,6 @@ describe('a snapshot written before inline heads', () => {
     assert.ok([...enc.chunks].length > 0); // the manifest lists the chunks once they are made
     assert.throws(() => new SnapshotDecoder(parseManifest(enc.manifest(), { organizationId: orgId, version: 6 })), {
       message: `snapshot: organization ${orgId} version 6 has an unknown section postings (another index layout); publish it again with \`npm run snapshot -- import\``,
-    });
-  });
-});
-
-describe('a snapshot written with 2-byte posting starts', () => {
-  /** `flat`'s posting starts in the previous layout's encoding. */
-  function widen(flat: ReturnType<typeof flattenIndex>): void {
-    const x = flat.sections as unknown as Parameters<typeof postStart>[0];
-    const n = flat.sections.entryPostOffset.length;
-    const starts = new Uint32Array(n);
-    for (let e = 0; e < n; e++) starts[e] = postStart(x, e);
-    const wide = encodeWide(starts);
-    flat.sections.entryPostBase = wide.base;
-    flat.sections.entryPostOffset = wide.offset;
-    flat.sections.entryPostFar = wide.far;
-  }
-
-  it('loads with its starts re-encoded, equal to the built ones, and answers the same', () => {
-    // few contacts, many messages: blocks whose starts span more than a byte (far in the new layout)
-    const { orgId, data } = generatedOrg(6000, 12, 21);
-    let order: Uint32Array | undefined;
-    const built = buildIndex(data, {
-      onOrder: (o) => {
-        order = o;
-      },
-    });
-    assert.ok(built.entryPostFar.length > 0, 'the data has far blocks');
-    const flat = flattenIndex(built, exportColumns(data, order!));
-    widen(flat);
-    const enc = encodeSnapshot({ format: 2, flat }, 3);
-    const chunks = [...enc.chunks];
-    const manifest = parseManifest(enc.manifest(), { organizationId: orgId, version: 3 });
-    assert.ok(manifest.sections!.some(([name, type]) => name === 'entryPostOffset' && type === 'Uint16Array'));
-    for (const purpose of ['serve', 'export'] as const) {
-      const decoder = new SnapshotDecoder(manifest, {}, purpose);
-      for (const [i, chunk] of chunks.entries()) decoder.add(i, chunk);
-      const loaded = decoder.finishFlat();
-      for (const name of ['entryPostBase', 'entryPostOffset', 'entryPostFar'] as const) {
-        const a = loaded.sections[name];
-        assert.ok(a.buffer instanceof SharedArrayBuffer, `${name} is shared memory`);
-        assert.equal(a.constructor, built[name].constructor, name);
-        assert.deepEqual([...a], [...built[name]], name);
-      }
-      assertSameAnswers(built, wrapIndex(loaded), orgId, [
-        'q=the',
-        'q=que&direction=all',
-        'q=que&direction=outbound&limit=3&offset=2',
-        'q=que&channel=whatsapp&from=2024-03-01',
-        'keywords=que,the&match=all&direction=all',
-      ]);
-    }
-  });
-
-  it('is refused as corrupt when its starts disagree with the entries', () => {
-    const { orgId, data } = generatedOrg(600, 6, 22);
-    const flat = flattenIndex(buildIndex(data));
-    widen(flat);
-    const offsets = flat.sections.entryPostOffset as Uint16Array;
-    offsets[offsets.length - 1] += 1; // the last start past the postings
-    const enc = encodeSnapshot({ format: 2, flat }, 6);
-    const chunks = [...enc.chunks];
-    const decoder = new SnapshotDecoder(parseManifest(enc.manifest(), { organizationId: orgId, version: 6 }));
-    for (const [i, chunk] of chunks.entries()) decoder.add(i, chunk);
-    assert.throws(() => decoder.finishFlat(), {
-      message: `snapshot: corrupt snapshot of organization ${orgId} version 6: the posting starts disagree with the entries`,
     });
   });
 });
