@@ -22,7 +22,7 @@ import { setImmediate as yieldToRequests } from 'node:timers/promises';
 import type { OrgIndex } from '../index/build.js';
 import type { OrgData } from '../model/records.js';
 import type { ReloadAck, ReloadRequest, ServerEntry } from '../store/fleet.js';
-import type { StoreConfig, Stores } from '../store/stores.js';
+import { FULL_LISTING_MS, type StoreConfig, type Stores } from '../store/stores.js';
 import { type BuiltIndex, IndexBuilder } from './index-builder.js';
 import { parseOrganizationId } from '../model/organization-id.js';
 import { pidNamespace } from '../store/file-utils.js';
@@ -553,6 +553,3 @@ export class Catalog {
       );
   }
 }
-
-/** A poll lists every pointer at least this often, change token or not (a change made by other means). */
-const FULL_LISTING_MS = 30_000;

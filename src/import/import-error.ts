@@ -1,3 +1,5 @@
+import { LineTooLong } from './line-reader.js';
+
 /** The one expected failure of an import: a bad line, named by file base name, line and field. */
 export class ImportError extends Error {
   /** `messages.ndjson line 37: field "sent_at": expected ..., got "2024-13-01"` */
@@ -14,6 +16,14 @@ export class ImportError extends Error {
     this.name = 'ImportError';
     this.detail = detail;
   }
+}
+
+/**
+ * `err` as the ImportError of file `file` when it is a line the reader refused as too long (its
+ * line number counted from the range's first line, `offset` lines into the file); else `err`.
+ */
+export function lineErrorOf(err: unknown, file: string, offset = 0): unknown {
+  return err instanceof LineTooLong ? new ImportError(file, offset + err.line, null, err.message) : err;
 }
 
 /**

@@ -8,8 +8,8 @@ import type { Contact } from '../model/records.js';
 import { OrgDataBuilder } from '../model/org-data-builder.js';
 import type { SnapshotStore, StagedSnapshot } from '../store/snapshot-store.js';
 import { IdSet } from './id-set.js';
-import { ImportError, show } from './import-error.js';
-import { LineTooLong, readLines, type Line } from './line-reader.js';
+import { ImportError, lineErrorOf, show } from './import-error.js';
+import { readLines, type Line } from './line-reader.js';
 import { readMessages } from './messages-reader.js';
 import { parseLine } from './parse-line.js';
 import { silentProgress, type Progress } from './progress.js';
@@ -47,8 +47,7 @@ async function* linesWithProgress(file: string, progress: Progress): AsyncGenera
       yield batch;
     }
   } catch (err) {
-    if (err instanceof LineTooLong) throw new ImportError(path.basename(file), err.line, null, err.message);
-    throw err;
+    throw lineErrorOf(err, path.basename(file));
   }
   progress.update(bytes, lines);
   progress.stop();

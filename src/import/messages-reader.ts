@@ -13,8 +13,8 @@ import type { MessageLine } from '../model/records.js';
 import { startModuleWorker } from '../runtime/module-worker.js';
 import { parseRfc3339 } from '../time/rfc3339.js';
 import type { IdSet } from './id-set.js';
-import { ImportError, show } from './import-error.js';
-import { type LineRange, LineTooLong, readLines } from './line-reader.js';
+import { ImportError, lineErrorOf, show } from './import-error.js';
+import { type LineRange, readLines } from './line-reader.js';
 import { type ContactDirectory, OwnerResolver } from './message-owner.js';
 import { parseLine } from './parse-line.js';
 import type { Progress } from './progress.js';
@@ -141,8 +141,7 @@ async function readRange(
       }
     }
   } catch (err) {
-    if (err instanceof LineTooLong) throw new ImportError(input.messagesName, offset + err.line, null, err.message);
-    throw err;
+    throw lineErrorOf(err, input.messagesName, offset);
   }
   return n;
 }

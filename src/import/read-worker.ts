@@ -15,8 +15,8 @@ import { ConversationTable } from '../model/conversation-table.js';
 import { internTokens } from '../text/analyze.js';
 import { TokenInterner } from '../text/token-interner.js';
 import { parseRfc3339 } from '../time/rfc3339.js';
-import { ImportError } from './import-error.js';
-import { LineTooLong, readLines } from './line-reader.js';
+import { ImportError, lineErrorOf } from './import-error.js';
+import { readLines } from './line-reader.js';
 import { type ContactDirectory, OwnerResolver } from './message-owner.js';
 import { parseLine } from './parse-line.js';
 import type { ReaderData, ReaderMessage } from './reader-protocol.js';
@@ -168,8 +168,7 @@ async function read(): Promise<void> {
     port.postMessage({ kind: 'done', lines: total } satisfies ReaderMessage);
   } catch (thrown) {
     // a line too long is a bad line like any other (its number within this range)
-    const err =
-      thrown instanceof LineTooLong ? new ImportError(data.messagesName, thrown.line, null, thrown.message) : thrown;
+    const err = lineErrorOf(thrown, data.messagesName);
     if (!(err instanceof ImportError)) throw err;
     if (block.n > 0) block.post(bytes, lines);
     port.postMessage({ kind: 'error', line: err.line, field: err.field, problem: err.problem } satisfies ReaderMessage);

@@ -6,7 +6,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { KeyRecord } from '../auth/key-record.js';
-import { isDir, storeError as wrap, withLock, writeFileAtomic } from './file-utils.js';
+import { fileStamp, isDir, storeError as wrap, withLock, writeFileAtomic } from './file-utils.js';
 import type { KeyStore } from '../auth/key-store.js';
 
 /** Key records in `dataDir`/keys.json. */
@@ -61,8 +61,7 @@ export class EmbeddedKeyStore implements KeyStore {
    * parsing 50,000 records (24 MB) each time took most of a core.
    */
   async listKeys(): Promise<KeyRecord[]> {
-    const st = await fs.stat(this.keysFile).catch(() => null);
-    const stamp = st === null ? null : `${st.ino}:${st.mtimeMs}:${st.size}`;
+    const stamp = await fileStamp(this.keysFile).catch(() => null);
     if (stamp !== null && this.listed !== null && this.listed.stamp === stamp) return this.listed.records;
     const records = Object.values(await this.readKeys());
     this.listed = stamp === null ? null : { stamp, records };

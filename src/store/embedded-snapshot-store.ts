@@ -21,7 +21,7 @@ import {
   type DecodePurpose,
   type PreparedSnapshot,
 } from './snapshot-format.js';
-import { isDir, pidAlive, storeError, syncDir, tempName, withLock, writeFileAtomic } from './file-utils.js';
+import { fileStamp, isDir, pidAlive, storeError, syncDir, tempName, withLock, writeFileAtomic } from './file-utils.js';
 import {
   OlderFormatError,
   publishStaged,
@@ -227,10 +227,8 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
 
   async changeToken(): Promise<string> {
     try {
-      const st = await fs.stat(this.changeFile);
-      return `${st.ino}:${st.mtimeMs}:${st.size}`;
+      return (await fileStamp(this.changeFile)) ?? 'none';
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'none';
       throw wrap('reading the change marker', err);
     }
   }

@@ -13,6 +13,20 @@ export async function syncDir(dir: string): Promise<void> {
   }
 }
 
+/**
+ * A file's identity and version: inode, mtime and size, or null when it is not there. Files the
+ * store rewrites are replaced by a rename (a new inode), so an equal stamp is the same content.
+ */
+export async function fileStamp(file: string): Promise<string | null> {
+  try {
+    const st = await fs.stat(file);
+    return `${st.ino}:${st.mtimeMs}:${st.size}`;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+}
+
 /** A temp name beside `target` that names this process, so a crashed writer's leftovers can be recognised. */
 export function tempName(dir: string): string {
   return path.join(dir, `.tmp-${process.pid}-${Math.random().toString(36).slice(2, 10)}`);

@@ -8,9 +8,7 @@
 import type { KeyRecord } from '../auth/key-record.js';
 import type { KeyStore } from '../auth/key-store.js';
 import type { RedisConnection } from './redis-connection.js';
-
-/** A listing is re-read whole at least this often, changes counter or not (a record written by other means). */
-const FULL_LISTING_MS = 30_000;
+import { FULL_LISTING_MS } from './stores.js';
 
 /** Key records over one Redis connection. */
 export class RedisKeyStore implements KeyStore {

@@ -33,10 +33,10 @@ import type {
 import { publishStaged } from './snapshot-store.js';
 import { isCanonicalOrganizationId } from '../model/organization-id.js';
 
-// Chunks in flight at once on read and write: enough to hide latency, bounded memory.
 /** Incremented after every pointer move: the snapshot pollers' change token. */
 const CHANGES_KEY = 'snap:changes';
 
+// Chunks in flight at once on read and write: enough to hide latency, bounded memory.
 const WINDOW = 8;
 
 // Moves the pointer forward only: returns the old version, or -current when it is not older.

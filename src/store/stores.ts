@@ -30,5 +30,11 @@ export interface StoreConfig {
   dataDir: string;
 }
 
+/**
+ * How old a listing a poller may skip re-reading while the store's change token (pointers) or
+ * counter (keys) is the same: a change made by other means (a hand edit) is seen within it.
+ */
+export const FULL_LISTING_MS = 30_000;
+
 /** What a process opens a store for: 'read' (a tool that only lists) or 'write' (the rest). */
 export type StoreAccess = 'read' | 'write';

@@ -45,10 +45,9 @@ function mapOne(ch: string): string | null {
 
 /**
  * The tables, every code unit UNSEEN but the surrogates. A code unit is classified on first
- * sight (classify), not all 65,536 at start: their NFKD, toLowerCase and regex tests touched
- * 4.2 MiB of the node binary's pages (resident for the life of the process: most of it the
- * regex tests of the code units above U+1400) and took ~50 ms. A server now touches what the
- * characters of its messages and terms need.
+ * sight (classify), not all 65,536 at start, which took ~50 ms and left ~3 MiB of garbage in
+ * every thread that answers searches. (It also touched 4.2 MiB of the node binary's pages, but
+ * a server touches the same ones when it loads msgpackr's native addon: bench/RESULTS.md.)
  */
 function buildTables(): Uint8Array {
   const kind = new Uint8Array(0x10000).fill(UNSEEN);
@@ -261,7 +260,7 @@ export function hasToken(text: string): boolean {
     const c = text.charCodeAt(i);
     if (kind[c] === UNSEEN) classify(kind, c);
     const k = kind[c];
-    // a MANY mapping always holds a letter or digit (buildTables), and neither N() nor its
+    // a MANY mapping always holds a letter or digit (classify), and neither N() nor its
     // context rule ever turns a letter or digit into a separator
     if (k === ONE || k === MANY) return true;
     if (k === PLAIN) return HAS_TOKEN.test(normalize(text));
