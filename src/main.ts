@@ -14,6 +14,7 @@ import { catalogOrgStats, catalogReloadStats } from './metrics/catalog-stats.js'
 import { openStores } from './store/open-store.js';
 import { ThreadPool } from './server/thread-pool.js';
 import type { ServingState } from './server/thread-protocol.js';
+import { within } from './runtime/within.js';
 
 /** Prints start-up problems as plain lines (no stack trace) and exits 1. */
 function refuse(lines: string[]): never {
@@ -260,8 +261,7 @@ async function main(): Promise<void> {
     // The store's part (the last last_used_at flush, leaving the fleet registry, the load in
     // progress, closing the connection) is bounded: a paused Redis held it for ~20 s (10 s a
     // command), past a `docker stop`'s grace, under a log line that said nothing of it.
-    let timer: NodeJS.Timeout | undefined;
-    const storeClosed = await Promise.race([
+    const storeClosed = await within(
       (async () => {
         try {
           await keys.stop();
@@ -272,11 +272,9 @@ async function main(): Promise<void> {
         }
         return true;
       })(),
-      new Promise<false>((resolve) => {
-        timer = setTimeout(() => resolve(false), STORE_CLOSE_MS);
-      }),
-    ]);
-    clearTimeout(timer);
+      STORE_CLOSE_MS,
+      () => false,
+    );
     if (!storeClosed)
       logger.warn(
         { timeout_ms: STORE_CLOSE_MS },

@@ -26,6 +26,7 @@ import { FULL_LISTING_MS, type StoreConfig, type Stores } from '../store/stores.
 import { type BuiltIndex, IndexBuilder } from './index-builder.js';
 import { parseOrganizationId } from '../model/organization-id.js';
 import { pidNamespace } from '../store/file-utils.js';
+import { within } from '../runtime/within.js';
 
 /** The subset of a pino logger the Catalog uses. */
 export interface CatalogLogger {
@@ -191,7 +192,7 @@ export class Catalog {
     // Cold start read snapshots on this thread (fastest); from now on loads go through the worker.
     this.builder.serving = true;
     // In tests with a live store, start() resolving means joined too (the CLI can reach it).
-    await Promise.race([joined, new Promise((r) => setTimeout(r, this.opts.heartbeatMs).unref())]);
+    await within(joined, this.opts.heartbeatMs, () => undefined);
   }
 
   /** Subscribes to reload broadcasts (retrying while the store is down), then starts the heartbeat. */

@@ -15,6 +15,7 @@ import { deriveDictionaries, type FlatIndex, flattenIndex, shareFlat } from '../
 import type { ServingKeyStore } from '../auth/key-store.js';
 import { startModuleWorker } from '../runtime/module-worker.js';
 import type { FromThread, KeyListingMessage, ServingState, ServingThreadData, ToThread } from './thread-protocol.js';
+import { within } from '../runtime/within.js';
 
 export interface ThreadPoolDeps {
   config: Config;
@@ -139,14 +140,7 @@ export class ThreadPool {
   async flushObserved(): Promise<void> {
     const seq = ++this.seq;
     for (const s of this.slots) s.worker.postMessage({ kind: 'flush', seq } satisfies ToThread);
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      this.acked(seq),
-      new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, FLUSH_WAIT_MS);
-      }),
-    ]);
-    clearTimeout(timer);
+    await within(this.acked(seq), FLUSH_WAIT_MS, () => undefined);
   }
 
   /** A test hook: makes thread `i` throw an uncaught exception. */

@@ -13,6 +13,7 @@
  * (`retryDelayOnFailover` × `maxRedirections`, about 4 s) and then fails with a clear error.
  */
 import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
+import { within } from '../runtime/within.js';
 
 export type RedisClient = Redis | Cluster;
 
@@ -86,7 +87,6 @@ async function probe(url: string, o: ConnectionOptions): Promise<{ cluster: bool
     lastError = err;
   });
   const t0 = Date.now();
-  let timer: NodeJS.Timeout | undefined;
   try {
     // The server (background) waits for these replies before it listens: a paused Redis held
     // both listeners closed for ~12 s (the ready check and the command timeout; README: it
@@ -96,19 +96,14 @@ async function probe(url: string, o: ConnectionOptions): Promise<{ cluster: bool
       return client.info('cluster');
     };
     const info = o.background
-      ? await Promise.race([
-          ask(),
-          new Promise<never>((_, reject) => {
-            timer = setTimeout(() => reject(new Error('Command timed out')), o.connectTimeoutMs);
-          }),
-        ])
+      ? await within(ask(), o.connectTimeoutMs, () => {
+          throw new Error('Command timed out');
+        })
       : await ask();
     return { cluster: /^cluster_enabled:1\s*$/m.test(info), client };
   } catch (err) {
     client.disconnect();
     throw connectFailure(err as Error, lastError, Date.now() - t0);
-  } finally {
-    clearTimeout(timer);
   }
 }
 
@@ -153,30 +148,18 @@ export async function connectRedis(
   client.on('error', () => {}); // failures reach the caller as rejections (see probe)
   // During a failover (cluster_state:fail) ioredis keeps retrying its ready check without ever
   // rejecting: bound the wait, so a command-line tool fails clearly instead of hanging.
-  let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([
-      client.connect(),
-      new Promise((_, reject) => {
-        timer = setTimeout(
-          () =>
-            reject(
-              new Error(
-                `the cluster was not ready within ${o.commandTimeoutMs / 1000} s (a failover in progress, or no master for some slots)`,
-              ),
-            ),
-          o.commandTimeoutMs,
-        );
-      }),
-    ]);
+    await within(client.connect(), o.commandTimeoutMs, () => {
+      throw new Error(
+        `the cluster was not ready within ${o.commandTimeoutMs / 1000} s (a failover in progress, or no master for some slots)`,
+      );
+    });
   } catch (err) {
     // a cluster client keeps retrying with clusterRetryStrategy
     if (!o.background) {
       client.disconnect();
       throw err;
     }
-  } finally {
-    clearTimeout(timer);
   }
   // A subscriber may queue while reconnecting: autoResubscribe restores the subscription.
   return { client, duplicate: () => newCluster(seeds, o, { enableOfflineQueue: true }) };
