@@ -60,6 +60,8 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
   private readonly snapDir: string;
   /** rewritten (a new inode) after every pointer move: see changeToken */
   private readonly changeFile: string;
+  /** the one sweep of every folder's dead temps (sweepDeadTemps), started by the first publish */
+  private swept: Promise<void> | undefined;
 
   constructor(dataDir: string) {
     this.dataDir = path.resolve(dataDir);
@@ -82,6 +84,9 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
     try {
       await fs.mkdir(dir, { recursive: true });
       await this.removeDeadTemps(dir);
+      // the others' are not this import's business to fail on: a folder it cannot clean stays as it was
+      this.swept ??= this.sweepDeadTemps().catch(() => {});
+      await this.swept;
       // an unreadable pointer (corrupt) is replaced by this publish: the version files say what exists
       const pointed = await this.readPointer(org).catch(() => null);
       version = Math.max(pointed?.version ?? 0, ...(await this.versionsOn(dir))) + 1;
@@ -207,9 +212,31 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
     }
   }
 
+  /**
+   * Once per store opened for publishing: the dead temps of every organization, and of the
+   * folders above them (the change marker's, keys.json's). A SIGKILLed import's half-written
+   * snapshot (hundreds of MB at 1M) otherwise stayed until the next import of that same
+   * organization, for ever if none came. One listing a folder: ~0.3 s at 10,000 organizations.
+   */
+  private async sweepDeadTemps(): Promise<void> {
+    await this.removeDeadTemps(this.dataDir);
+    await this.removeDeadTemps(this.snapDir);
+    for (const org of await fs.readdir(this.snapDir)) {
+      if (isCanonicalOrganizationId(org)) await this.removeDeadTemps(path.join(this.snapDir, org));
+    }
+  }
+
   // Leftovers of an import killed midway: its pid is gone, or the file is a day old.
   private async removeDeadTemps(dir: string): Promise<void> {
-    for (const name of await fs.readdir(dir)) {
+    let names: string[];
+    try {
+      names = await fs.readdir(dir);
+    } catch (err) {
+      // an organization's folder removed meanwhile, or a file where a folder was expected
+      if (['ENOENT', 'ENOTDIR'].includes((err as NodeJS.ErrnoException).code ?? '')) return;
+      throw err;
+    }
+    for (const name of names) {
       const m = /^\.tmp-(\d+)-/.exec(name);
       if (!m) continue;
       const file = path.join(dir, name);

@@ -1,6 +1,7 @@
 /** The embedded key store's listing: the same records while keys.json is the same file. */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -51,6 +52,37 @@ test('a corrupt pointer is named by the listing and replaced by the next publish
     const second = await store.snapshots.publishSnapshot(data);
     assert.ok(second.version > first.version);
     assert.deepEqual((await store.snapshots.listLatest()).refs, [second]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a publish removes a killed import's leftovers in every organization's folder, not only its own", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'dead-temps-'));
+  try {
+    const store = await new EmbeddedStore(dir).open();
+    const a = orgData(generate(1, 3, 20, 1));
+    const b = orgData(generate(2, 3, 20, 1));
+    await store.snapshots.publishSnapshot(a);
+    // temp names carry the writer's pid: one of a process that has exited, one of this live one
+    const dead = spawnSync(process.execPath, ['-e', '0']).pid;
+    const folders = [dir, path.join(dir, 'snapshots'), path.join(dir, 'snapshots', a.organizationId)];
+    mkdirSync(folders[2], { recursive: true });
+    for (const f of folders) {
+      writeFileSync(path.join(f, `.tmp-${dead}-halfwritten`), Buffer.alloc(1000));
+      writeFileSync(path.join(f, `.tmp-${process.pid}-inprogress`), Buffer.alloc(10));
+    }
+    // a second store, as a later import process opens it, publishing another organization
+    const later = await new EmbeddedStore(dir).open();
+    await later.snapshots.publishSnapshot(b);
+    for (const f of folders) {
+      assert.equal(existsSync(path.join(f, `.tmp-${dead}-halfwritten`)), false, `dead temp removed in ${f}`);
+      assert.equal(existsSync(path.join(f, `.tmp-${process.pid}-inprogress`)), true, `live temp kept in ${f}`);
+    }
+    assert.deepEqual(
+      (await later.snapshots.latest()).map((r) => r.organizationId).sort(),
+      [a.organizationId, b.organizationId].sort(),
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
