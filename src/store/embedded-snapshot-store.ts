@@ -216,13 +216,15 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
    * Once per store opened for publishing: the dead temps of every organization, and of the
    * folders above them (the change marker's, keys.json's). A SIGKILLed import's half-written
    * snapshot (hundreds of MB at 1M) otherwise stayed until the next import of that same
-   * organization, for ever if none came. One listing a folder: ~0.3 s at 10,000 organizations.
+   * organization, for ever if none came.
    */
   private async sweepDeadTemps(): Promise<void> {
     await this.removeDeadTemps(this.dataDir);
     await this.removeDeadTemps(this.snapDir);
-    for (const org of await fs.readdir(this.snapDir)) {
-      if (isCanonicalOrganizationId(org)) await this.removeDeadTemps(path.join(this.snapDir, org));
+    const orgs = (await fs.readdir(this.snapDir)).filter(isCanonicalOrganizationId);
+    // 16 listings at once: an import into 10,000 organizations takes 0.15 s more (one at a time: 0.3 s)
+    for (let i = 0; i < orgs.length; i += 16) {
+      await Promise.all(orgs.slice(i, i + 16).map((org) => this.removeDeadTemps(path.join(this.snapDir, org))));
     }
   }
 
