@@ -31,19 +31,23 @@ const port = parentPort!;
 const config = (workerData as { store: StoreConfig }).store;
 let stores: Promise<Stores> | null = null;
 
-async function handle(id: number, ref: SnapshotRef): Promise<void> {
+async function handle(id: number, ref: SnapshotRef, unchanged: string | undefined): Promise<void> {
   stores ??= openStores(config).catch((err: unknown) => {
     stores = null;
     throw err;
   });
-  const flat = await (await stores).snapshots.loadFlatIndex(ref);
+  const flat = await (await stores).snapshots.loadChangedFlatIndex(ref, unchanged);
+  if (flat === null) {
+    port.postMessage({ id, kind: 'unchanged' } satisfies WorkerReply);
+    return;
+  }
   // the dictionaries' lookup sections are derived here, off the threads that answer requests
   deriveDictionaries(flat);
   port.postMessage({ id, kind: 'done', flat } satisfies WorkerReply);
 }
 
 port.on('message', (req: WorkerRequest) => {
-  handle(req.id, req.ref).catch((err: unknown) => {
+  handle(req.id, req.ref, req.unchanged).catch((err: unknown) => {
     port.postMessage({
       id: req.id,
       kind: 'error',

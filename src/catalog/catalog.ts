@@ -93,6 +93,8 @@ export interface CatalogStats {
 
 interface Loaded {
   index: OrgIndex;
+  /** what the builder loaded: kept so that a reload of the same content keeps it (IndexBuilder.load) */
+  built: BuiltIndex;
   version: number;
   messages: number;
   contacts: number;
@@ -355,12 +357,12 @@ export class Catalog {
       }
       try {
         const t1 = performance.now();
-        const built = await this.builder.load(ref);
+        const built = await this.builder.load(ref, cur?.built);
         const { index, messages, contacts } = built;
         // One Map.set: requests already holding the old index finish on it, later ones see this.
-        this.indexes.set(org, { index, version: ref.version, messages, contacts, loadedAt: new Date() });
+        this.indexes.set(org, { index, built, version: ref.version, messages, contacts, loadedAt: new Date() });
         // The replaced index's shared memory is given back by a collection soon after.
-        if (cur) this.builder.released();
+        if (cur && cur.built !== built) this.builder.released();
         await this.onLoaded?.(org, ref.version, built);
         if (f) this.recovered(org, ref.version);
         this.count(org, 'ok');

@@ -36,6 +36,8 @@ export interface BuilderLogger {
 }
 
 interface Pending {
+  /** the index in service, given back when the snapshot's content is the same */
+  current: BuiltIndex | undefined;
   resolve: (b: BuiltIndex) => void;
   reject: (e: Error) => void;
 }
@@ -71,7 +73,7 @@ export class IndexBuilder {
   }
 
   /** 'worker' or 'main': where the next build runs. */
-  private where: 'snapshot' | 'worker' | 'main' | null = null;
+  private where: 'snapshot' | 'worker' | 'main' | 'unchanged' | null = null;
   /**
    * Set once the server answers requests. Before (cold start) a snapshot is read right here:
    * fastest, nothing to protect. After, the worker reads it, so the request thread only wraps
@@ -81,9 +83,10 @@ export class IndexBuilder {
 
   /**
    * How the last load went: 'snapshot' (a format-2 snapshot read as stored, no build), 'worker'
-   * (an older snapshot built in the worker thread) or 'main' (built on this thread).
+   * (an older snapshot built in the worker thread), 'main' (built on this thread) or
+   * 'unchanged' (the same content as the index in service: verified, and that index kept).
    */
-  get mode(): 'snapshot' | 'worker' | 'main' {
+  get mode(): 'snapshot' | 'worker' | 'main' | 'unchanged' {
     return this.where ?? this.buildsIn();
   }
 
@@ -116,14 +119,25 @@ export class IndexBuilder {
     collectGarbage();
   }
 
-  async load(ref: SnapshotRef): Promise<BuiltIndex> {
+  /**
+   * The index of snapshot `ref`. `current`, the organization's index in service: when the
+   * snapshot's content is the same (its digest; a re-import of unchanged data), its chunks are
+   * verified and `current` itself is given back, so such a reload copies nothing and its memory
+   * does not double (a corrupt snapshot is still refused).
+   */
+  async load(ref: SnapshotRef, current?: BuiltIndex): Promise<BuiltIndex> {
+    const unchanged = this.build === null ? current?.flat?.digest : undefined;
     if (this.build === null && (!this.serving || this.buildsIn() === 'main')) {
       // A format-2 snapshot is read, verified and copied into shared memory right here, one
       // chunk per step with the event loop free between them, then wrapped (nothing rebuilt).
       // Measured faster and leaner than a worker (whose start alone took 1-2 s, and
       // whose shared buffers outlived reloads). Only an older snapshot needs a build: a worker.
       try {
-        const flat = await this.store.loadFlatIndex(ref, { build: false });
+        const flat = await this.store.loadChangedFlatIndex(ref, unchanged, { build: false });
+        if (flat === null) {
+          this.where = 'unchanged';
+          return current!;
+        }
         const index = wrapIndex(flat);
         this.where = 'snapshot';
         // `flat` goes along: serving threads get these same shared sections, not a copy of them.
@@ -132,20 +146,20 @@ export class IndexBuilder {
         if (!(err instanceof OlderFormatError)) throw err;
       }
     }
-    if (this.buildsIn() === 'main') return this.onMainThread(ref);
+    if (this.buildsIn() === 'main') return this.onMainThread(ref, current);
     const worker = this.spawn();
-    if (worker === null) return this.onMainThread(ref);
+    if (worker === null) return this.onMainThread(ref, current);
     try {
       return await new Promise<BuiltIndex>((resolve, reject) => {
         this.where = 'worker';
         const id = this.nextId++;
-        this.pending.set(id, { resolve, reject });
+        this.pending.set(id, { current, resolve, reject });
         worker.ref();
-        worker.postMessage({ id, ref } satisfies WorkerRequest);
+        worker.postMessage({ id, ref, unchanged } satisfies WorkerRequest);
       });
     } catch (err) {
       // The worker never came up: this build, and every later one, runs here.
-      if (this.workerFailed) return this.onMainThread(ref);
+      if (this.workerFailed) return this.onMainThread(ref, current);
       throw err;
     }
   }
@@ -167,13 +181,17 @@ export class IndexBuilder {
     if (w) await w.terminate();
   }
 
-  private async onMainThread(ref: SnapshotRef): Promise<BuiltIndex> {
+  private async onMainThread(ref: SnapshotRef, current: BuiltIndex | undefined): Promise<BuiltIndex> {
     this.where = 'main';
     if (this.build !== null) {
       const data = await this.store.loadSnapshot(ref);
       return { index: this.build(data), messages: data.messages.count, contacts: data.contacts.length };
     }
-    const flat = await this.store.loadFlatIndex(ref);
+    const flat = await this.store.loadChangedFlatIndex(ref, current?.flat?.digest);
+    if (flat === null) {
+      this.where = 'unchanged';
+      return current!;
+    }
     return { index: wrapIndex(flat), flat, messages: flat.messageCount, contacts: flat.contactCount };
   }
 
@@ -232,6 +250,15 @@ export class IndexBuilder {
     this.pending.delete(reply.id);
     if (reply.kind === 'error') {
       p.reject(new Error(reply.message));
+      return;
+    }
+    if (reply.kind === 'unchanged') {
+      if (p.current === undefined)
+        p.reject(new Error('catalog: the build worker found no change where nothing was in service'));
+      else {
+        this.where = 'unchanged';
+        p.resolve(p.current);
+      }
       return;
     }
     const flat = reply.flat;

@@ -12,8 +12,12 @@ import type { SnapshotRef } from '../store/snapshot-store.js';
 export interface WorkerRequest {
   id: number;
   ref: SnapshotRef;
+  /** the digest of the index in service (LoadFlatOptions.unchanged) */
+  unchanged?: string;
 }
 
 export type WorkerReply =
   | { id: number; kind: 'done'; flat: FlatIndex }
+  /** the snapshot's content is the index in service (verified, not copied) */
+  | { id: number; kind: 'unchanged' }
   | { id: number; kind: 'error'; message: string };

@@ -296,9 +296,19 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
   }
 
   async loadFlatIndex(ref: SnapshotRef, options: LoadFlatOptions = {}): Promise<FlatIndex> {
-    const decoder = await this.readSnapshot(ref, options, 'serve');
+    return (await this.loadChangedFlatIndex(ref, undefined, options))!;
+  }
+
+  async loadChangedFlatIndex(
+    ref: SnapshotRef,
+    unchanged: string | undefined,
+    options: LoadFlatOptions = {},
+  ): Promise<FlatIndex | null> {
+    const decoder = await this.readSnapshot(ref, { ...options, unchanged }, 'serve');
     try {
-      return decoder.finishFlat();
+      if (!decoder.unchanged) return decoder.finishFlat();
+      decoder.finishUnchanged();
+      return null;
     } catch (err) {
       throw wrap(`organization ${ref.organizationId} version ${ref.version}`, err);
     }

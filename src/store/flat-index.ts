@@ -85,6 +85,8 @@ export interface FlatIndex {
    * when known, the EXPORT_SECTIONS (so the import can be given back).
    */
   sections: Record<string, Section>;
+  /** the SHA-256 its snapshot's manifest records (snapshots written before it have none) */
+  digest?: string;
 }
 
 export function sectionType(a: Section): SectionType {

@@ -200,9 +200,20 @@ export class RedisSnapshotStore implements SnapshotStore {
   }
 
   async loadFlatIndex(ref: SnapshotRef, options: LoadFlatOptions = {}): Promise<FlatIndex> {
-    return this.conn.run(`loading organization ${ref.organizationId} version ${ref.version}`, async () =>
-      (await this.readSnapshot(ref, options, 'serve')).finishFlat(),
-    );
+    return (await this.loadChangedFlatIndex(ref, undefined, options))!;
+  }
+
+  async loadChangedFlatIndex(
+    ref: SnapshotRef,
+    unchanged: string | undefined,
+    options: LoadFlatOptions = {},
+  ): Promise<FlatIndex | null> {
+    return this.conn.run(`loading organization ${ref.organizationId} version ${ref.version}`, async () => {
+      const decoder = await this.readSnapshot(ref, { ...options, unchanged }, 'serve');
+      if (!decoder.unchanged) return decoder.finishFlat();
+      decoder.finishUnchanged();
+      return null;
+    });
   }
 
   private async readSnapshot(

@@ -10,9 +10,11 @@
  * value larger than that) plus a manifest. A chunk is a concatenation of msgpack "parts", each
  * part one slice of one column; typed-array columns travel as raw little-endian bytes. The
  * manifest carries the magic, the format version, the counts and a CRC32 of every chunk, and
- * ends with a CRC32 of itself. Plain maps/arrays only (no msgpackr records), so nothing outside
+ * ends with a CRC32 of itself. A format-2 manifest also carries the SHA-256 of its content
+ * (`digest`), so a reload can tell a re-published identical index without copying it. Plain maps/arrays only (no msgpackr records), so nothing outside
  * the bytes is needed to decode.
  */
+import { createHash } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { endianness } from 'node:os';
 import { Packr, Unpackr } from 'msgpackr';
@@ -89,6 +91,19 @@ export interface Manifest {
   sections?: [string, SectionType, number][];
   /** format 2 */
   pairMinFrequency?: number;
+  /**
+   * format 2, written since the digest was added: SHA-256 (hex) of every chunk's bytes in order,
+   * then of contentDescriptor(manifest). Equal digests mean equal indexes (see loadChangedFlatIndex).
+   */
+  digest?: string;
+}
+
+/** What of a manifest, besides the chunks, decides the index a snapshot loads to: in the digest. */
+function contentDescriptor(
+  m: Pick<Manifest, 'format' | 'organizationId' | 'contacts' | 'messages' | 'pairMinFrequency' | 'sections'>,
+): string {
+  const { format, organizationId, contacts, messages, pairMinFrequency, sections } = m;
+  return JSON.stringify({ format, organizationId, contacts, messages, pairMinFrequency, sections });
 }
 
 // Parts: ['c', start, rows] contacts; ['s', column, start, strings]; ['b', column, byteOffset, bytes].
@@ -175,10 +190,7 @@ function verifiedParts<T>(
   chunk: Uint8Array,
   corrupt: (detail: string) => Error,
 ): T[] {
-  const info = manifest.chunks[index];
-  if (info === undefined || seen[index]) throw corrupt(`unexpected chunk ${index}`);
-  if (chunk.length !== info.length || crc32(chunk) !== info.crc32) throw corrupt(`chunk ${index} checksum mismatch`);
-  seen[index] = true;
+  verifyChunk(manifest, seen, index, chunk, corrupt);
   try {
     return unpackr.unpackMultiple(chunk) as T[];
   } catch (err) {
@@ -186,6 +198,20 @@ function verifiedParts<T>(
   } finally {
     releaseSource();
   }
+}
+
+/** Checks chunk `index` against the manifest's length and CRC32, once (`seen`). */
+function verifyChunk(
+  manifest: Manifest,
+  seen: boolean[],
+  index: number,
+  chunk: Uint8Array,
+  corrupt: (detail: string) => Error,
+): void {
+  const info = manifest.chunks[index];
+  if (info === undefined || seen[index]) throw corrupt(`unexpected chunk ${index}`);
+  if (chunk.length !== info.length || crc32(chunk) !== info.crc32) throw corrupt(`chunk ${index} checksum mismatch`);
+  seen[index] = true;
 }
 
 /** What a store writes: a format-2 flat index (built once, here) or, on request, format-1 columns. */
@@ -229,6 +255,8 @@ export function encodeSnapshot(
 ): { chunks: Iterable<Uint8Array>; manifest(): Uint8Array } {
   if (endianness() !== 'LE') throw new Error('snapshot: only little-endian hosts are supported');
   const infos: ChunkInfo[] = [];
+  const hash = createHash('sha256');
+  let digest: string | undefined;
   const source: Iterable<unknown> = prepared.format === 1 ? partsV1(prepared.data) : partsV2(prepared.flat);
   function* chunks(): Generator<Uint8Array> {
     // Each part is copied once, straight into its chunk (packr reuses its output buffer across
@@ -247,6 +275,7 @@ export function encodeSnapshot(
       // a copy leaves its ring buffer free for the next chunk; a view holds it until `reuse` more
       if (fromRing && out.buffer === chunk!.buffer) slot = (slot + 1) % reuse;
       infos.push({ length: out.length, crc32: crc32(out) });
+      hash.update(out);
       chunk = null;
       size = 0;
       return out;
@@ -280,7 +309,7 @@ export function encodeSnapshot(
               messages: prepared.data.messages.count,
               chunks: infos,
             }
-          : {
+          : withDigest({
               ...common,
               format: 2,
               organizationId: prepared.flat.organizationId,
@@ -289,9 +318,14 @@ export function encodeSnapshot(
               chunks: infos,
               pairMinFrequency: prepared.flat.pairMinFrequency,
               sections: Object.entries(prepared.flat.sections).map(([name, a]) => [name, sectionType(a), a.length]),
-            },
+            }),
       ),
   };
+  /** the manifest with its digest, once every chunk went through the hash (computed once) */
+  function withDigest(m: Manifest): Manifest {
+    digest ??= hash.update(contentDescriptor(m)).digest('hex');
+    return { ...m, digest };
+  }
 }
 
 /** msgpack of the manifest followed by the CRC32 (big-endian u32) of those bytes. */
@@ -347,6 +381,14 @@ export class SnapshotDecoder {
   private readonly v1: RecordColumnsDecoder | null;
   private readonly v2: SectionsDecoder | null;
   private readonly purpose: DecodePurpose;
+  /**
+   * The snapshot's digest is LoadFlatOptions.unchanged: its content is the index in service, so
+   * its chunks are only verified (length and CRC32, as a load does), nothing is decoded or copied,
+   * and finishUnchanged() replaces finishFlat(). A corrupt or truncated one is refused the same.
+   */
+  readonly unchanged: boolean;
+  private readonly manifest: Manifest;
+  private readonly seen: boolean[];
 
   /**
    * `purpose` 'serve': only finishFlat will be asked for, so the export sections (the import's
@@ -355,6 +397,17 @@ export class SnapshotDecoder {
    */
   constructor(manifest: Manifest, options: LoadFlatOptions = {}, purpose: DecodePurpose = 'export') {
     this.purpose = purpose;
+    this.manifest = manifest;
+    this.unchanged =
+      purpose === 'serve' &&
+      manifest.format === 2 &&
+      typeof manifest.digest === 'string' &&
+      manifest.digest === options.unchanged;
+    this.seen = this.unchanged ? new Array(manifest.chunks.length).fill(false) : [];
+    if (this.unchanged) {
+      this.v1 = this.v2 = null;
+      return;
+    }
     if (manifest.format === 1 && options.build === false) {
       throw new OlderFormatError(
         `snapshot: organization ${manifest.organizationId} version ${manifest.version} is format 1: its index must be built`,
@@ -365,10 +418,23 @@ export class SnapshotDecoder {
   }
 
   add(index: number, chunk: Uint8Array): void {
-    (this.v1 ?? this.v2!).add(index, chunk);
+    if (this.unchanged) verifyChunk(this.manifest, this.seen, index, chunk, (d) => this.corrupt(d));
+    else (this.v1 ?? this.v2!).add(index, chunk);
+  }
+
+  /** For an `unchanged` snapshot: throws unless every chunk was added and verified. */
+  finishUnchanged(): void {
+    if (!this.unchanged) throw new Error('snapshot: finishUnchanged on a snapshot being decoded');
+    if (this.seen.some((s) => !s)) throw this.corrupt('missing chunks');
+  }
+
+  private corrupt(detail: string): Error {
+    const m = this.manifest;
+    return new Error(`snapshot: corrupt snapshot of organization ${m.organizationId} version ${m.version}: ${detail}`);
   }
 
   finishFlat(): FlatIndex {
+    if (this.unchanged) throw new Error('snapshot: an unchanged snapshot is not decoded (finishUnchanged)');
     if (this.v2) return this.v2.finish(false);
     // The older layout carries the records: the index is built here (in the build worker).
     const flat = shareFlat(flattenIndex(buildIndex(this.v1!.finish())));
@@ -700,6 +766,7 @@ class SectionsDecoder {
       pairMinFrequency: m.pairMinFrequency!,
       contacts: this.contacts,
       sections,
+      ...(typeof m.digest === 'string' ? { digest: m.digest } : {}),
     };
   }
 }

@@ -9,6 +9,11 @@ export interface LoadFlatOptions {
    * OlderFormatError before its chunks are read, so the caller can build it elsewhere (a worker)
    */
   build?: boolean;
+  /**
+   * The digest (FlatIndex.digest) of the index in service for this organization: a snapshot with
+   * that same digest is verified but not copied (loadChangedFlatIndex gives null).
+   */
+  unchanged?: string;
 }
 
 /** Thrown by loadFlatIndex(ref, { build: false }) for a snapshot whose index must be built. */
@@ -90,6 +95,16 @@ export interface SnapshotStore {
    * stored (in SharedArrayBuffers), a format-1 snapshot's index built from its records.
    */
   loadFlatIndex(ref: SnapshotRef, options?: LoadFlatOptions): Promise<FlatIndex>;
+  /**
+   * loadFlatIndex, or null when the snapshot's content is the index whose digest is `unchanged`
+   * (a re-import of the same data): its chunks are read and verified, nothing is allocated. A
+   * reload of unchanged data then costs no memory and no copy, and still refuses a corrupt one.
+   */
+  loadChangedFlatIndex(
+    ref: SnapshotRef,
+    unchanged: string | undefined,
+    options?: LoadFlatOptions,
+  ): Promise<FlatIndex | null>;
 }
 
 /** publishSnapshot of either store: stage, then commit (a failure in either leaves nothing visible). */

@@ -129,5 +129,46 @@ for (const storeName of ['embedded', 'redis'] as const) {
       assert.match(server.output(), /"builder":"worker"/, 'format-1 indexes were built in the worker thread');
       assert.match(server.output(), /"builder":"snapshot"/, 'format-2 indexes were read as stored');
     });
+
+    test('a re-publish of the content in service is verified and kept, not copied; then a change loads', async () => {
+      const ask = async (q: { query: string }) =>
+        (await fetch(`${server.url}${SEARCH}?${q.query}`, { headers: { authorization: `Bearer ${key.key}` } })).text();
+      const reload = async () => {
+        const res = await fetch(`${server.adminUrl}/admin/reload`, { method: 'POST' });
+        assert.equal(res.status, 200);
+        return (await res.json()) as { reloaded: { version: number }[]; failed: unknown[] };
+      };
+      const loadedLines = () =>
+        server
+          .output()
+          .split('\n')
+          .filter((l) => l.includes('"catalog: snapshot loaded"'));
+      // the same content twice: the first loads (whatever is in service now), the second is the same
+      await store.snapshots.publishSnapshot(snapshots[0]);
+      await reload();
+      const before = loadedLines().length;
+      const same = await store.snapshots.publishSnapshot(snapshots[0]);
+      const r1 = await reload();
+      assert.deepEqual(r1.failed, []);
+      // (or already by the server's own poll of the store, which runs every second)
+      assert.ok(
+        [`[${same.version}]`, '[]'].includes(JSON.stringify(r1.reloaded.map((x) => x.version))),
+        JSON.stringify(r1),
+      );
+      // the log line may reach the output a little after the reload's answer
+      for (let i = 0; i < 40 && loadedLines().length === before; i++) await new Promise((r) => setTimeout(r, 50));
+      assert.match(loadedLines().slice(before).join('\n'), /"builder":"unchanged"/);
+      for (const q of queries) assert.equal(await ask(q), q.bodies[0]);
+      // a change after it loads as always
+      const changed = await store.snapshots.publishSnapshot(snapshots[1]);
+      const r2 = await reload();
+      assert.deepEqual(r2.failed, []);
+      assert.ok(
+        [`[${changed.version}]`, '[]'].includes(JSON.stringify(r2.reloaded.map((x) => x.version))),
+        JSON.stringify(r2),
+      );
+      assert.doesNotMatch(loadedLines().at(-1) ?? '', /"builder":"unchanged"/);
+      for (const q of queries) assert.equal(await ask(q), q.bodies[1]);
+    });
   });
 }

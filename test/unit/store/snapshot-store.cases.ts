@@ -162,6 +162,38 @@ export function snapshotStoreCases(store: () => SnapshotStore, tamper: Tamper): 
       );
     });
 
+    test('a re-publish of the same data is verified, not loaded, against the digest in service', async () => {
+      const first = await store().publishSnapshot(orgData(generate(14, 6, 300, 1)));
+      const served = await store().loadFlatIndex(first);
+      assert.match(served.digest ?? '', /^[0-9a-f]{64}$/);
+      const same = await store().publishSnapshot(orgData(generate(14, 6, 300, 1)));
+      assert.ok(same.version > first.version);
+      assert.equal(await store().loadChangedFlatIndex(same, served.digest), null);
+      // without the digest in service, or with another, it loads as always
+      assert.equal((await store().loadChangedFlatIndex(same, undefined))?.digest, served.digest);
+      assert.equal((await store().loadChangedFlatIndex(same, 'f'.repeat(64)))?.messageCount, 300);
+      const changed = await store().publishSnapshot(orgData(generate(14, 6, 301, 1)));
+      const loaded = await store().loadChangedFlatIndex(changed, served.digest);
+      assert.equal(loaded?.messageCount, 301);
+      assert.notEqual(loaded?.digest, served.digest);
+    });
+
+    test('a same-content snapshot with a corrupt or truncated chunk is still refused, named', async () => {
+      const first = await store().publishSnapshot(orgData(generate(15, 5, 200, 1)));
+      const digest = (await store().loadFlatIndex(first)).digest;
+      const bad = await store().publishSnapshot(orgData(generate(15, 5, 200, 1)));
+      await tamper.corruptChunk(bad);
+      await assert.rejects(store().loadChangedFlatIndex(bad, digest), (err: Error) =>
+        /^snapshot: corrupt snapshot of organization .* version \d+: chunk 0 checksum mismatch$/.test(err.message),
+      );
+      const short = await store().publishSnapshot(orgData(generate(15, 5, 200, 1)));
+      await tamper.setFormat(short, (m) => ({ ...m, chunks: m.chunks.map((c) => ({ ...c, length: c.length + 10 })) }));
+      await assert.rejects(
+        store().loadChangedFlatIndex(short, digest),
+        new RegExp(`^Error: snapshot: .*organization ${uuid(15, 0)} version ${short.version}`),
+      );
+    });
+
     test('refuses an organization id that is not a lower-case UUID', async () => {
       const data = orgData(generate(8, 1, 1));
       data.organizationId = '../../etc';
