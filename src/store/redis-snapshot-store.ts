@@ -5,7 +5,8 @@
  *   snap:{<org>}:ptr          hash {version, previous}: the pointer readers follow
  *   snap:{<org>}:seq          INCR counter allocating versions
  *   snap:{<org>}:versions     sorted set of versions written (complete or not), for clean-up
- *   snap:{<org>}:v:<n>        hash {manifest, 0, 1, ...}: one version's manifest and chunks
+ *   snap:{<org>}:v:<n>        hash {writer, manifest, 0, 1, ...}: one version's writer (host, pid,
+ *                             start), manifest and chunks
  *   snap:orgs                 set of organization ids that ever published
  *
  * Publish: chunks and manifest under a fresh version, then the pointer moves forward in one
@@ -32,6 +33,22 @@ import type {
 } from './snapshot-store.js';
 import { publishStaged } from './snapshot-store.js';
 import { isCanonicalOrganizationId } from '../model/organization-id.js';
+import { hostname } from 'node:os';
+import { onThisHost, pidAlive, pidNamespace } from './file-utils.js';
+
+/**
+ * A version newer than the pointer whose writer is gone: a publisher killed midway, its chunks
+ * (hundreds of MB at 1M) never switched to. Its writer's pid dead on this host, or older than this.
+ */
+const ABANDONED_AFTER_MS = 24 * 3600_000;
+
+/** Who writes a version: enough to tell later whether it is still being written (sweepAbandoned). */
+interface Writer {
+  hostname: string;
+  pidNamespace: string | null;
+  pid: number;
+  at: number;
+}
 
 /** Incremented after every pointer move: the snapshot pollers' change token. */
 const CHANGES_KEY = 'snap:changes';
@@ -58,9 +75,29 @@ return v`;
 const snapKey = (org: string, rest: string): string => `snap:{${org}}:${rest}`;
 const versionKey = (ref: SnapshotRef): string => snapKey(ref.organizationId, `v:${ref.version}`);
 
+/**
+ * Whether a version's writer (its `writer` field) is gone: its process dead on this host, or the
+ * version a day old. Without the field (written before it, or its very first instant) it is not
+ * judged here: its organization's next publish removes it.
+ */
+function abandoned(field: string | null): boolean {
+  if (field === null) return false;
+  let w: Writer;
+  try {
+    w = JSON.parse(field) as Writer;
+  } catch {
+    return false;
+  }
+  if (typeof w?.at !== 'number' || typeof w.pid !== 'number') return false;
+  if (Date.now() - w.at > ABANDONED_AFTER_MS) return true;
+  return onThisHost(w) && !pidAlive(w.pid);
+}
+
 /** Snapshots over one Redis connection. */
 export class RedisSnapshotStore implements SnapshotStore {
   private readonly conn: RedisConnection;
+  /** the one sweep of abandoned versions (sweepAbandoned), started by the first publish */
+  private swept: Promise<void> | undefined;
 
   constructor(conn: RedisConnection) {
     this.conn = conn;
@@ -76,6 +113,9 @@ export class RedisSnapshotStore implements SnapshotStore {
       throw new Error(`store: organization id must be a lower-case UUID, got ${JSON.stringify(org)}`);
     // Built before any key is written: a build failure leaves Redis untouched.
     const prepared = prepareSnapshot(data, options.format, options.consumeText);
+    // Other organizations' abandoned versions, once a store: a failure leaves them as they were.
+    this.swept ??= this.sweepAbandoned().catch(() => {});
+    await this.swept;
     let written: SnapshotRef | null = null;
     const ref = await this.conn
       .run(`publishing organization ${org}`, async () => {
@@ -87,6 +127,8 @@ export class RedisSnapshotStore implements SnapshotStore {
         // Recorded first, so a publisher killed midway leaves something the next clean-up finds.
         await r.zadd(snapKey(org, 'versions'), version, String(version));
         written = ref;
+        const writer: Writer = { hostname: hostname(), pidNamespace: pidNamespace(), pid: process.pid, at: Date.now() };
+        await r.hset(key, 'writer', JSON.stringify(writer));
         // at most WINDOW - 1 chunks are in flight when the next is asked for (see the loop)
         const enc = encodeSnapshot(prepared, version, WINDOW);
         let i = 0,
@@ -134,6 +176,29 @@ export class RedisSnapshotStore implements SnapshotStore {
       Number,
     );
     for (const v of versions) if (v !== previous) await this.removeVersion({ organizationId: org, version: v });
+  }
+
+  /**
+   * Removes every organization's versions newer than its pointer whose writer is gone (a killed
+   * import's; its own organization's next publish removed them, an organization never published
+   * again kept them for ever). A version still being written, or staged by a live import waiting
+   * to switch its pointers, stays. 16 organizations at a time.
+   */
+  private async sweepAbandoned(): Promise<void> {
+    const r = this.conn.client;
+    const orgs = (await r.smembers('snap:orgs')).filter(isCanonicalOrganizationId);
+    for (let i = 0; i < orgs.length; i += 16) {
+      await Promise.all(
+        orgs.slice(i, i + 16).map(async (org) => {
+          const current = Number((await r.hget(snapKey(org, 'ptr'), 'version')) ?? 0);
+          const newer = await r.zrangebyscore(snapKey(org, 'versions'), `(${current}`, '+inf');
+          for (const v of newer.map(Number)) {
+            const ref = { organizationId: org, version: v };
+            if (abandoned(await r.hget(versionKey(ref), 'writer'))) await this.removeVersion(ref);
+          }
+        }),
+      );
+    }
   }
 
   /** One version's chunks and its entry in the organization's version list. */

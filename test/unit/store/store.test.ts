@@ -6,7 +6,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import { Cluster } from 'ioredis';
 import { Unpackr } from 'msgpackr';
@@ -26,6 +27,7 @@ import {
 import type { FlatIndex } from '../../../src/store/flat-index.js';
 import type { SnapshotRef } from '../../../src/store/snapshot-store.js';
 import type { Stores } from '../../../src/store/stores.js';
+import { pidNamespace } from '../../../src/store/file-utils.js';
 import { startCluster, type TestCluster } from '../../helpers/redis-cluster.js';
 import { startRedis, type TestRedis } from '../../helpers/redis-server.js';
 import { generate, orgData } from '../../fixtures/gen-data.js';
@@ -191,3 +193,58 @@ function loadWatchingChunks(): { chunks: WeakRef<ArrayBuffer>[]; flat: FlatIndex
 backendCases(embeddedHarness());
 backendCases(redisHarness());
 backendCases(redisHarness(true));
+
+for (const cluster of [false, true]) {
+  describe(`redis store${cluster ? ' on a cluster' : ''}: versions a killed import abandoned`, () => {
+    let redis: TestRedis | TestCluster;
+    after(async () => {
+      await redis?.stop();
+    });
+
+    test("a publish removes other organizations' abandoned versions, keeps those still being written", async () => {
+      redis = cluster ? await startCluster() : await startRedis();
+      const first = await RedisStore.connect(redis.url);
+      const a = orgData(generate(21, 3, 30, 1));
+      const served = await first.snapshots.publishSnapshot(a);
+      const org = a.organizationId;
+      const dead = spawnSync(process.execPath, ['-e', '0']).pid;
+      const here = { hostname: hostname(), pidNamespace: pidNamespace() };
+      // versions above the pointer, as a publisher leaves them between its first chunk and its switch
+      const plant = async (version: number, writer: object | null) => {
+        const key = `snap:{${org}}:v:${version}`;
+        await first.client.zadd(`snap:{${org}}:versions`, version, String(version));
+        await first.client.hset(key, '0', Buffer.alloc(1000, 7));
+        if (writer) await first.client.hset(key, 'writer', JSON.stringify(writer));
+        return key;
+      };
+      const v = served.version;
+      const killed = await plant(v + 1, { ...here, pid: dead, at: Date.now() });
+      const old = await plant(v + 2, {
+        hostname: 'elsewhere',
+        pidNamespace: null,
+        pid: 1,
+        at: Date.now() - 2 * 86400_000,
+      });
+      const live = await plant(v + 3, { ...here, pid: process.pid, at: Date.now() });
+      const otherHost = await plant(v + 4, { hostname: 'elsewhere', pidNamespace: null, pid: dead, at: Date.now() });
+      const unknown = await plant(v + 5, null);
+      await first.close();
+      // a later import, of another organization
+      const later = await RedisStore.connect(redis.url);
+      try {
+        await later.snapshots.publishSnapshot(orgData(generate(22, 3, 30, 1)));
+        const left = async (key: string) => (await later.client.exists(key)) === 1;
+        assert.equal(await left(killed), false, "a dead writer's version on this host is removed");
+        assert.equal(await left(old), false, 'a day-old one is removed, whatever its host');
+        assert.equal(await left(live), true, "a live writer's version stays");
+        assert.equal(await left(otherHost), true, "another host's recent one stays (its pid cannot be checked)");
+        assert.equal(await left(unknown), true, 'one without a writer stays');
+        const versions = (await later.client.zrange(`snap:{${org}}:versions`, '0', '-1')).map(Number);
+        assert.deepEqual(versions, [v, v + 3, v + 4, v + 5]);
+        assert.deepEqual((await later.snapshots.loadSnapshot(served)).messages.count, 30);
+      } finally {
+        await later.close();
+      }
+    });
+  });
+}
