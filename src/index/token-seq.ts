@@ -68,26 +68,129 @@ export function encodePhrase(tokenRank: Uint32Array, ids: ArrayLike<number>): Ui
 }
 
 /**
- * Does bytes[from .. to) hold `pattern` starting at a token boundary? A direct scan first (the
- * first byte rarely matches: fastest for real text), with a budget of byte comparisons linear in
- * the text; past it, Knuth-Morris-Pratt from where the scan stopped. A repetitive message and
- * phrase (a message of 3M times "de", a phrase of 70 times "de" then "fim": ~70 comparisons at
- * every position) took 3.3 s a request; this is O(text + pattern) whatever the input.
+ * Where in `pattern` (a phrase's bytes) its rarest token starts: the largest rank, as ranks count
+ * occurrences (frequencyRanks). A phrase is searched by this token (see containsTokens).
  */
-export function containsTokens(bytes: Uint8Array, from: number, to: number, pattern: Uint8Array): boolean {
-  const len = pattern.length;
-  const first = pattern[0];
-  const last = to - len;
-  let budget = 2 * (to - from) + 64;
-  outer: for (let s = from; s <= last; s++) {
-    if (bytes[s] !== first || (s > from && bytes[s - 1] >= 0x80)) continue;
-    for (let k = 1; k < len; k++) {
-      if (bytes[s + k] === pattern[k]) continue;
-      budget -= k;
-      if (budget < 0) return containsTokensKmp(bytes, from, s + 1, to, pattern);
-      continue outer;
+export function anchorOf(pattern: Uint8Array): number {
+  let best = -1,
+    at = 0;
+  for (let p = 0; p < pattern.length; ) {
+    let v = 0,
+      scale = 1,
+      q = p;
+    for (;;) {
+      const x = pattern[q++];
+      v += (x & 0x7f) * scale;
+      if (x < 0x80 || q === pattern.length) break;
+      scale *= 0x80;
     }
-    return true;
+    if (v > best) {
+      best = v;
+      at = p;
+    }
+    p = q;
+  }
+  return at;
+}
+
+/** Bytes scanned one by one before a search with few anchors so far goes native (see containsTokens). */
+const PROBE_BYTES = 512;
+/** Fewer anchors than this in the probe: the rest is searched natively. */
+const SPARSE_HITS = 4;
+/** Anchors closer than this on average (bytes): the native search goes back to the byte scan. */
+const DENSE_GAP = 64;
+
+/**
+ * Does bytes[from .. to) hold `pattern` starting at a token boundary? The candidate starts are
+ * those where the pattern's rarest token (`anchorAt`, anchorOf) has its first byte: for real text
+ * few. A long message where that token stays rare after PROBE_BYTES is searched for it with
+ * Buffer#indexOf (memchr) instead. Comparisons are budgeted linear in the text; past the budget,
+ * Knuth-Morris-Pratt from where the search stopped, so this is O(text + pattern) whatever the
+ * input.
+ * - A repetitive message and phrase (3M times "de", a phrase of 70 times "de" then "fim"): 3.3 s
+ *   a request before the budget.
+ * - 10,000 messages of 10,000 tokens ("o o ... a o o ..."), 10 phrases of "o" and "a" that never
+ *   match (a resource audit): 8 s a request (24 s on a loaded machine) when the scan keyed on the
+ *   phrase's first token, "o", compared at nearly every byte; the rare "a" is found once a message.
+ */
+export function containsTokens(
+  bytes: Uint8Array,
+  from: number,
+  to: number,
+  pattern: Uint8Array,
+  anchorAt: number = anchorOf(pattern),
+): boolean {
+  return scanTokens(bytes, from, from, to, pattern, anchorAt, 2 * (to - from) + 64, from + PROBE_BYTES);
+}
+
+/**
+ * containsTokens over the starts from `start` on, with `budget` comparisons left. At start
+ * `probe` (-1: never), few anchors so far send the rest to the native search.
+ */
+function scanTokens(
+  bytes: Uint8Array,
+  from: number,
+  start: number,
+  to: number,
+  pattern: Uint8Array,
+  anchorAt: number,
+  budget: number,
+  probe: number,
+): boolean {
+  const len = pattern.length;
+  const last = to - len;
+  const key = pattern[anchorAt];
+  let hits = 0;
+  for (let s = start; s <= last; s++) {
+    if (s === probe && hits < SPARSE_HITS && last - s >= PROBE_BYTES)
+      return searchNative(bytes, from, s, to, pattern, anchorAt, budget);
+    if (bytes[s + anchorAt] !== key) continue;
+    hits++;
+    if (s > from && bytes[s - 1] >= 0x80) continue;
+    let k = 0;
+    while (k < len && bytes[s + k] === pattern[k]) k++;
+    if (k === len) return true;
+    budget -= k + 1;
+    if (budget < 0) return containsTokensKmp(bytes, from, s + 1, to, pattern);
+  }
+  return false;
+}
+
+/**
+ * scanTokens from `start` with the anchor found by Buffer#indexOf, while the anchors stay sparse
+ * (a native call for anchors a few bytes apart costs more than the scan: random text of 11 words
+ * took 1.6 s instead of 1.0).
+ */
+function searchNative(
+  bytes: Uint8Array,
+  from: number,
+  start: number,
+  to: number,
+  pattern: Uint8Array,
+  anchorAt: number,
+  budget: number,
+): boolean {
+  const len = pattern.length;
+  let anchorEnd = anchorAt;
+  while (pattern[anchorEnd] >= 0x80 && anchorEnd + 1 < len) anchorEnd++;
+  // views, not copies: indexOf has no end bound, so the text is cut at the message's end
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset + from, to - from);
+  const anchor = Buffer.from(pattern.buffer, pattern.byteOffset + anchorAt, anchorEnd + 1 - anchorAt);
+  const last = to - from - len;
+  const first = start - from + anchorAt;
+  let hits = 0;
+  for (let h = text.indexOf(anchor, first); h >= 0; h = text.indexOf(anchor, h + 1)) {
+    const s = h - anchorAt;
+    if (s > last) return false; // the later ones start later still
+    if (s > 0 && text[s - 1] >= 0x80) continue;
+    let k = 0;
+    while (k < len && text[s + k] === pattern[k]) k++;
+    if (k === len) return true;
+    budget -= k + 1;
+    // every start up to s was tried: each has its anchor at or before h
+    if (budget < 0) return containsTokensKmp(bytes, from, from + s + 1, to, pattern);
+    if (++hits >= SPARSE_HITS && hits * DENSE_GAP > h - first)
+      return scanTokens(bytes, from, from + s + 1, to, pattern, anchorAt, budget, -1);
   }
   return false;
 }

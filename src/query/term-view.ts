@@ -1,6 +1,6 @@
 import { lowerBound } from '../index/lower-bound.js';
 import { type ContactColumn, contactColumn, tokenFrequency, type OrgIndex } from '../index/org-index.js';
-import { containsTokens, encodePhrase } from '../index/token-seq.js';
+import { anchorOf, containsTokens, encodePhrase } from '../index/token-seq.js';
 import { tokensOf } from '../text/analyze.js';
 import type { Scratch } from './scratch.js';
 
@@ -16,15 +16,28 @@ export interface TermView {
   entry: Uint32Array | null;
   from: number;
   to: number;
-  /** a phrase's tokens in the byte form of the index's token sequences (token-seq.ts), null for one token */
-  phrase: Uint8Array | null;
+  /** a phrase to check in each message, null for one token (or a pair that is exact) */
+  phrase: Phrase | null;
   /** the token or pair id whose entries the view is, as they are; -1 for a pruned phrase view */
   token: number;
 }
 
+/** A phrase's tokens in the byte form of the index's token sequences (token-seq.ts), and its search anchor. */
+export interface Phrase {
+  readonly bytes: Uint8Array;
+  /** where its rarest token starts in `bytes` (anchorOf): made once a query, not once a message */
+  readonly anchorAt: number;
+}
+
 /** Does message o contain the phrase as a contiguous run of its tokens? */
-export function containsPhrase(index: OrgIndex, o: number, phrase: Uint8Array): boolean {
-  return containsTokens(index.tokenSeqBytes, index.seqByteStart[o], index.seqByteStart[o + 1], phrase);
+export function containsPhrase(index: OrgIndex, o: number, phrase: Phrase): boolean {
+  return containsTokens(
+    index.tokenSeqBytes,
+    index.seqByteStart[o],
+    index.seqByteStart[o + 1],
+    phrase.bytes,
+    phrase.anchorAt,
+  );
 }
 
 /**
@@ -70,7 +83,8 @@ export function termView(index: OrgIndex, term: string, s: Scratch, slot: number
   let d = keys[0];
   for (const t of keys) if (tokenFrequency(index, t) < tokenFrequency(index, d)) d = t;
   // a two-token phrase whose pair is indexed is exact without any adjacency check
-  const phrase = ids.length === 2 && pairs === 1 ? null : encodePhrase(index.tokenRank, ids);
+  const bytes = ids.length === 2 && pairs === 1 ? null : encodePhrase(index.tokenRank, ids);
+  const phrase: Phrase | null = bytes === null ? null : { bytes, anchorAt: anchorOf(bytes) };
   if (phrase === null)
     return {
       contact: entryContact,

@@ -123,3 +123,81 @@ it('ranks follow frequency: the commonest token is written in one byte', () => {
   assert.equal(rank[9], 2);
   assert.equal(encodePhrase(rank, [7]).length, 1);
 });
+
+it('long messages (the native anchor search and its hand-backs) agree with the ids, whatever the anchor', () => {
+  // Messages of 600-3,000 tokens, past the probe: a rare token among runs of frequent ones
+  // (sparse anchors: the native search), or tokens drawn evenly (dense: back to the scan), ranks
+  // of 1-3 bytes whose later bytes equal one-byte tokens. Every token start of the phrase as the
+  // anchor must give the same answer as the rarest one.
+  const rank = Uint32Array.from({ length: 20_000 }, (_, t) => t);
+  const common = fc.constantFrom<number>(0, 1, 2, 129);
+  const rare = fc.constantFrom<number>(300, 16_385, 5, 16_500);
+  // common tokens past the probe, then a part where the rare ones are sparse or dense, then more
+  const message = fc
+    .tuple(
+      fc.array(common, { minLength: 520, maxLength: 700 }),
+      fc.oneof(
+        fc.array(fc.oneof(common, common, common, rare), { minLength: 1, maxLength: 400 }),
+        fc.array(fc.oneof(common, rare), { minLength: 1, maxLength: 800 }),
+        fc.array(rare, { maxLength: 3 }),
+      ),
+      fc.array(common, { minLength: 400, maxLength: 700 }),
+    )
+    .map(([a, b, c]) => [...a, ...b, ...c]);
+  fc.assert(
+    fc.property(
+      fc.array(message, { minLength: 1, maxLength: 3 }),
+      fc.array(fc.oneof(common, rare), { minLength: 1, maxLength: 6 }),
+      fc.nat(),
+      (messages, phrase, pick) => {
+        // most phrases are cut from a message where its rare tokens are, so that matches happen
+        const source = messages[pick % messages.length];
+        let at = source.findIndex((t, i) => i >= 500 && t >= 300);
+        if (at < 0) at = 500 + (pick % 200);
+        at = Math.max(0, at - (pick % 4));
+        const p = pick % 4 === 3 ? phrase : source.slice(at, at + 1 + (pick % 6));
+        if (p.length === 0) return;
+        const { seqByteStart, tokenSeqBytes } = checkPhrase(messages, p, rank);
+        const pattern = encodePhrase(rank, p);
+        const starts: number[] = [];
+        for (let b = 0; b < pattern.length; b++) if (b === 0 || pattern[b - 1] < 0x80) starts.push(b);
+        for (let m = 0; m < messages.length; m++) {
+          const want = containsTokens(tokenSeqBytes, seqByteStart[m], seqByteStart[m + 1], pattern);
+          for (const b of starts)
+            assert.equal(
+              containsTokens(tokenSeqBytes, seqByteStart[m], seqByteStart[m + 1], pattern, b),
+              want,
+              `anchor at byte ${b}`,
+            );
+        }
+      },
+    ),
+    { seed: SEED, numRuns: 200 },
+  );
+  // the seams, one by one: a match at the very first start the native search tries (the probe's
+  // end), and anchors that turn dense after it (back to the scan), found and not found after that
+  const one = (text: number[], ids: number[]) => {
+    const e = encodeTokenSeq(Uint32Array.from(text), Uint32Array.from([0, text.length]), rank);
+    return containsTokens(e.tokenSeqBytes, 0, e.seqByteStart[1], encodePhrase(rank, ids));
+  };
+  assert.equal(one([...Array<number>(512).fill(0), 300, 7, ...Array<number>(600).fill(0)], [300, 7]), true);
+  assert.equal(one([...Array<number>(511).fill(0), 300, 7, ...Array<number>(600).fill(0)], [300, 7]), true);
+  const dense = [...Array<number>(600).fill(0), ...Array.from({ length: 400 }, (_, i) => (i % 2 ? 0 : 300))];
+  assert.equal(one([...dense, ...Array<number>(600).fill(0)], [300, 1]), false);
+  assert.equal(one([...dense, ...Array<number>(600).fill(0)], [300, 0, 0, 0]), true);
+  assert.equal(one([...dense, 300, 1, ...Array<number>(600).fill(0)], [300, 1]), true);
+  // the audit's case: "o o ... a o o ..." against phrases of "o" and "a" that never match, and one that does
+  const rank2 = Uint32Array.from({ length: 4 }, (_, t) => t);
+  const text = [...Array<number>(5000).fill(0), 1, ...Array<number>(5000).fill(0)];
+  const { seqByteStart, tokenSeqBytes } = encodeTokenSeq(
+    Uint32Array.from(text),
+    Uint32Array.from([0, text.length]),
+    rank2,
+  );
+  const has = (ids: number[]) =>
+    containsTokens(tokenSeqBytes, seqByteStart[0], seqByteStart[1], encodePhrase(rank2, ids));
+  for (let k = 1; k <= 10; k++) assert.equal(has([...Array<number>(k).fill(0), 1, 0, 1]), false);
+  assert.equal(has([0, 0, 1, 0, 0]), true);
+  assert.equal(has([1, 0, 0]), true);
+  assert.equal(has([0, 1, 1]), false);
+});
