@@ -127,6 +127,8 @@ async function main(): Promise<void> {
       ? new ThreadPool({
           config,
           keys: store.keys,
+          // (called at shutdown only, once `keys` below exists)
+          laterUses: (uses) => keys.noteUses(uses),
           metrics,
           logger,
           state: () => servingState(catalog),

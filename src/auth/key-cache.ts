@@ -346,6 +346,17 @@ export class KeyCache {
     return this.lookupLimiter.take(LOOKUP_BUCKET, now).ok;
   }
 
+  /**
+   * Adds last_used_at values collected elsewhere (a stopping serving thread's) to the next flush;
+   * the newer of two values for a key wins.
+   */
+  noteUses(uses: Map<string, string>): void {
+    for (const [prefix, iso] of uses) {
+      const at = Date.parse(iso);
+      if (Number.isFinite(at) && !((this.lastUsed.get(prefix) ?? -Infinity) >= at)) this.lastUsed.set(prefix, at);
+    }
+  }
+
   /** Writes the collected last_used_at values in one batch; failures only log (it is best effort). */
   async flush(): Promise<void> {
     if (this.lastUsed.size === 0) return;

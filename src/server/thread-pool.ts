@@ -21,6 +21,12 @@ export interface ThreadPoolDeps {
   config: Config;
   /** the key store; the threads' key lookups and last-use writes are made on it, on this thread */
   keys: ServingKeyStore;
+  /**
+   * Once stopping: takes the threads' last key uses, written later by this thread within its own
+   * bounded store close (KeyCache.noteUses). Each thread waited for its write before it stopped,
+   * and a paused Redis held that for its 10 s command timeout (a shutdown of 12.5 s: an audit).
+   */
+  laterUses?: (uses: Map<string, string>) => void;
   metrics: Metrics;
   logger: Logger;
   /** the catalog's state, read when it is posted (every 250 ms and after each load) */
@@ -292,8 +298,13 @@ export class ThreadPool {
 
   private storeCall(worker: Worker, id: number, method: 'getKey' | 'touchKeys', args: unknown[]): void {
     const store = this.deps.keys;
-    const run: Promise<unknown> =
-      method === 'getKey' ? store.getKey(args[0] as string) : store.touchKeys(args[0] as Map<string, string>);
+    const later = this.stopping && method === 'touchKeys' ? this.deps.laterUses : undefined;
+    if (later) later(args[0] as Map<string, string>);
+    const run: Promise<unknown> = later
+      ? Promise.resolve()
+      : method === 'getKey'
+        ? store.getKey(args[0] as string)
+        : store.touchKeys(args[0] as Map<string, string>);
     run.then(
       (value) => post({ kind: 'store-reply', id, ok: true, value }),
       (err: unknown) => post({ kind: 'store-reply', id, ok: false, message: (err as Error)?.message ?? String(err) }),

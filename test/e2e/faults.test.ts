@@ -442,6 +442,46 @@ describe('SIGTERM while Redis is paused', () => {
   });
 });
 
+describe('SIGTERM with serving threads and a key just used', () => {
+  test("the threads' last key uses are written by the main thread's flush, and a paused Redis still takes seconds", async () => {
+    // each serving thread waited for its last last_used_at write through the main thread before
+    // it stopped: on a paused Redis, its 10 s command timeout, before the store's own 2 s (12.5 s
+    // in all: the regression audit)
+    const redis = await startRedis();
+    const ctl = new Redis(redis.url, { maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const env = baseEnv({ REDIS_URL: redis.url });
+    try {
+      const key = await createKey(env, [org], 'contacts:read,messages:read');
+      const serverEnv = { REDIS_URL: redis.url, LOG_LEVEL: 'info', SERVER_THREADS: '2' };
+      // without a pause: the use (made just now, before any periodic flush) is in the store
+      let server = await startServer(serverEnv);
+      await search(server.url, key.key, `organization_id=${org}&q=pedido`);
+      assert.equal(await server.stop(), 0, server.output());
+      const store = await RedisStore.connect(redis.url);
+      try {
+        const record = await store.keys.getKey(key.prefix);
+        assert.notEqual(record?.last_used_at ?? null, null, 'last_used_at written at shutdown');
+      } finally {
+        await store.close();
+      }
+      // paused: exits within a few seconds all the same
+      server = await startServer(serverEnv);
+      await search(server.url, key.key, `organization_id=${org}&q=pedido`);
+      await ctl.call('CLIENT', 'PAUSE', '30000', 'ALL');
+      const t0 = Date.now();
+      const code = await server.stop();
+      const ms = Date.now() - t0;
+      assert.equal(code, 0, server.output());
+      assert.ok(ms < 5000, `stopped in ${ms} ms`);
+      assert.match(server.output(), /"store_closed":false,"msg":"stopped"/);
+    } finally {
+      await ctl.call('CLIENT', 'UNPAUSE').catch(() => {});
+      ctl.disconnect();
+      await redis.stop();
+    }
+  });
+});
+
 describe('a reload right after a Redis outage longer than the registry entry (persistent Redis)', () => {
   let redis: TestRedis, data: { dir: string; cleanup: () => void }, serverEnv: Record<string, string>;
   let env: NodeJS.ProcessEnv, key: CreatedKey, server: RunningServer;
