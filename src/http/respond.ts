@@ -118,12 +118,29 @@ export function writeAnswer(ex: Exchange, answer: Answer): void {
   res.cork(() => {
     res.writeStatus(STATUS_LINES[answer.status] ?? `${answer.status} Unknown`);
     for (const [k, v] of answer.headers) res.writeHeader(k, v);
+    const body = answer.body;
+    if (inFlight.closing && !answer.head && byteLength(body) <= CLOSE_AFTER_MAX) {
+      // end(body, true): uWS writes `Connection: close` itself, sends the body (copying what the
+      // socket does not take) and then closes the connection. With the header alone the client
+      // had its answer but the socket stayed open until the process exited (regression audit).
+      res.end(body, true);
+      return;
+    }
+    // (a HEAD answer or a large body: the header only; endWithoutBody(length, true) of this
+    // build closed without sending anything, and a large body keeps its backpressure tracking)
     if (inFlight.closing) res.writeHeader('Connection', 'close');
     // endWithoutBody(length) of this uWS build never completes the response; the explicit
     // Content-Length header (in answer.headers) plus endWithoutBody() does.
     if (answer.head) res.endWithoutBody();
-    else writeBody(ex, answer.body);
+    else writeBody(ex, body);
   });
+}
+
+/** Bodies up to this many bytes are ended with a close while draining (writeAnswer). */
+const CLOSE_AFTER_MAX = 1 << 20;
+
+function byteLength(body: string | Uint8Array): number {
+  return typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
 }
 
 /**
@@ -135,7 +152,7 @@ export function writeAnswer(ex: Exchange, answer: Answer): void {
  */
 function writeBody(ex: Exchange, body: string | Uint8Array): void {
   const res = ex.res;
-  const total = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
+  const total = byteLength(body);
   const start = res.getWriteOffset();
   const [ok, done] = res.tryEnd(body, total);
   if (ok || done) return;

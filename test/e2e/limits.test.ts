@@ -465,6 +465,15 @@ describe('SIGTERM drains; stray errors do not stop the server', () => {
           const connection = (r as RawResponse).headers.filter(([k]) => k === 'connection');
           assert.deepEqual(connection, [['connection', 'close']]);
         }
+        // and the server closes those connections itself, well before it exits (the 0.5 s drain):
+        // with the header alone they stayed open until the exit (regression audit)
+        for (let i = 0; i < 40 && conns.some((c) => !c.closed); i++) await new Promise((r) => setTimeout(r, 5));
+        assert.equal(s.child.exitCode, null, 'still draining');
+        assert.deepEqual(
+          conns.map((c) => c.closed),
+          [true, true, true, true],
+          `threads ${threads}: closed by the server after the answer`,
+        );
         assert.equal(await exited, 0);
       } finally {
         for (const c of conns) c.destroy();
