@@ -91,8 +91,15 @@ const redisUrl = v.pipe(
           return false;
         }
       }),
-    (i) =>
-      `config: REDIS_URL must be a redis:// or rediss:// URL${String(i.input).includes(',') ? ', or a comma-separated list of them (cluster seed nodes)' : ''}, got ${JSON.stringify(maskedUrl(String(i.input)))}`,
+    (i) => {
+      const input = String(i.input);
+      const list = input.includes(',') ? ', or a comma-separated list of them (cluster seed nodes)' : '';
+      // the scheme is right but the rest is not a URL (a port of 99999 said only "must be a redis:// URL")
+      const why = input.split(',').every((one) => /^rediss?:\/\//.test(one.trim()))
+        ? ' with a valid host and a port of 1-65535'
+        : '';
+      return `config: REDIS_URL must be a redis:// or rediss:// URL${why}${list}, got ${JSON.stringify(maskedUrl(input))}`;
+    },
   ),
 );
 

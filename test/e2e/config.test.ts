@@ -26,6 +26,11 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
       { REDIS_URL: 'http://localhost:6379' },
       'config: REDIS_URL must be a redis:// or rediss:// URL, got "http://localhost:6379"',
     ],
+    // the scheme is right, the port not: the message says what to check (the regression audit)
+    [
+      { REDIS_URL: 'redis://127.0.0.1:99999' },
+      'config: REDIS_URL must be a redis:// or rediss:// URL with a valid host and a port of 1-65535, got "redis://127.0.0.1:99999"',
+    ],
     [{ SUNSET_AT: '2026-13-01' }, 'config: SUNSET_AT must be an RFC 3339 date-time'],
     [{ HOST: 'not a host' }, 'config: HOST must be a host name or IP address, got "not a host"'],
     [
