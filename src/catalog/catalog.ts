@@ -93,6 +93,8 @@ export interface CatalogStats {
 
 interface Loaded {
   index: OrgIndex;
+  /** the listing's stamp of the version loaded (SnapshotRef.stamp), when the store gives one */
+  stamp?: string;
   /** what the builder loaded: kept so that a reload of the same content keeps it (IndexBuilder.load) */
   built: BuiltIndex;
   version: number;
@@ -345,7 +347,9 @@ export class Catalog {
       const f = this.failures.get(org);
       // !== rather than <: a store that lost its data (Redis restarted without persistence)
       // numbers versions from 1 again, and the store's newest is what must be served.
-      if (cur && cur.version === ref.version) {
+      // and the same publish of it: an embedded organization folder removed and made anew numbers
+      // from 1 again, and a server holding its old version 1 kept serving it (an audit)
+      if (cur && cur.version === ref.version && cur.stamp === ref.stamp) {
         // A pointer that was unreadable and now names the version in memory: recovered.
         if (f) this.recovered(org, ref.version);
         summary.unchanged++;
@@ -360,7 +364,15 @@ export class Catalog {
         const built = await this.builder.load(ref, cur?.built);
         const { index, messages, contacts } = built;
         // One Map.set: requests already holding the old index finish on it, later ones see this.
-        this.indexes.set(org, { index, built, version: ref.version, messages, contacts, loadedAt: new Date() });
+        this.indexes.set(org, {
+          index,
+          built,
+          version: ref.version,
+          ...(ref.stamp === undefined ? {} : { stamp: ref.stamp }),
+          messages,
+          contacts,
+          loadedAt: new Date(),
+        });
         // The replaced index's shared memory is given back by a collection soon after.
         if (cur && cur.built !== built) this.builder.released();
         await this.onLoaded?.(org, ref.version, built);

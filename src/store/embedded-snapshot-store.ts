@@ -9,6 +9,7 @@
  * overwrites, so concurrent publishers get distinct versions), fsync the directory, then switch
  * CURRENT the same way under the lock. The previous version is kept; older ones are removed.
  */
+import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { OrgData } from '../model/records.js';
@@ -43,6 +44,13 @@ const TEMP_MAX_AGE_MS = 24 * 3600_000;
 interface Pointer {
   version: number;
   previous: number | null;
+  /** made at each publish (SnapshotRef.stamp); pointers written before it have none */
+  stamp?: string;
+}
+
+/** A pointer's stamp: the time and 48 random bits, unique to one publish. */
+function newStamp(): string {
+  return `${Date.now().toString(36)}-${randomBytes(6).toString('hex')}`;
 }
 
 /** Path of one version's file; exported for tests that tamper with snapshots. */
@@ -120,7 +128,9 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
     } catch (err) {
       throw wrap(`publishing organization ${org}`, err);
     }
-    const ref: SnapshotRef = { organizationId: org, version };
+    // the stamp the pointer will carry, so the published ref is what a listing gives afterwards
+    const stamp = newStamp();
+    const ref: SnapshotRef = { organizationId: org, version, stamp };
     const file = snapshotFile(this.dataDir, ref);
     return {
       ref,
@@ -136,7 +146,7 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
             }
             await writeFileAtomic(
               path.join(dir, 'CURRENT'),
-              JSON.stringify({ version, previous: cur?.version ?? null }),
+              JSON.stringify({ version, previous: cur?.version ?? null, stamp } satisfies Pointer),
             );
             // after the pointer: a poller that sees the new token lists the new pointer (a signal
             // only, so not fsynced; a lost one is caught by the pollers' periodic full listing)
@@ -277,7 +287,12 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
       if (!isCanonicalOrganizationId(org)) continue;
       try {
         const p = await this.readPointer(org);
-        if (p) out.refs.push({ organizationId: org, version: p.version });
+        if (p)
+          out.refs.push(
+            typeof p.stamp === 'string'
+              ? { organizationId: org, version: p.version, stamp: p.stamp }
+              : { organizationId: org, version: p.version },
+          );
       } catch (err) {
         // One organization's bad pointer must not hide the others (issue 13).
         out.unreadable.push({ organizationId: org, error: wrap(`organization ${org}`, err).message });

@@ -37,6 +37,12 @@ export interface SnapshotRef {
   organizationId: string;
   /** monotonically increasing per organization */
   version: number;
+  /**
+   * Which publish of this version, when the store can tell (the embedded store's pointer): its
+   * versions start at 1 again in an organization folder removed and made anew, so a listing's
+   * version alone could name a snapshot other than the one a server holds under that number.
+   */
+  stamp?: string;
 }
 
 /** A snapshot written and not yet published (SnapshotStore.stageSnapshot). */

@@ -3,7 +3,7 @@
  * reloaded in one pass, and the organization flag's misuses (CONTRACT 8, 10).
  */
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { importCli, reloadCli } from '../helpers/e2e.js';
@@ -124,6 +124,52 @@ describe('reload CLI', () => {
     const after = await reloadCli(env);
     assert.equal(after.code, 0, after.stderr);
   }
+
+  it('an organization folder removed and made anew (versions from 1 again): the reload loads the new one', async () => {
+    // the server compared versions only: holding version 1 of the old folder, it took the new
+    // version 1 for the one it had, said "unchanged", and served the old data until a restart
+    const one = org(ORGS - 1);
+    const contact = `${(ORGS - 1).toString(16).padStart(8, '0')}-1111-4111-8111-111111111111`;
+    const files = (mark: string, n: number) => {
+      const contactsFile = path.join(data.dir, `anew-contacts-${mark}.ndjson`);
+      const messagesFile = path.join(data.dir, `anew-messages-${mark}.ndjson`);
+      writeFileSync(
+        contactsFile,
+        `${JSON.stringify({ id: contact, organization_id: one, name: 'c', phone: null, email: null, avatar_url: null, source: null })}\n`,
+      );
+      const lines = Array.from({ length: n }, (_, m) =>
+        JSON.stringify({
+          id: `${mark}-${m}`,
+          organization_id: one,
+          contact_id: contact,
+          conversation_id: 'cv',
+          channel: 'email',
+          direction: 'inbound',
+          content: `pedido ${mark}`,
+          sent_at: `2024-05-0${m + 1}T10:00:00Z`,
+        }),
+      );
+      writeFileSync(messagesFile, `${lines.join('\n')}\n`);
+      return { contactsFile, messagesFile };
+    };
+    const served = async () => {
+      const text = await (await fetch(`${server.adminUrl}/metrics`)).text();
+      return Number(new RegExp(`^index_messages\\{organization_id="${one}"\\} (\\d+)$`, 'm').exec(text)?.[1]);
+    };
+    const folder = path.join(data.dir, 'snapshots', one);
+    for (const [mark, n] of [
+      ['anew1', 3],
+      ['anew2', 5],
+    ] as const) {
+      rmSync(folder, { recursive: true, force: true });
+      const imp = await importCli(env, files(mark, n));
+      assert.equal(imp.code, 0, imp.stderr);
+      assert.match(imp.stderr + imp.stdout, new RegExp(`organization ${one} version 1:`));
+      const r = await reloadCli(env);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(await served(), n, `${mark}: the new folder's version 1 is served`);
+    }
+  });
 
   it('a suspended server (SIGSTOP) is not reached: exit 1 naming it, even after its registry entry expired', async () => {
     // its heartbeat entry expires after 5 s; the CLI took that for a stopped server and exited 0,
