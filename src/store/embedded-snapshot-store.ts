@@ -22,7 +22,7 @@ import {
   type DecodePurpose,
   type PreparedSnapshot,
 } from './snapshot-format.js';
-import { fileStamp, isDir, pidAlive, storeError, syncDir, tempName, withLock, writeFileAtomic } from './file-utils.js';
+import { deadTemp, fileStamp, isDir, storeError, syncDir, tempName, withLock, writeFileAtomic } from './file-utils.js';
 import {
   OlderFormatError,
   publishStaged,
@@ -249,12 +249,11 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
       throw err;
     }
     for (const name of names) {
-      const m = /^\.tmp-(\d+)-/.exec(name);
-      if (!m) continue;
+      if (!name.startsWith('.tmp-')) continue;
       const file = path.join(dir, name);
-      const st = await fs.stat(file).catch(() => null);
-      if (st && (!pidAlive(Number(m[1])) || Date.now() - st.mtimeMs > TEMP_MAX_AGE_MS))
-        await fs.rm(file, { force: true });
+      const st = await fs.lstat(file).catch(() => null);
+      // (a folder of that name is not ours: it stopped the clean-up of the rest, an audit found)
+      if (st?.isFile() && deadTemp(name, st.mtimeMs, TEMP_MAX_AGE_MS)) await fs.rm(file, { force: true });
     }
   }
 

@@ -27,9 +27,30 @@ export async function fileStamp(file: string): Promise<string | null> {
   }
 }
 
-/** A temp name beside `target` that names this process, so a crashed writer's leftovers can be recognised. */
+/**
+ * A temp name beside `target` that names this process (its pid, and its PID namespace's number
+ * when /proc tells, else "x"), so a crashed writer's leftovers can be recognised (deadTemp).
+ */
 export function tempName(dir: string): string {
-  return path.join(dir, `.tmp-${process.pid}-${Math.random().toString(36).slice(2, 10)}`);
+  return path.join(dir, `.tmp-${process.pid}-${namespaceNumber()}-${Math.random().toString(36).slice(2, 10)}`);
+}
+
+/** This process's PID namespace as a number (`pid:[N]`), or "x" without /proc. */
+function namespaceNumber(): string {
+  return /\[(\d+)\]/.exec(pidNamespace() ?? '')?.[1] ?? 'x';
+}
+
+/**
+ * Whether temp file `name` (tempName) was left by a writer that is gone: its pid is dead in this
+ * PID namespace, or it is older than `maxAgeMs`. A writer of another namespace (a container
+ * sharing the volume) or of a name without one (older code) is judged by age only: a pid of
+ * another namespace says nothing here (the reload audit: a host import removed a container
+ * import's file as it wrote it).
+ */
+export function deadTemp(name: string, mtimeMs: number, maxAgeMs: number): boolean {
+  const m = /^\.tmp-(\d+)-(\d+|x)-[0-9a-z]+$/.exec(name);
+  if (Date.now() - mtimeMs > maxAgeMs) return /^\.tmp-\d+-/.test(name);
+  return m !== null && m[2] !== 'x' && m[2] === namespaceNumber() && !pidAlive(Number(m[1]));
 }
 
 /** Writes `data` to `file` atomically: temp file, fsync, rename, fsync of the directory (unless `durable` is false). */

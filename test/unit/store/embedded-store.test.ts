@@ -1,12 +1,13 @@
 /** The embedded key store's listing: the same records while keys.json is the same file. */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { generateKey } from '../../../src/auth/api-key.js';
 import { EmbeddedStore } from '../../../src/store/embedded-store.js';
+import { pidNamespace } from '../../../src/store/file-utils.js';
 import { generate, orgData } from '../../fixtures/gen-data.js';
 
 test('listKeys gives the same array while keys.json is unchanged, a new one once it is replaced', async () => {
@@ -66,18 +67,33 @@ test("a publish removes a killed import's leftovers in every organization's fold
     await store.snapshots.publishSnapshot(a);
     // temp names carry the writer's pid: one of a process that has exited, one of this live one
     const dead = spawnSync(process.execPath, ['-e', '0']).pid;
+    const ns = /\[(\d+)\]/.exec(pidNamespace() ?? '')?.[1] ?? 'x';
     const folders = [dir, path.join(dir, 'snapshots'), path.join(dir, 'snapshots', a.organizationId)];
     mkdirSync(folders[2], { recursive: true });
+    const dayOld = Date.now() / 1000 - 2 * 86400;
     for (const f of folders) {
-      writeFileSync(path.join(f, `.tmp-${dead}-halfwritten`), Buffer.alloc(1000));
-      writeFileSync(path.join(f, `.tmp-${process.pid}-inprogress`), Buffer.alloc(10));
+      // a folder named like a temp first: it stopped the clean-up of the rest (an audit)
+      mkdirSync(path.join(f, `.tmp-${dead}-${ns}-afolder`));
+      writeFileSync(path.join(f, `.tmp-${dead}-${ns}-halfwritten`), Buffer.alloc(1000));
+      writeFileSync(path.join(f, `.tmp-${process.pid}-${ns}-inprogress`), Buffer.alloc(10));
+      // another PID namespace's writer (a container on the same volume): its pid means nothing here
+      writeFileSync(path.join(f, `.tmp-${dead}-1${ns}-container`), Buffer.alloc(10));
+      // a name without a namespace (older code): judged by age only
+      writeFileSync(path.join(f, `.tmp-${dead}-olderrecent`), Buffer.alloc(10));
+      writeFileSync(path.join(f, `.tmp-${dead}-olderstale`), Buffer.alloc(10));
+      utimesSync(path.join(f, `.tmp-${dead}-olderstale`), dayOld, dayOld);
     }
     // a second store, as a later import process opens it, publishing another organization
     const later = await new EmbeddedStore(dir).open();
     await later.snapshots.publishSnapshot(b);
     for (const f of folders) {
-      assert.equal(existsSync(path.join(f, `.tmp-${dead}-halfwritten`)), false, `dead temp removed in ${f}`);
-      assert.equal(existsSync(path.join(f, `.tmp-${process.pid}-inprogress`)), true, `live temp kept in ${f}`);
+      const left = (name: string) => existsSync(path.join(f, name));
+      assert.equal(left(`.tmp-${dead}-${ns}-halfwritten`), false, `dead temp removed in ${f}`);
+      assert.equal(left(`.tmp-${process.pid}-${ns}-inprogress`), true, `live temp kept in ${f}`);
+      assert.equal(left(`.tmp-${dead}-1${ns}-container`), true, `another namespace's kept in ${f}`);
+      assert.equal(left(`.tmp-${dead}-olderrecent`), true, `a recent one without a namespace kept in ${f}`);
+      assert.equal(left(`.tmp-${dead}-olderstale`), false, `a day-old one removed in ${f}`);
+      assert.equal(left(`.tmp-${dead}-${ns}-afolder`), true, `a folder is not touched in ${f}`);
     }
     assert.deepEqual(
       (await later.snapshots.latest()).map((r) => r.organizationId).sort(),
