@@ -320,9 +320,7 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
   ): Promise<FlatIndex | null> {
     const decoder = await this.readSnapshot(ref, { ...options, unchanged }, 'serve');
     try {
-      if (!decoder.unchanged) return decoder.finishFlat();
-      decoder.finishUnchanged();
-      return null;
+      return decoder.finishChanged();
     } catch (err) {
       throw wrap(`organization ${ref.organizationId} version ${ref.version}`, err);
     }

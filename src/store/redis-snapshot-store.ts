@@ -273,12 +273,9 @@ export class RedisSnapshotStore implements SnapshotStore {
     unchanged: string | undefined,
     options: LoadFlatOptions = {},
   ): Promise<FlatIndex | null> {
-    return this.conn.run(`loading organization ${ref.organizationId} version ${ref.version}`, async () => {
-      const decoder = await this.readSnapshot(ref, { ...options, unchanged }, 'serve');
-      if (!decoder.unchanged) return decoder.finishFlat();
-      decoder.finishUnchanged();
-      return null;
-    });
+    return this.conn.run(`loading organization ${ref.organizationId} version ${ref.version}`, async () =>
+      (await this.readSnapshot(ref, { ...options, unchanged }, 'serve')).finishChanged(),
+    );
   }
 
   private async readSnapshot(

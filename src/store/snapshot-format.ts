@@ -384,7 +384,7 @@ export class SnapshotDecoder {
   /**
    * The snapshot's digest is LoadFlatOptions.unchanged: its content is the index in service, so
    * its chunks are only verified (length and CRC32, as a load does), nothing is decoded or copied,
-   * and finishUnchanged() replaces finishFlat(). A corrupt or truncated one is refused the same.
+   * and finishChanged() gives null. A corrupt or truncated one is refused the same.
    */
   readonly unchanged: boolean;
   private readonly manifest: Manifest;
@@ -422,10 +422,14 @@ export class SnapshotDecoder {
     else (this.v1 ?? this.v2!).add(index, chunk);
   }
 
-  /** For an `unchanged` snapshot: throws unless every chunk was added and verified. */
-  finishUnchanged(): void {
-    if (!this.unchanged) throw new Error('snapshot: finishUnchanged on a snapshot being decoded');
+  /**
+   * The index to serve, or null for an `unchanged` snapshot (every chunk added and verified,
+   * else it throws): what SnapshotStore.loadChangedFlatIndex gives.
+   */
+  finishChanged(): FlatIndex | null {
+    if (!this.unchanged) return this.finishFlat();
     if (this.seen.some((s) => !s)) throw this.corrupt('missing chunks');
+    return null;
   }
 
   private corrupt(detail: string): Error {
@@ -434,7 +438,7 @@ export class SnapshotDecoder {
   }
 
   finishFlat(): FlatIndex {
-    if (this.unchanged) throw new Error('snapshot: an unchanged snapshot is not decoded (finishUnchanged)');
+    if (this.unchanged) throw new Error('snapshot: an unchanged snapshot is not decoded (finishChanged)');
     if (this.v2) return this.v2.finish(false);
     // The older layout carries the records: the index is built here (in the build worker).
     const flat = shareFlat(flattenIndex(buildIndex(this.v1!.finish())));
