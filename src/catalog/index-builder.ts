@@ -134,10 +134,7 @@ export class IndexBuilder {
       // whose shared buffers outlived reloads). Only an older snapshot needs a build: a worker.
       try {
         const flat = await this.store.loadChangedFlatIndex(ref, unchanged, { build: false });
-        if (flat === null) {
-          this.where = 'unchanged';
-          return current!;
-        }
+        if (flat === null) return this.kept(current);
         const index = wrapIndex(flat);
         this.where = 'snapshot';
         // `flat` goes along: serving threads get these same shared sections, not a copy of them.
@@ -164,6 +161,12 @@ export class IndexBuilder {
     }
   }
 
+  /** The index in service, kept for a snapshot of the same content (`current` came with its digest). */
+  private kept(current: BuiltIndex | undefined): BuiltIndex {
+    this.where = 'unchanged';
+    return current!;
+  }
+
   private retire(): void {
     const w = this.worker;
     this.worker = null;
@@ -188,10 +191,8 @@ export class IndexBuilder {
       return { index: this.build(data), messages: data.messages.count, contacts: data.contacts.length };
     }
     const flat = await this.store.loadChangedFlatIndex(ref, current?.flat?.digest);
-    if (flat === null) {
-      this.where = 'unchanged';
-      return current!;
-    }
+    // (a digest is only given with `current`, so null comes with it)
+    if (flat === null) return this.kept(current);
     return { index: wrapIndex(flat), flat, messages: flat.messageCount, contacts: flat.contactCount };
   }
 
@@ -253,12 +254,8 @@ export class IndexBuilder {
       return;
     }
     if (reply.kind === 'unchanged') {
-      if (p.current === undefined)
-        p.reject(new Error('catalog: the build worker found no change where nothing was in service'));
-      else {
-        this.where = 'unchanged';
-        p.resolve(p.current);
-      }
+      // (the worker is sent a digest only with `current`)
+      p.resolve(this.kept(p.current));
       return;
     }
     const flat = reply.flat;

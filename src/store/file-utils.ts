@@ -1,4 +1,5 @@
 /** Small file-system helpers for the embedded store: durable atomic writes and a cross-process lock. */
+import { createHash } from 'node:crypto';
 import { promises as fs, readFileSync, readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
@@ -28,29 +29,37 @@ export async function fileStamp(file: string): Promise<string | null> {
 }
 
 /**
- * A temp name beside `target` that names this process (its pid, and its PID namespace's number
- * when /proc tells, else "x"), so a crashed writer's leftovers can be recognised (deadTemp).
+ * A temp name beside `target` that names this process (its pid, and writerPlace()), so a crashed
+ * writer's leftovers can be recognised (deadTemp).
  */
 export function tempName(dir: string): string {
-  return path.join(dir, `.tmp-${process.pid}-${namespaceNumber()}-${Math.random().toString(36).slice(2, 10)}`);
-}
-
-/** This process's PID namespace as a number (`pid:[N]`), or "x" without /proc. */
-function namespaceNumber(): string {
-  return /\[(\d+)\]/.exec(pidNamespace() ?? '')?.[1] ?? 'x';
+  return path.join(dir, `.tmp-${process.pid}-${writerPlace()}-${Math.random().toString(36).slice(2, 10)}`);
 }
 
 /**
- * Whether temp file `name` (tempName) was left by a writer that is gone: its pid is dead in this
- * PID namespace, or it is older than `maxAgeMs`. A writer of another namespace (a container
- * sharing the volume) or of a name without one (older code) is judged by age only: a pid of
- * another namespace says nothing here (the reload audit: a host import removed a container
- * import's file as it wrote it).
+ * Where this process's pid means something, as 8 hex digits: its hostname and PID namespace (what
+ * onThisHost compares), hashed; "x" without /proc. Two hosts sharing a disk both have the same
+ * initial namespace number, so the namespace alone would not do.
+ */
+export function writerPlace(): string {
+  const ns = pidNamespace();
+  if (ns === null) return 'x';
+  ownPlace ??= createHash('sha256').update(`${hostname()} ${ns}`).digest('hex').slice(0, 8);
+  return ownPlace;
+}
+let ownPlace: string | undefined;
+
+/**
+ * Whether temp file `name` (tempName) was left by a writer that is gone: its pid is dead on this
+ * host in this PID namespace, or it is older than `maxAgeMs`. A writer elsewhere (a container
+ * sharing the volume, another host on a shared disk) or of a name without a place (older code)
+ * is judged by age only: its pid says nothing here (the reload audit: a host import removed a
+ * container import's file as it wrote it).
  */
 export function deadTemp(name: string, mtimeMs: number, maxAgeMs: number): boolean {
-  const m = /^\.tmp-(\d+)-(\d+|x)-[0-9a-z]+$/.exec(name);
+  const m = /^\.tmp-(\d+)-([0-9a-f]{8}|x)-[0-9a-z]+$/.exec(name);
   if (Date.now() - mtimeMs > maxAgeMs) return /^\.tmp-\d+-/.test(name);
-  return m !== null && m[2] !== 'x' && m[2] === namespaceNumber() && !pidAlive(Number(m[1]));
+  return m !== null && m[2] !== 'x' && m[2] === writerPlace() && !pidAlive(Number(m[1]));
 }
 
 /** Writes `data` to `file` atomically: temp file, fsync, rename, fsync of the directory (unless `durable` is false). */

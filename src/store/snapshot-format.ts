@@ -200,6 +200,11 @@ function verifiedParts<T>(
   }
 }
 
+/** The error of a snapshot whose bytes disagree with its manifest (every decoder's). */
+function corruptSnapshot(m: Manifest, detail: string): Error {
+  return new Error(`snapshot: corrupt snapshot of organization ${m.organizationId} version ${m.version}: ${detail}`);
+}
+
 /** Checks chunk `index` against the manifest's length and CRC32, once (`seen`). */
 function verifyChunk(
   manifest: Manifest,
@@ -433,8 +438,7 @@ export class SnapshotDecoder {
   }
 
   private corrupt(detail: string): Error {
-    const m = this.manifest;
-    return new Error(`snapshot: corrupt snapshot of organization ${m.organizationId} version ${m.version}: ${detail}`);
+    return corruptSnapshot(this.manifest, detail);
   }
 
   finishFlat(): FlatIndex {
@@ -653,7 +657,7 @@ class SectionsDecoder {
   }
 
   private corrupt(detail: string): Error {
-    return new Error(`snapshot: corrupt snapshot of ${this.what}: ${detail}`);
+    return corruptSnapshot(this.manifest, detail);
   }
 
   add(index: number, chunk: Uint8Array): void {
@@ -782,7 +786,6 @@ class SectionsDecoder {
  */
 class RecordColumnsDecoder {
   private readonly manifest: Manifest;
-  private readonly what: string;
   private readonly contacts: Contact[];
   private readonly strings: Record<StringColumn, string[]>;
   private readonly bytes: Record<ByteColumn, Uint8Array>;
@@ -792,7 +795,6 @@ class RecordColumnsDecoder {
 
   constructor(manifest: Manifest) {
     this.manifest = manifest;
-    this.what = `organization ${manifest.organizationId} version ${manifest.version}`;
     const n = manifest.messages;
     this.contacts = new Array(manifest.contacts);
     this.strings = { id: new Array(n), conversationId: new Array(n), content: new Array(n) };
@@ -806,7 +808,7 @@ class RecordColumnsDecoder {
   }
 
   private corrupt(detail: string): Error {
-    return new Error(`snapshot: corrupt snapshot of ${this.what}: ${detail}`);
+    return corruptSnapshot(this.manifest, detail);
   }
 
   private count(key: string, k: number): void {

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { generateKey } from '../../../src/auth/api-key.js';
 import { EmbeddedStore } from '../../../src/store/embedded-store.js';
-import { pidNamespace } from '../../../src/store/file-utils.js';
+import { writerPlace } from '../../../src/store/file-utils.js';
 import { generate, orgData } from '../../fixtures/gen-data.js';
 
 test('listKeys gives the same array while keys.json is unchanged, a new one once it is replaced', async () => {
@@ -67,7 +67,7 @@ test("a publish removes a killed import's leftovers in every organization's fold
     await store.snapshots.publishSnapshot(a);
     // temp names carry the writer's pid: one of a process that has exited, one of this live one
     const dead = spawnSync(process.execPath, ['-e', '0']).pid;
-    const ns = /\[(\d+)\]/.exec(pidNamespace() ?? '')?.[1] ?? 'x';
+    const ns = writerPlace();
     const folders = [dir, path.join(dir, 'snapshots'), path.join(dir, 'snapshots', a.organizationId)];
     mkdirSync(folders[2], { recursive: true });
     const dayOld = Date.now() / 1000 - 2 * 86400;
@@ -76,8 +76,11 @@ test("a publish removes a killed import's leftovers in every organization's fold
       mkdirSync(path.join(f, `.tmp-${dead}-${ns}-afolder`));
       writeFileSync(path.join(f, `.tmp-${dead}-${ns}-halfwritten`), Buffer.alloc(1000));
       writeFileSync(path.join(f, `.tmp-${process.pid}-${ns}-inprogress`), Buffer.alloc(10));
-      // another PID namespace's writer (a container on the same volume): its pid means nothing here
-      writeFileSync(path.join(f, `.tmp-${dead}-1${ns}-container`), Buffer.alloc(10));
+      // a writer elsewhere (a container, or another host, on the same volume): its pid means nothing here
+      writeFileSync(
+        path.join(f, `.tmp-${dead}-${ns === 'abcdef01' ? 'abcdef02' : 'abcdef01'}-container`),
+        Buffer.alloc(10),
+      );
       // a name without a namespace (older code): judged by age only
       writeFileSync(path.join(f, `.tmp-${dead}-olderrecent`), Buffer.alloc(10));
       writeFileSync(path.join(f, `.tmp-${dead}-olderstale`), Buffer.alloc(10));
@@ -90,7 +93,11 @@ test("a publish removes a killed import's leftovers in every organization's fold
       const left = (name: string) => existsSync(path.join(f, name));
       assert.equal(left(`.tmp-${dead}-${ns}-halfwritten`), false, `dead temp removed in ${f}`);
       assert.equal(left(`.tmp-${process.pid}-${ns}-inprogress`), true, `live temp kept in ${f}`);
-      assert.equal(left(`.tmp-${dead}-1${ns}-container`), true, `another namespace's kept in ${f}`);
+      assert.equal(
+        left(`.tmp-${dead}-${ns === 'abcdef01' ? 'abcdef02' : 'abcdef01'}-container`),
+        true,
+        `another namespace's kept in ${f}`,
+      );
       assert.equal(left(`.tmp-${dead}-olderrecent`), true, `a recent one without a namespace kept in ${f}`);
       assert.equal(left(`.tmp-${dead}-olderstale`), false, `a day-old one removed in ${f}`);
       assert.equal(left(`.tmp-${dead}-${ns}-afolder`), true, `a folder is not touched in ${f}`);
