@@ -49,6 +49,14 @@ export interface Scratch {
   merged: Uint32Array;
   runs: Uint32Array;
   runsNext: Uint32Array;
+  /**
+   * One bit a message ordinal, for walkUnion's "seen under an earlier term": all zero between
+   * walks (each clears the bits it set), grown to the largest organization walked so far.
+   */
+  messageBits: Int32Array;
+  /** walkUnion's cursors: per run of gather, its next position and its end */
+  runPos: Uint32Array;
+  runEnd: Uint32Array;
   /** per term of a top-list merge (top-page.ts): the key at its list's cursor */
   heads: Float64Array;
   /** one contact bitmap: the contacts that match every term (top-page.ts) */
@@ -130,6 +138,9 @@ function newScratch(views: IndexViews): Scratch {
     merged: new Uint32Array(4096),
     runs: new Uint32Array(MAX_TERMS + 1),
     runsNext: new Uint32Array(MAX_TERMS + 1),
+    messageBits: new Int32Array(0),
+    runPos: new Uint32Array(MAX_TERMS),
+    runEnd: new Uint32Array(MAX_TERMS),
     heads: new Float64Array(MAX_TERMS),
     bits: new Int32Array(0),
     walk: { count: 0, conversations: 0, newest: -1, oldest: -1, picked: 0 },
