@@ -31,6 +31,25 @@ export function requestIdFor(header: string): string {
 export interface Exchange {
   readonly res: HttpResponse;
   aborted: boolean;
+  /** what the request's `Connection` header asks of this connection after the answer (see closeOf) */
+  readonly close: CloseAsked;
+}
+
+/**
+ * NO: keep-alive. BY_UWS: the value is `close` itself, which uWS reads as a close (its test is the
+ * value's length, 5) and carries out after the answer, but without telling the client: we write
+ * the `Connection: close` header. ASKED: `close` among other options (`keep-alive, close`), which
+ * uWS ignores: we close as while draining (end(body, true)).
+ */
+export const CloseAsked = { NO: 0, BY_UWS: 1, ASKED: 2 } as const;
+export type CloseAsked = (typeof CloseAsked)[keyof typeof CloseAsked];
+
+/** CloseAsked of a request's `Connection` header value (RFC 9110 7.6.1: a list of options, any case). */
+export function closeOf(connection: string | undefined): CloseAsked {
+  if (connection === undefined || connection.length < 5) return CloseAsked.NO;
+  if (connection.length === 5) return connection.toLowerCase() === 'close' ? CloseAsked.BY_UWS : CloseAsked.NO;
+  for (const option of connection.split(',')) if (option.trim().toLowerCase() === 'close') return CloseAsked.ASKED;
+  return CloseAsked.NO;
 }
 
 /** Headers every response of a listener carries besides Content-Type and X-Request-Id. */
@@ -119,16 +138,22 @@ export function writeAnswer(ex: Exchange, answer: Answer): void {
     res.writeStatus(STATUS_LINES[answer.status] ?? `${answer.status} Unknown`);
     for (const [k, v] of answer.headers) res.writeHeader(k, v);
     const body = answer.body;
-    if (inFlight.closing && !answer.head && byteLength(body) <= CLOSE_AFTER_MAX) {
-      // end(body, true): uWS writes `Connection: close` itself, sends the body (copying what the
-      // socket does not take) and then closes the connection. With the header alone the client
-      // had its answer but the socket stayed open until the process exited (regression audit).
-      res.end(body, true);
-      return;
+    if (ex.close === CloseAsked.BY_UWS) {
+      // uWS closes after this answer (the client asked), without the header that says so
+      res.writeHeader('Connection', 'close');
+    } else if (inFlight.closing || ex.close === CloseAsked.ASKED) {
+      if (!answer.head && byteLength(body) <= CLOSE_AFTER_MAX) {
+        // end(body, true): uWS writes `Connection: close` itself, sends the body (copying what
+        // the socket does not take) and then closes the connection. With the header alone the
+        // client had its answer but the socket stayed open until the process exited (regression
+        // audit).
+        res.end(body, true);
+        return;
+      }
+      // (a HEAD answer or a large body: the header only; endWithoutBody(length, true) of this
+      // build closed without sending anything, and a large body keeps its backpressure tracking)
+      res.writeHeader('Connection', 'close');
     }
-    // (a HEAD answer or a large body: the header only; endWithoutBody(length, true) of this
-    // build closed without sending anything, and a large body keeps its backpressure tracking)
-    if (inFlight.closing) res.writeHeader('Connection', 'close');
     // endWithoutBody(length) of this uWS build never completes the response; the explicit
     // Content-Length header (in answer.headers) plus endWithoutBody() does.
     if (answer.head) res.endWithoutBody();

@@ -1,6 +1,6 @@
 import type { Answer, RequestIn } from './answer.js';
 import { HttpError } from './errors.js';
-import { type CommonHeaders, type Exchange, inFlight, requestIdFor } from './respond.js';
+import { closeOf, type CommonHeaders, type Exchange, inFlight, requestIdFor } from './respond.js';
 import { errorAnswer } from './answer.js';
 import { writeAnswer } from './respond.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
@@ -27,7 +27,7 @@ export function serveWith(app: TemplatedApp, listener: Listener): TemplatedApp {
   return app.any('/*', (res: HttpResponse, req: HttpRequest) => {
     const startedAt = process.hrtime.bigint();
     const request = copyRequest(req);
-    const ex: Exchange = { res, aborted: false };
+    const ex: Exchange = { res, aborted: false, close: closeOf(request.headers.connection) };
     let result: Answer | Promise<Answer>;
     try {
       result = listener.answer(request);
@@ -101,6 +101,9 @@ export function copyRequest(req: HttpRequest): RequestIn {
     if (headers[k] === undefined) headers[k] = v;
     // every Authorization line, for singleAuthorization (several keys are ambiguous: a 401)
     else if (k === 'authorization') headers[k] += `\n${v}`;
+    // several X-Request-Id lines are one list (RFC 9110 5.3), never a well-formed id: a new one
+    // (the first alone was echoed: an audit)
+    else if (k === 'x-request-id') headers[k] += `, ${v}`;
   });
   return {
     method: req.getCaseSensitiveMethod(),

@@ -294,6 +294,50 @@ describe('request bytes the handler sees through uWS', () => {
     const same = await rawOnce(port, rawGet(target, [...AUTH, ['Authorization', `bearer  ${KEY}`]]));
     assert.equal(same.kind === 'response' && same.status, 200);
   });
+  it('two X-Request-Id lines are one list, not an id: a new id, in the header and the body', async () => {
+    const r = await rawOnce(
+      port,
+      rawGet('/nowhere', [
+        ['X-Request-Id', 'one'],
+        ['X-Request-Id', 'two'],
+      ]),
+    );
+    assert.equal(r.kind, 'response');
+    const id = header(r as RawResponse, 'x-request-id')!;
+    assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    assertJsonError(r as RawResponse, 404, 'not_found');
+  });
+  it('Connection: close, alone or among other options, is answered with Connection: close, then the server closes', async () => {
+    const target = `${SEARCH_PATH}?organization_id=${ORG}&q=pedido&limit=1`;
+    for (const value of ['close', 'Close', 'keep-alive, close', 'keep-alive,CLOSE']) {
+      for (const [method, head, status] of [
+        ['GET', false, 200],
+        ['GET', false, 404],
+        ['HEAD', true, 200],
+      ] as Array<[string, boolean, number]>) {
+        const c = new RawConnection(port);
+        const path = status === 404 ? '/nowhere' : target;
+        const r = await c.request(rawGet(path, [...AUTH, ['Connection', value]], method), { head });
+        assert.equal(r.kind === 'response' && r.status, status, `${method} ${value}`);
+        assert.equal(header(r as RawResponse, 'connection'), 'close', `${method} ${value}: the header`);
+        if (!head) {
+          // the server closes after the answer (HEAD of `keep-alive, close`: the header only)
+          const next = await c.request(rawGet(target, AUTH), { timeoutMs: 2000 });
+          assert.equal(next.kind, 'closed', `${method} ${value}: closed after the answer`);
+        }
+        c.destroy();
+      }
+    }
+    // without it, or with keep-alive: kept open, no Connection header
+    for (const lines of [AUTH, [...AUTH, ['Connection', 'keep-alive']]] as Array<Array<[string, string]>>) {
+      const c = new RawConnection(port);
+      const r = await c.request(rawGet(target, lines));
+      assert.equal(r.kind === 'response' && header(r, 'connection'), undefined);
+      const again = await c.request(rawGet(target, AUTH));
+      assert.equal(again.kind === 'response' && again.status, 200);
+      c.destroy();
+    }
+  });
 });
 
 describe('large responses and slow readers', () => {
