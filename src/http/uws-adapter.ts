@@ -101,9 +101,9 @@ export function copyRequest(req: HttpRequest): RequestIn {
     if (headers[k] === undefined) headers[k] = v;
     // every Authorization line, for singleAuthorization (several keys are ambiguous: a 401)
     else if (k === 'authorization') headers[k] += `\n${v}`;
-    // several X-Request-Id lines are one list (RFC 9110 5.3), never a well-formed id: a new one
-    // (the first alone was echoed: an audit)
-    else if (k === 'x-request-id') headers[k] += `, ${v}`;
+    // X-Request-Id lines that differ are one list (RFC 9110 5.3), never a well-formed id: a new
+    // one (the first alone was echoed: an audit); lines that agree are that id (as Authorization)
+    else if (k === 'x-request-id' && headers[k] !== v) headers[k] += `, ${v}`;
   });
   return {
     method: req.getCaseSensitiveMethod(),

@@ -294,7 +294,15 @@ describe('request bytes the handler sees through uWS', () => {
     const same = await rawOnce(port, rawGet(target, [...AUTH, ['Authorization', `bearer  ${KEY}`]]));
     assert.equal(same.kind === 'response' && same.status, 200);
   });
-  it('two X-Request-Id lines are one list, not an id: a new id, in the header and the body', async () => {
+  it('two different X-Request-Id lines are one list, not an id: a new id; the same one twice is that id', async () => {
+    const same = await rawOnce(
+      port,
+      rawGet('/nowhere', [
+        ['X-Request-Id', 'one'],
+        ['X-Request-Id', 'one'],
+      ]),
+    );
+    assert.equal(same.kind === 'response' && header(same, 'x-request-id'), 'one');
     const r = await rawOnce(
       port,
       rawGet('/nowhere', [

@@ -587,8 +587,9 @@ export function expect(r: FramedRequest, records: OracleData): Expectation {
   const q = r.target.indexOf('?');
   const path = q < 0 ? r.target : r.target.slice(0, q);
   const query = q < 0 ? '' : r.target.slice(q + 1);
-  const first = (name: string) => r.headers.find(([k]) => k.toLowerCase() === name)?.[1];
-  const id = first('x-request-id');
+  // several X-Request-Id lines: their id when they agree, else none (a new one)
+  const ids = r.headers.filter(([k]) => k.toLowerCase() === 'x-request-id').map(([, v]) => v);
+  const id = ids.length > 0 && ids.every((v) => v === ids[0]) ? ids[0] : undefined;
   const requestId = id !== undefined && ID_RE.test(id) ? id : undefined;
   const targetChars = path.length + (query.length > 0 ? query.length + 1 : 0);
   let headerChars = 'host'.length + 'fuzz'.length + 4;
