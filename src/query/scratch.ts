@@ -43,12 +43,11 @@ export interface Scratch {
   end: Uint32Array;
   /** per term of a walk: its entry's inline head (layout.ts, HEAD_INLINE) when still to be read, else NONE */
   head: Uint32Array;
-  /** a many-term walk's (ordinal * 16 + term) of one contact (walkBySort), grown when needed */
+  /** a many-term walk's messages of one contact, one run a term (walkUnion), grown when needed */
   gather: Uint32Array;
-  /** walkBySort's second buffer for merging runs (as long as gather) and run starts (two sets) */
-  merged: Uint32Array;
+  /** walkUnion's conversation ids of those messages (as long as gather) and the runs' starts */
+  convs: Uint32Array;
   runs: Uint32Array;
-  runsNext: Uint32Array;
   /**
    * One bit a message ordinal, for walkUnion's "seen under an earlier term": all zero between
    * walks (each clears the bits it set), grown to the largest organization walked so far.
@@ -135,9 +134,8 @@ function newScratch(views: IndexViews): Scratch {
     end: new Uint32Array(MAX_TERMS),
     head: new Uint32Array(MAX_TERMS),
     gather: new Uint32Array(4096),
-    merged: new Uint32Array(4096),
+    convs: new Uint32Array(4096),
     runs: new Uint32Array(MAX_TERMS + 1),
-    runsNext: new Uint32Array(MAX_TERMS + 1),
     messageBits: new Int32Array(0),
     runPos: new Uint32Array(MAX_TERMS),
     runEnd: new Uint32Array(MAX_TERMS),

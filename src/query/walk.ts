@@ -1,8 +1,9 @@
 /**
  * The walk of one page contact: its counting messages newest first, for match_count,
  * conversations_count, first and last matched_at and the first few messages. One term reads its
- * list (or its summary), two or three without a phrase merge with a cursor each, the rest (more
- * terms, or a phrase among two or three) merge a posting at a time or gather and sort.
+ * list (or its summary), two or three without a phrase merge with a cursor each, two with a phrase
+ * merge a posting at a time, and three or more otherwise read each term's list in turn, a message
+ * counted once (walkUnion).
  */
 import { summaryAt } from '../index/entry-summaries.js';
 import { entryHead, HEAD_INLINE, NONE } from '../index/layout.js';
@@ -94,9 +95,8 @@ export function walkContact(
     walkFew(plan, s, messagesLimit, w, k);
     return;
   }
-  if (k >= UNION_BY_SORT) {
-    if (withoutPhrase(views)) walkUnion(plan, s, c, messagesLimit, w, entry, term);
-    else walkBySort(plan, s, c, messagesLimit, w, entry, term);
+  if (k >= UNION_FROM) {
+    walkUnion(plan, s, c, messagesLimit, w, entry, term);
     return;
   }
   for (let j = 0; j < k; j++) termRange(plan, s, j, c, entry, term);
@@ -128,8 +128,9 @@ export function walkContact(
  * walkContact's merge for two or three terms without a phrase (s.head / s.pos / s.end set by
  * termRange; for two, s.head[2] and s.pos[2] are stale and not read): a cursor a term in locals,
  * holding the term's next message (its head, then its stored postings), a message in several
- * lists counted once. The k-way loop's scans over the terms and their phrase tests, and walkBySort's
- * gathering and sorting, cost more than the postings they read. Measured on pages of 50 (search
+ * lists counted once. The k-way loop's scans over the terms and their phrase tests, and (then) a
+ * gathering and sorting of the postings, cost more than the postings they read; walkUnion's bitmap
+ * measured 4-12% slower than this for two and three terms (bench/RESULTS.md, session 22). Measured on pages of 50 (search
  * plus rendering): 2 terms all 54.7 -> 45 µs, 3 terms any 60.9 -> 50.7, 3 terms all 101 -> 80.
  */
 function walkFew(plan: Plan, s: Scratch, messagesLimit: number, w: Walk, k: number): void {
@@ -235,67 +236,28 @@ function withoutPhrase(views: readonly { phrase: unknown }[]): boolean {
 
 /** Up to this many terms without a phrase, walkFew merges a contact's lists with a cursor each in locals. */
 const FEW_TERMS = 3;
-/** From this many terms on, a contact's lists are gathered and merged once (walkBySort), not merged a posting at a time. */
-const UNION_BY_SORT = 3;
-/** Up to this many gathered postings walkBySort sorts by insertion (see there). */
-const INSERTION_SORT_MAX = 32;
+/** From this many terms on (three with a phrase, four without), walkUnion, not a merge a posting at a time. */
+const UNION_FROM = 3;
 
-/**
- * Merges the `count` ascending runs of s.gather (starts in s.runs, s.runs[count] its end) into one
- * ascending run, pairwise, between s.gather and s.merged; returns the buffer that holds it.
- */
-function mergeRuns(s: Scratch, count: number): Uint32Array {
-  let src = s.gather,
-    dst = s.merged;
-  let runs = s.runs,
-    next = s.runsNext;
-  while (count > 1) {
-    let w = 0,
-      made = 0;
-    for (let q = 0; q < count; q += 2) {
-      next[made++] = w;
-      let i = runs[q];
-      const iEnd = runs[q + 1];
-      if (q + 1 === count) {
-        while (i < iEnd) dst[w++] = src[i++];
-        continue;
-      }
-      let j = iEnd;
-      const jEnd = runs[q + 2];
-      while (i < iEnd && j < jEnd) dst[w++] = src[i] < src[j] ? src[i++] : src[j++];
-      while (i < iEnd) dst[w++] = src[i++];
-      while (j < jEnd) dst[w++] = src[j++];
-    }
-    next[made] = w;
-    count = made;
-    const b = src;
-    src = dst;
-    dst = b;
-    const r = runs;
-    runs = next;
-    next = r;
-  }
-  return src;
-}
-
-/** Makes room in s.gather (and s.merged, as long) for `need` ordinals, keeping the first `keep`. */
+/** Makes room in s.gather (and s.convs, as long) for `need` ordinals, keeping the first `keep`. */
 function gatherRoom(s: Scratch, keep: number, need: number): void {
   if (need <= s.gather.length) return;
   const grown = new Uint32Array(Math.max(2 * s.gather.length, need));
   grown.set(s.gather.subarray(0, keep));
   s.gather = grown;
-  s.merged = new Uint32Array(grown.length);
+  s.convs = new Uint32Array(grown.length);
 }
 
 /**
- * walkContact for four terms or more, none a phrase. A message counts once whatever terms it
- * holds, and its counts need no order: the terms' lists are read one after the other, a message
- * seen under an earlier term dropped by its bit in s.messageBits, and only the first few messages
- * (the page's picks) are merged in order. walkBySort put every posting in order first (a merge of
- * k runs, then a branch on every ordinal, each waiting for its columns): measured on the largest
- * page of 10 common terms, ~18 µs a contact of its ~176 postings.
- * The passes keep each loop free of branches on loaded values, so the CPU overlaps the scattered
- * reads of msgCombo and msgConversation instead of waiting for each in turn.
+ * walkContact for three terms or more (four or more when none is a phrase). A message counts once
+ * whatever terms it holds, and its counts need no order: the terms' lists are read one after the
+ * other, a message seen under an earlier term dropped by its bit in s.messageBits, and only the
+ * first few messages (the page's picks) are merged in order. The walk it replaced put every
+ * posting in order first (a merge of k runs, then a branch on every ordinal, each waiting for its
+ * columns): on the largest page of 10 common terms ~18 µs a contact of its ~176 postings, 21.8%
+ * more time a request than this; with a phrase among the terms the two were equal within 2-8%.
+ * The plain terms' passes keep each loop free of branches on loaded values, so the CPU overlaps
+ * the scattered reads of msgCombo and msgConversation instead of waiting for each in turn.
  */
 function walkUnion(
   plan: Plan,
@@ -316,7 +278,12 @@ function walkUnion(
   // ascending run a term in s.gather (a bit set for every message kept, cleared in 2)
   let n = 0;
   let runCount = 0;
-  for (let j = 0; j < views.length; j++) {
+  const k = views.length;
+  // plain terms first, phrases last: a message a plain term already kept costs a phrase no test
+  // (phrase first, q=o com&keywords=que,para took 4% longer than the sorting walk it replaced)
+  for (let i = 0; i < 2 * k; i++) {
+    const j = i < k ? i : i - k;
+    if ((views[j].phrase === null) !== i < k) continue;
     if (termRange(plan, s, j, c, entry, term) < 0) continue;
     let p = s.pos[j];
     const end = s.end[j];
@@ -326,13 +293,27 @@ function walkUnion(
     const head = s.head[j];
     // the head (the newest), then the stored postings; NONE is above hi, which ends the run
     let o = head !== NONE ? head : p < end ? postings[p++] : NONE;
+    const phrase = views[j].phrase;
+    if (phrase === null) {
+      while (o < hi) {
+        const at = o >>> 5;
+        const was = bits[at];
+        // (a shift count is taken modulo 32: bit o & 31 of the word)
+        bits[at] = was | (1 << o);
+        gather[n] = o;
+        n += ((was >>> o) & 1) ^ 1;
+        o = p < end ? postings[p++] : NONE;
+      }
+      continue;
+    }
+    // a phrase: only the messages that hold it, not yet seen, and of a combo that counts (the
+    // costly test last); one that does not hold it stays unseen, for a later term to keep
     while (o < hi) {
       const at = o >>> 5;
-      const was = bits[at];
-      // (a shift count is taken modulo 32: bit o & 31 of the word)
-      bits[at] = was | (1 << o);
-      gather[n] = o;
-      n += ((was >>> o) & 1) ^ 1;
+      if ((bits[at] & (1 << o)) === 0 && ((mask >>> msgCombo[o]) & 1) !== 0 && containsPhrase(index, o, phrase)) {
+        bits[at] |= 1 << o;
+        gather[n++] = o;
+      }
       o = p < end ? postings[p++] : NONE;
     }
   }
@@ -356,7 +337,7 @@ function walkUnion(
   w.count = m;
   if (m === 0) return;
   // 3. conversations: their ids read first (independent reads), then counted once each
-  const convs = s.merged;
+  const convs = s.convs;
   for (let i = 0; i < m; i++) convs[i] = msgConversation[gather[i]];
   const stamp = s.conversationStamp;
   const gen = s.generation;
@@ -390,69 +371,5 @@ function walkUnion(
     s.picked[w.picked++] = best;
     runPos[from]++;
     if (w.picked === m) return;
-  }
-}
-
-/**
- * walkContact for many terms: (ordinal * 16 + term) of every list of the contact gathered and
- * put in order once (mergeRuns), then read in groups of one ordinal: a few operations a posting,
- * where the k-way merge spent 2k a message (measured 60% of the 10-term largest page).
- */
-function walkBySort(
-  plan: Plan,
-  s: Scratch,
-  c: number,
-  messagesLimit: number,
-  w: Walk,
-  entry: number,
-  term: number,
-): void {
-  const { index, views, mask, hi } = plan;
-  const { storedPostings: postings, msgCombo } = index;
-  let n = 0;
-  let runCount = 0;
-  const runs = s.runs;
-  for (let j = 0; j < views.length; j++) {
-    if (termRange(plan, s, j, c, entry, term) < 0) continue;
-    runs[runCount++] = n;
-    let p = s.pos[j];
-    const end = s.end[j];
-    gatherRoom(s, n, n + end - p + 1);
-    const gather = s.gather;
-    const head = s.head[j];
-    if (head !== NONE && head < hi) gather[n++] = head * 16 + j;
-    for (; p < end; p++) {
-      const o = postings[p];
-      if (o >= hi) break;
-      gather[n++] = o * 16 + j; // MAX_TERMS <= 16
-    }
-  }
-  runs[runCount] = n;
-  // a contact's few postings: an insertion sort in place; many: the terms' runs (each ascending)
-  // merged pairwise, O(n log k) with no allocation, where the native sort of a view was
-  // O(n log n) and an allocation a contact
-  let sorted = s.gather;
-  if (n <= INSERTION_SORT_MAX) {
-    for (let i = 1; i < n; i++) {
-      const x = sorted[i];
-      let j = i - 1;
-      while (j >= 0 && sorted[j] > x) {
-        sorted[j + 1] = sorted[j];
-        j--;
-      }
-      sorted[j + 1] = x;
-    }
-  } else sorted = mergeRuns(s, runCount);
-  for (let i = 0; i < n; ) {
-    const o = sorted[i] >>> 4;
-    const passes = ((1 << msgCombo[o]) & mask) !== 0;
-    let matched = false;
-    for (; i < n && sorted[i] >>> 4 === o; i++) {
-      if (passes && !matched) {
-        const phrase = views[sorted[i] & 15].phrase;
-        matched = phrase === null || containsPhrase(index, o, phrase);
-      }
-    }
-    if (matched) counted(index, s, w, o, messagesLimit);
   }
 }
