@@ -1,9 +1,8 @@
 /**
  * The walk of one page contact: its counting messages newest first, for match_count,
  * conversations_count, first and last matched_at and the first few messages. One term reads its
- * list (or its summary), two or three without a phrase merge with a cursor each, two with a phrase
- * merge a posting at a time, and three or more otherwise read each term's list in turn, a message
- * counted once (walkUnion).
+ * list (or its summary), two or three without a phrase merge with a cursor each, and any other
+ * several read each term's list in turn, a message counted once (walkUnion).
  */
 import { summaryAt } from '../index/entry-summaries.js';
 import { entryHead, HEAD_INLINE, NONE } from '../index/layout.js';
@@ -95,33 +94,7 @@ export function walkContact(
     walkFew(plan, s, messagesLimit, w, k);
     return;
   }
-  if (k >= UNION_FROM) {
-    walkUnion(plan, s, c, messagesLimit, w, entry, term);
-    return;
-  }
-  for (let j = 0; j < k; j++) termRange(plan, s, j, c, entry, term);
-  const heads = s.head;
-  for (;;) {
-    // next ordinal over the contact's lists of every term (each its head, then its stored
-    // postings); a message counts once
-    let o = NONE; // above every ordinal
-    for (let j = 0; j < k; j++) {
-      const x = heads[j] !== NONE ? heads[j] : pos[j] < end[j] ? postings[pos[j]] : NONE;
-      if (x < o) o = x;
-    }
-    if (o >= hi) break;
-    const passes = ((1 << msgCombo[o]) & mask) !== 0;
-    let matched = false;
-    for (let j = 0; j < k; j++) {
-      // (a head not taken yet is below the list's stored postings, so they cannot be o)
-      if (heads[j] === o) heads[j] = NONE;
-      else if (pos[j] < end[j] && postings[pos[j]] === o) pos[j]++;
-      else continue;
-      const phrase = views[j].phrase;
-      if (passes && !matched) matched = phrase === null || containsPhrase(index, o, phrase);
-    }
-    if (matched) counted(index, s, w, o, messagesLimit);
-  }
+  walkUnion(plan, s, c, messagesLimit, w, entry, term);
 }
 
 /**
@@ -236,8 +209,6 @@ function withoutPhrase(views: readonly { phrase: unknown }[]): boolean {
 
 /** Up to this many terms without a phrase, walkFew merges a contact's lists with a cursor each in locals. */
 const FEW_TERMS = 3;
-/** From this many terms on (three with a phrase, four without), walkUnion, not a merge a posting at a time. */
-const UNION_FROM = 3;
 
 /** Makes room in s.gather (and s.convs, as long) for `need` ordinals, keeping the first `keep`. */
 function gatherRoom(s: Scratch, keep: number, need: number): void {
@@ -249,7 +220,7 @@ function gatherRoom(s: Scratch, keep: number, need: number): void {
 }
 
 /**
- * walkContact for three terms or more (four or more when none is a phrase). A message counts once
+ * walkContact for several terms, one a phrase or more than three. A message counts once
  * whatever terms it holds, and its counts need no order: the terms' lists are read one after the
  * other, a message seen under an earlier term dropped by its bit in s.messageBits, and only the
  * first few messages (the page's picks) are merged in order. The walk it replaced put every
