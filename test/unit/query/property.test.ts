@@ -225,7 +225,7 @@ const orgArb = orgArbOf(6, 40);
 const denseOrgArb = orgArbOf(3, 80);
 /**
  * One or two contacts with dozens of messages over five words: a contact holds each word in many
- * messages, so a several-term walk gathers more postings than walkBySort sorts by insertion.
+ * messages, so a several-term walk (walkUnion) reads long lists whose messages repeat across terms.
  */
 const FEW_WORDS = ['pedido', 'agua', 'fim', 'via', 'cafe'];
 const fewWordsOrgArb = orgArbOf(
