@@ -101,10 +101,11 @@ export function walkContact(
  * walkContact's merge for two or three terms without a phrase (s.head / s.pos / s.end set by
  * termRange; for two, s.head[2] and s.pos[2] are stale and not read): a cursor a term in locals,
  * holding the term's next message (its head, then its stored postings), a message in several
- * lists counted once. The k-way loop's scans over the terms and their phrase tests, and (then) a
- * gathering and sorting of the postings, cost more than the postings they read; walkUnion's bitmap
- * measured 4-12% slower than this for two and three terms (bench/RESULTS.md, session 22). Measured on pages of 50 (search
- * plus rendering): 2 terms all 54.7 -> 45 µs, 3 terms any 60.9 -> 50.7, 3 terms all 101 -> 80.
+ * lists counted once. A k-way loop over the terms, and a gathering and sorting of the postings,
+ * each cost more than the postings they read: measured on pages of 50 (search plus rendering),
+ * 2 terms all 54.7 -> 45 µs, 3 terms any 60.9 -> 50.7, 3 terms all 101 -> 80. walkUnion, which
+ * takes the other cases, measured 4-12% slower than this for two and three plain terms
+ * (bench/RESULTS.md, session 22).
  */
 function walkFew(plan: Plan, s: Scratch, messagesLimit: number, w: Walk, k: number): void {
   const { index, mask, hi } = plan;
