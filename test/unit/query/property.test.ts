@@ -224,10 +224,10 @@ const orgArb = orgArbOf(6, 40);
  */
 const denseOrgArb = orgArbOf(3, 80);
 /**
- * One or two contacts with dozens of messages over five words: a contact holds each word in many
+ * One or two contacts with dozens of messages over eight words: a contact holds each word in many
  * messages, so a several-term walk (walkUnion) reads long lists whose messages repeat across terms.
  */
-const FEW_WORDS = ['pedido', 'agua', 'fim', 'via', 'cafe'];
+const FEW_WORDS = ['pedido', 'agua', 'fim', 'via', 'cafe', 'pix', 'sim', 'boleto'];
 const fewWordsOrgArb = orgArbOf(
   2,
   150,
@@ -275,10 +275,14 @@ const requestSpecArb = fc.record({
   messagesLimit: fc.integer({ min: 0, max: 4 }),
 });
 type RequestSpec = typeof requestSpecArb extends fc.Arbitrary<infer T> ? T : never;
-/** Three to five of the few words, any or all, sometimes filtered: the many-term walks. */
+/** Three to ten of the few words and phrases, any or all, sometimes filtered: the many-term walks. */
 const manyTermsSpecArb = fc.record({
   spec: requestSpecArb,
-  words: fc.uniqueArray(fc.constantFrom(...FEW_WORDS), { minLength: 3, maxLength: 5 }),
+  // up to MAX_TERMS of them, phrases of two among them (the union walk's phrase path)
+  words: fc.uniqueArray(fc.constantFrom(...FEW_WORDS, 'pedido agua', 'fim via', 'agua pedido', 'pix sim'), {
+    minLength: 3,
+    maxLength: 10,
+  }),
 });
 
 /** One or two plain tokens under a channel filter (mostly) and date bounds: the filtered walks. */
@@ -497,7 +501,7 @@ describe('product vs brute-force reference', () => {
     );
   });
 
-  it(`many-term walks: 3-5 words of a small vocabulary on contacts with many messages (${SEARCH_RUNS / 8} cases)`, () => {
+  it(`many-term walks: 3-10 terms (some phrases) of a small vocabulary on contacts with many messages (${SEARCH_RUNS / 8} cases)`, () => {
     check(
       fc.property(fewWordsOrgArb, manyTermsSpecArb, (org, { spec, words }) => {
         const req = { ...makeRequest(org, spec), terms: words, limit: Math.max(spec.limit, 2) };
