@@ -418,6 +418,17 @@ describe('Redis stopped while serving, then restarted empty', () => {
   });
 });
 
+/** Pauses Redis (through `ctl`), then stops the server: exit 0 within 5 s, logging that it left the store unclosed. */
+async function stopWhilePaused(ctl: Redis, server: RunningServer): Promise<void> {
+  await ctl.call('CLIENT', 'PAUSE', '30000', 'ALL');
+  const t0 = Date.now();
+  const code = await server.stop();
+  const ms = Date.now() - t0;
+  assert.equal(code, 0, server.output());
+  assert.ok(ms < 5000, `stopped in ${ms} ms`);
+  assert.match(server.output(), /"store_closed":false,"msg":"stopped"/);
+}
+
 describe('SIGTERM while Redis is paused', () => {
   test('the server exits 0 within a few seconds and says it left the store', async () => {
     // it waited ~20 s (a 10 s timeout for the key flush, then the registry, then QUIT), past a
@@ -426,14 +437,8 @@ describe('SIGTERM while Redis is paused', () => {
     const ctl = new Redis(redis.url, { maxRetriesPerRequest: 0, retryStrategy: () => null });
     try {
       const server = await startServer({ REDIS_URL: redis.url, LOG_LEVEL: 'info' });
-      await ctl.call('CLIENT', 'PAUSE', '30000', 'ALL');
-      const t0 = Date.now();
-      const code = await server.stop();
-      const ms = Date.now() - t0;
-      assert.equal(code, 0, server.output());
-      assert.ok(ms < 5000, `stopped in ${ms} ms`);
+      await stopWhilePaused(ctl, server);
       assert.match(server.output(), /shutdown: the store did not answer in time; exiting without it/);
-      assert.match(server.output(), /"store_closed":false,"msg":"stopped"/);
     } finally {
       await ctl.call('CLIENT', 'UNPAUSE').catch(() => {});
       ctl.disconnect();
@@ -467,13 +472,7 @@ describe('SIGTERM with serving threads and a key just used', () => {
       // paused: exits within a few seconds all the same
       server = await startServer(serverEnv);
       await search(server.url, key.key, `organization_id=${org}&q=pedido`);
-      await ctl.call('CLIENT', 'PAUSE', '30000', 'ALL');
-      const t0 = Date.now();
-      const code = await server.stop();
-      const ms = Date.now() - t0;
-      assert.equal(code, 0, server.output());
-      assert.ok(ms < 5000, `stopped in ${ms} ms`);
-      assert.match(server.output(), /"store_closed":false,"msg":"stopped"/);
+      await stopWhilePaused(ctl, server);
     } finally {
       await ctl.call('CLIENT', 'UNPAUSE').catch(() => {});
       ctl.disconnect();
