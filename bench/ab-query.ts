@@ -4,6 +4,7 @@
  *   git worktree add /tmp/base <commit>          # the version to compare against
  *   ln -s "$PWD/node_modules" /tmp/base/node_modules
  *   node --import tsx bench/ab-query.ts --base /tmp/base --q 'q=que|keywords=a,b,c' [--seconds 10]
+ *     [--ids uuid] [--unpacked-base]
  *
  * On this 2-core VM the same build measured up to 2× apart from one process to the next (see
  * bench/RESULTS.md, sessions 20-22), so two runs of the search bench cannot show a 10% change.
@@ -23,7 +24,7 @@ import { searchBody as headSearch } from '../src/query/execute.js';
 import { parseSearchParams } from '../src/request/parse-params.js';
 import type { SearchRequest } from '../src/request/search-request.js';
 import { parseRfc3339 } from '../src/time/rfc3339.js';
-import { flagNumber, flagString } from './helpers.js';
+import { flagBool, flagNumber, flagString } from './helpers.js';
 
 type Search = (index: OrgIndex | null, req: SearchRequest) => Uint8Array;
 
@@ -44,19 +45,24 @@ for (const r of generateRecords({
   contacts: flagNumber('contacts', 20_000),
   organizations: 1,
   seed: 42,
+  ids: flagString('ids', 'short') === 'uuid' ? 'uuid' : 'short',
 })) {
   if (r.kind === 'contact') (builder ??= new OrgDataBuilder(r.contact.organization_id)).addContact(r.contact);
   else builder!.addMessage(r.message, parseRfc3339(r.message.sent_at)!);
 }
 const data = builder!.build();
 const index = buildIndex(data);
+// --unpacked-base: the base reads an index of every id as text (what builds before packed ids
+// wrote; src/index/packed-uuid.ts), this tree its own: with `--ids uuid`, what packing costs a
+// request (the base is then usually this tree itself: `--base .`)
+const baseIndex = flagBool('unpacked-base') ? buildIndex(data, { packIds: false }) : index;
 
 for (const q of queries) {
   const parsed = parseSearchParams(`organization_id=${data.organizationId}&${q}`);
   if (!parsed.ok) throw new Error(`ab-query: ${q}: ${JSON.stringify(parsed.details)}`);
   const req = parsed.request;
   // the bodies are views of each version's own buffer: copy one before the other writes
-  const a = Buffer.from(baseSearch(index, req));
+  const a = Buffer.from(baseSearch(baseIndex, req));
   const b = Buffer.from(headSearch(index, req));
   if (!a.equals(b))
     throw new Error(`ab-query: ${q}: the two versions' bodies differ (${a.length} and ${b.length} bytes)`);
@@ -65,8 +71,9 @@ for (const q of queries) {
   const end = performance.now() + seconds * 1000;
   for (let turn = 0; performance.now() < end; turn ^= 1) {
     const search = turn === 0 ? baseSearch : headSearch;
+    const target = turn === 0 ? baseIndex : index;
     const t0 = performance.now();
-    for (let i = 0; i < block; i++) search(index, req);
+    for (let i = 0; i < block; i++) search(target, req);
     total[turn] += performance.now() - t0;
     runs[turn] += block;
   }

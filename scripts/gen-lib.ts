@@ -10,6 +10,11 @@ export interface GenOptions {
   contacts: number;
   organizations: number;
   seed: number;
+  /**
+   * `uuid`: message and conversation ids are UUIDs (as many CRMs export them) drawn from a stream
+   * of their own, so every other field is the same as with the default short ids (`m_0_1`, `cv_0_0`)
+   */
+  ids?: 'short' | 'uuid';
 }
 
 export type GenRecord = { kind: 'contact'; contact: Contact } | { kind: 'message'; message: MessageLine };
@@ -321,6 +326,7 @@ export function* generateRecords(opts: GenOptions): Generator<GenRecord> {
     orgContacts[o].push(c);
     yield { kind: 'contact', contact: c };
   }
+  const idRng = opts.ids === 'uuid' ? mulberry32(seed ^ 0x5bd1e995) : null;
   const orgSeq = new Array<number>(orgCount).fill(0);
   const convSeq = new Array<number>(orgCount).fill(0);
   let emitted = 0;
@@ -331,7 +337,7 @@ export function* generateRecords(opts: GenOptions): Generator<GenRecord> {
     const c = cs[Math.floor(cs.length * Math.pow(rng(), 2))];
     const channel: Channel = pick(rng, CHANNELS);
     const lang = pick(rng, LANGS);
-    const conv = `cv_${o}_${convSeq[o]++}`;
+    const conv = idRng === null ? `cv_${o}_${convSeq[o]++}` : uuidFrom(idRng);
     const len = 1 + Math.floor(Math.pow(rng(), 2) * 25);
     let t = START + Math.floor(rng() * SPAN);
     let inbound = true;
@@ -343,7 +349,7 @@ export function* generateRecords(opts: GenOptions): Generator<GenRecord> {
       yield {
         kind: 'message',
         message: {
-          id: `m_${o}_${orgSeq[o]++}`,
+          id: idRng === null ? `m_${o}_${orgSeq[o]++}` : uuidFrom(idRng),
           organization_id: orgIds[o],
           contact_id: c.id,
           conversation_id: conv,

@@ -20,6 +20,7 @@ import {
 import { contactColumn, type OrgIndex } from './org-index.js';
 import { buildEntrySummaries, SUMMARY_MIN_DEFAULT } from './entry-summaries.js';
 import { rowsLength, writePrefix } from './message-rows.js';
+import { PACKED_LENGTH, packUuid, UUID_TEXT_LENGTH, uuidCase } from './packed-uuid.js';
 import { encodePostStarts } from './post-starts.js';
 import { jsonEscaped, StringColumnBuilder } from './string-column.js';
 import { buildChannelBits } from './channel-bits.js';
@@ -67,6 +68,25 @@ function scatter(bytes: Uint8Array, offsets: Uint32Array, out: Uint8Array, dest:
   }
 }
 
+/** scatter for the ids: one in UUID form (idCase[i] >= 0) is written packed (packed-uuid.ts) */
+function scatterIds(
+  bytes: Uint8Array,
+  offsets: Uint32Array,
+  idCase: Int8Array,
+  out: Uint8Array,
+  dest: Uint32Array,
+  n: number,
+): void {
+  for (let i = 0, q = offsets[0]; i < n; i++) {
+    const end = offsets[i + 1];
+    let d = dest[i];
+    if (idCase[i] >= 0) packUuid(bytes, q, idCase[i], out, d);
+    else if (end - q > 64) out.set(bytes.subarray(q, end), d);
+    else for (let k = q; k < end; k++) out[d++] = bytes[k];
+    q = end;
+  }
+}
+
 export interface BuildOptions {
   /** tokens in at least this many messages get postings for their adjacent pairs (tests lower it) */
   pairMinFrequency?: number;
@@ -82,6 +102,11 @@ export interface BuildOptions {
    * never reads them again, and the heap the build's collections mark shrinks as the first pass goes.
    */
   consumeText?: boolean;
+  /**
+   * false: every id kept as text, as builds before packing (packed-uuid.ts) wrote them: for the
+   * tests of such snapshots, and for bench/ab-query.ts's `--unpacked-base`
+   */
+  packIds?: boolean;
 }
 
 /** Builds the immutable index of one organization from its snapshot columns. */
@@ -167,8 +192,16 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   // conversations and tokens renumbered by first occurrence, as the index has always numbered them.
   const ids = srcId.view();
   const contents = read?.content ?? srcContent.view();
-  // each message's id and content in one row (message-rows.ts), the id after its length prefix
-  const msgRowBytes = new Uint8Array(rowsLength(ids.offsets, contents.bytes.length));
+  // each message's id and content in one row (message-rows.ts), the id after its length prefix;
+  // an id in UUID form packed (packed-uuid.ts): its letters' case a message, -1 for text
+  const idCase = new Int8Array(n).fill(-1);
+  let packedSaving = 0;
+  for (let i = 0; i < n && options.packIds !== false; i++) {
+    const letterCase = uuidCase(ids.bytes, ids.offsets[i], ids.offsets[i + 1]);
+    idCase[i] = letterCase;
+    if (letterCase >= 0) packedSaving += UUID_TEXT_LENGTH - PACKED_LENGTH;
+  }
+  const msgRowBytes = new Uint8Array(rowsLength(ids.offsets, contents.bytes.length) - packedSaving);
   const msgRowOffsets = new Uint32Array(n + 1);
   const conversationCount = conversationTable.size;
   const conversationRank = new Uint32Array(conversationCount).fill(NONE);
@@ -193,7 +226,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     msgCombo[o] = comboOf(m.direction[i], m.channel[i]);
     msgSentAt[o] = m.sentAt[i];
     msgRowOffsets[o] = rowAt;
-    const idLength = ids.offsets[i + 1] - ids.offsets[i];
+    const idLength = idCase[i] >= 0 ? PACKED_LENGTH : ids.offsets[i + 1] - ids.offsets[i];
     const idAt = writePrefix(msgRowBytes, rowAt, idLength);
     idDest[i] = idAt;
     contentDest[i] = idAt + idLength;
@@ -217,7 +250,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   // The bytes, read in import order (in sequence) and written where answer order puts them: a
   // scattered write does not stall the loop as a scattered read does, and a byte loop costs less
   // than a Buffer#copy call for strings this short.
-  scatter(ids.bytes, ids.offsets, msgRowBytes, idDest, n);
+  scatterIds(ids.bytes, ids.offsets, idCase, msgRowBytes, idDest, n);
   scatter(contents.bytes, contents.offsets, msgRowBytes, contentDest, n);
   idDest = contentDest = null;
   seqStart[n] = k;

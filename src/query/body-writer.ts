@@ -6,6 +6,7 @@
  * copies them (uWS copies what it sends, and the backpressure path takes its own copy).
  */
 
+import { HEX_PAIRS } from '../index/packed-uuid.js';
 import { civilFromDays } from '../time/civil-date.js';
 
 const DAY = 86400000;
@@ -14,6 +15,11 @@ const ISO_MIN = -62167219200000; // 0000-01-01T00:00:00.000Z
 const ISO_MAX = 253402300799999; // 9999-12-31T23:59:59.999Z
 const ZERO = 48;
 const ONE = new Float64Array(1);
+const DASH = 0x2d;
+/** two hex digits a byte, lower case at [byte], upper case at [256 + byte] (packed-uuid.ts) */
+const HEX = new Uint16Array(512);
+HEX.set(HEX_PAIRS[0]);
+HEX.set(HEX_PAIRS[1], 256);
 
 /**
  * Bytes the writer copies: a DataView, read and written 4 bytes at a time (unaligned). A byte loop
@@ -123,6 +129,37 @@ export class BodyWriter {
       dv.setFloat64(p + 8, b, true);
       if (i === last) return;
     }
+  }
+
+  /**
+   * The text of the packed id at bytes[at, at + 17) (index/packed-uuid.ts; reserved by the
+   * caller: 36 bytes): its 16 bytes read 4 at a time, four hex digits a 32-bit store, unrolled.
+   * About twice a 36-byte copy (45-48 ns against 24-26 for slice(), measured alone; a loop of
+   * byte stores took 110).
+   */
+  uuid(bytes: Bytes, at: number): void {
+    const dv = this.dv;
+    const p = this.pos;
+    const h = HEX;
+    const c = (bytes.getUint8(at) & 1) << 8;
+    // four digits a 32-bit store (little-endian: the first byte's pair in the low half)
+    let w = bytes.getUint32(at + 1);
+    dv.setUint32(p, h[c | (w >>> 24)] | (h[c | ((w >>> 16) & 255)] << 16), true);
+    dv.setUint32(p + 4, h[c | ((w >>> 8) & 255)] | (h[c | (w & 255)] << 16), true);
+    w = bytes.getUint32(at + 5);
+    dv.setUint8(p + 8, DASH);
+    dv.setUint32(p + 9, h[c | (w >>> 24)] | (h[c | ((w >>> 16) & 255)] << 16), true);
+    dv.setUint8(p + 13, DASH);
+    dv.setUint32(p + 14, h[c | ((w >>> 8) & 255)] | (h[c | (w & 255)] << 16), true);
+    w = bytes.getUint32(at + 9);
+    dv.setUint8(p + 18, DASH);
+    dv.setUint32(p + 19, h[c | (w >>> 24)] | (h[c | ((w >>> 16) & 255)] << 16), true);
+    dv.setUint8(p + 23, DASH);
+    dv.setUint32(p + 24, h[c | ((w >>> 8) & 255)] | (h[c | (w & 255)] << 16), true);
+    w = bytes.getUint32(at + 13);
+    dv.setUint32(p + 28, h[c | (w >>> 24)] | (h[c | ((w >>> 16) & 255)] << 16), true);
+    dv.setUint32(p + 32, h[c | ((w >>> 8) & 255)] | (h[c | (w & 255)] << 16), true);
+    this.pos = p + 36;
   }
 
   /** A JS string as UTF-8 (reserves it itself): for the small per-request echo. */

@@ -5,6 +5,7 @@
 import { CHANNEL_COUNT, COMBO_VALUE } from '../index/layout.js';
 import { contentStart, idStart } from '../index/message-rows.js';
 import type { OrgIndex } from '../index/org-index.js';
+import { isPacked, UUID_TEXT_LENGTH } from '../index/packed-uuid.js';
 import { CHANNELS } from '../model/records.js';
 import type { SearchRequest } from '../request/search-request.js';
 import { bodyWriter, type BodyWriter, type Piece, utf8 } from './body-writer.js';
@@ -62,7 +63,8 @@ const MESSAGE_FIXED = 200;
 
 /**
  * Words of s.pageMessages a picked message: its id's start, its content's start (the id's end),
- * its conversation id's bounds, its row's end (the content's end) and its combo; 8, not 6, so
+ * its conversation id's bounds, its row's end (the content's end), its combo and whether its
+ * id is packed (1) or text (0); 8, not 7, so
  * that a message's words never straddle two cache lines.
  */
 const MESSAGE_WORDS = 8;
@@ -139,8 +141,11 @@ export function writePage(
     sink ^= touch(msgRowBytes, row, msgs[at + 4]);
     sink ^= touch(conversationIdBytes, msgs[at + 2], msgs[at + 3]);
     // the id between its length prefix and the content, the content up to the row's end
-    msgs[at] = idStart(msgRowBytes, row);
-    msgs[at + 1] = contentStart(msgRowBytes, row);
+    const idFrom = idStart(msgRowBytes, row),
+      idTo = contentStart(msgRowBytes, row);
+    msgs[at] = idFrom;
+    msgs[at + 1] = idTo;
+    msgs[at + 6] = isPacked(msgRowBytes, idFrom, idTo - idFrom) ? 1 : 0;
   }
   for (let i = 0; i < n; i++) {
     // the oldest counting message's time (first_matched_at; the newest is a picked one) and the contact
@@ -155,7 +160,11 @@ export function writePage(
     const at = i * ITEM_WORDS;
     writeItemHead(out, index, s, s.touched[from + i], items[at], items[at + 1], items[at + 2], items[at + 3], i === 0);
     const count = items[at + 4];
-    for (let j = 0; j < count; j++) writeMessage(out, index, s.text, picked[m], msgs, m++ * MESSAGE_WORDS, j === 0);
+    for (let j = 0; j < count; j++, m++) {
+      const at = m * MESSAGE_WORDS;
+      if (msgs[at + 6] === 0) writeMessage(out, index, s.text, picked[m], msgs, at, j === 0);
+      else writePackedMessage(out, index, s.text, picked[m], msgs, at, j === 0);
+    }
     out.reserve(LAST_MESSAGE_ITEM_CLOSE.length);
     out.raw(count > 0 ? LAST_MESSAGE_ITEM_CLOSE : ITEM_CLOSE);
   }
@@ -188,8 +197,44 @@ function writeMessage(
   out.slice(text.msgRow, idFrom, textFrom);
   out.raw(CONVERSATION);
   out.slice(text.conversationId, convFrom, convTo);
+  writeMessageRest(out, index, text, o, msgs, at);
+}
+
+/**
+ * writeMessage for a message whose id is packed (msgs[at + 6] is 1: index/packed-uuid.ts). Apart,
+ * so that writeMessage stays as it was for every other id.
+ */
+function writePackedMessage(
+  out: BodyWriter,
+  index: OrgIndex,
+  text: TextViews,
+  o: number,
+  msgs: Uint32Array,
+  at: number,
+  first: boolean,
+): void {
+  const convFrom = msgs[at + 2],
+    convTo = msgs[at + 3];
+  // (the id is written 19 bytes longer than it is stored)
+  out.reserve(MESSAGE_FIXED + UUID_TEXT_LENGTH + (msgs[at + 4] - msgs[at]) + (convTo - convFrom));
+  out.raw(first ? MESSAGE_OPEN : NEXT_MESSAGE_OPEN);
+  out.uuid(text.msgRow, msgs[at]);
+  out.raw(CONVERSATION);
+  out.slice(text.conversationId, convFrom, convTo);
+  writeMessageRest(out, index, text, o, msgs, at);
+}
+
+/** A message's fields after its conversation id (reserved by the caller). */
+function writeMessageRest(
+  out: BodyWriter,
+  index: OrgIndex,
+  text: TextViews,
+  o: number,
+  msgs: Uint32Array,
+  at: number,
+): void {
   out.raw(COMBO[msgs[at + 5]]);
-  out.slice(text.msgRow, textFrom, textTo);
+  out.slice(text.msgRow, msgs[at + 1], msgs[at + 4]);
   out.raw(SENT_AT);
   out.isoAt(index.msgSentAt, o);
 }

@@ -7,6 +7,7 @@
  */
 import { CHANNEL_COUNT, COMBO_VALUE } from '../index/layout.js';
 import { contentStart, idStart } from '../index/message-rows.js';
+import { isPacked, unpackUuid } from '../index/packed-uuid.js';
 import { TYPED_ARRAY_FIELDS, type OrgIndex } from '../index/org-index.js';
 import {
   buildTokenTable,
@@ -222,7 +223,11 @@ export function orgDataOf(flat: FlatIndex): OrgData {
   const rows = s.msgRowBytes as Uint8Array,
     rowOffsets = s.msgRowOffsets as Uint32Array,
     rowString = jsonText(rows);
-  const idAt = (o: number): string => rowString(idStart(rows, rowOffsets[o]), contentStart(rows, rowOffsets[o]));
+  const idAt = (o: number): string => {
+    const from = idStart(rows, rowOffsets[o]),
+      to = contentStart(rows, rowOffsets[o]);
+    return isPacked(rows, from, to - from) ? unpackUuid(rows, from) : rowString(from, to);
+  };
   const contentAt = (o: number): string => rowString(contentStart(rows, rowOffsets[o]), rowOffsets[o + 1]);
   const convOffsets = s.conversationIdOffsets as Uint32Array,
     convString = jsonText(s.conversationIdBytes as Uint8Array);

@@ -40,7 +40,8 @@ import { startRedis } from '../helpers/redis-server.js';
 import { baseEnv, createKey, keysCli, startServer, type CreatedKey, type RunningServer } from '../helpers/server.js';
 
 const SEED = 1313;
-const data = generateDataset({ messages: 3000, contacts: 90, organizations: 3, seed: SEED });
+// message and conversation ids in UUID form, as CRMs export them (the index packs message ids)
+const data = generateDataset({ messages: 3000, contacts: 90, organizations: 3, seed: SEED, ids: 'uuid' });
 const ORGS = [...new Set(data.contacts.map((c) => c.organization_id))].sort();
 const [A, B, C] = ORGS;
 const work = tempDir('isolation-');

@@ -4,6 +4,7 @@
  * and no msgRowBytes/msgRowOffsets. For tests of the loader's derivation of rows.
  */
 import { contentStart, idStart } from '../../src/index/message-rows.js';
+import { isPacked, unpackUuid } from '../../src/index/packed-uuid.js';
 import type { FlatIndex } from '../../src/store/flat-index.js';
 
 export function toTwoColumns(flat: FlatIndex): void {
@@ -17,7 +18,10 @@ export function toTwoColumns(flat: FlatIndex): void {
     contentOffsets = new Uint32Array(n + 1);
   for (let o = 0; o < n; o++) {
     const row = offsets[o];
-    const id = rows.subarray(idStart(rows, row), contentStart(rows, row));
+    // that layout kept every id as text: a packed one (packed-uuid.ts) is given back its text
+    const from = idStart(rows, row),
+      to = contentStart(rows, row);
+    const id = isPacked(rows, from, to - from) ? Buffer.from(unpackUuid(rows, from)) : rows.subarray(from, to);
     const content = rows.subarray(contentStart(rows, row), offsets[o + 1]);
     idParts.push(id);
     contentParts.push(content);

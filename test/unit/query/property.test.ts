@@ -135,9 +135,27 @@ const CONTACT_IDS = [
   '00000000-0000-4000-8000-000000000010',
 ];
 const OTHER_CONTACT_IDS = ['o1', 'o2', 'o3'];
-const MSG_PREFIXES = ['m', 'm', 'm', 'M', 'é', 'm0', 'm"', 'm\\', 'm\u2028', 'm\n'];
-// conversation n of a contact is `${tag}${CONVERSATION_PREFIXES[n]}cv${n}`: some need escaping
+// 'uuid' and 'UUID': an id in UUID form, lower or upper case (the index packs them:
+// src/index/packed-uuid.ts); 'Uuid': one of mixed case, and 'uuid-': one a digit short (kept as text)
+const MSG_PREFIXES = ['m', 'm', 'm', 'M', 'é', 'm0', 'm"', 'm\\', 'm\u2028', 'm\n', 'uuid', 'UUID', 'Uuid', 'uuid-'];
+// conversation n of a contact is `${tag}${CONVERSATION_PREFIXES[n]}cv${n}`: some need escaping;
+// n = 4 and 5 are UUIDs instead (lower and upper case)
 const CONVERSATION_PREFIXES = ['', 'q"', 'b\\', '\u2028\u0001'];
+/** A UUID whose last 12 digits come from n (letters among them), in lower case. */
+const uuidOf = (head: string, n: number): string =>
+  `${head}-0000-4000-8000-${((n * 2654435761) >>> 0).toString(16).padStart(12, 'c')}`;
+function messageIdOf(prefix: string, n: number): string {
+  if (prefix === 'uuid') return uuidOf('abcdef01', n);
+  if (prefix === 'UUID') return uuidOf('abcdef01', n).toUpperCase();
+  if (prefix === 'Uuid') return uuidOf('Abcdef01', n);
+  if (prefix === 'uuid-') return uuidOf('abcdef01', n).slice(1);
+  return `${prefix}${n}`;
+}
+function conversationIdOf(tag: string, n: number): string {
+  if (n < CONVERSATION_PREFIXES.length) return `${tag}${CONVERSATION_PREFIXES[n]}cv${n}`;
+  const id = uuidOf(tag === '' ? 'c0ffee00' : 'c0ffee0f', n);
+  return n === 5 ? id.toUpperCase() : id;
+}
 
 const T0 = Date.UTC(2024, 1, 28, 22, 0, 0);
 const STEP = 37 * 60 * 1000;
@@ -158,7 +176,7 @@ const contactArb = (id: string, org: string): fc.Arbitrary<Contact> =>
 
 const messageSpecArb = fc.record({
   contact: fc.nat(),
-  conversation: fc.integer({ min: 0, max: 3 }),
+  conversation: fc.integer({ min: 0, max: 5 }),
   channel: fc.constantFrom(...CHANNELS),
   direction: fc.constantFrom('inbound' as const, 'outbound' as const),
   content: contentArb,
@@ -174,14 +192,14 @@ type MessageSpec = typeof messageSpecArb extends fc.Arbitrary<infer T> ? T : nev
 function materialize(org: string, contacts: Contact[], specs: MessageSpec[], tag: string): MessageLine[] {
   const used = new Set<string>();
   return specs.map((s, i) => {
-    let id = `${s.idPrefix}${s.idNum}`;
+    let id = messageIdOf(s.idPrefix, s.idNum);
     if (used.has(id)) id = `${id}_${i}`;
     used.add(id);
     return {
       id,
       organization_id: org,
       contact_id: contacts[s.contact % contacts.length].id,
-      conversation_id: `${tag}${CONVERSATION_PREFIXES[s.conversation]}cv${s.conversation}`,
+      conversation_id: conversationIdOf(tag, s.conversation),
       channel: s.channel,
       direction: s.direction,
       content: s.content,

@@ -8,6 +8,8 @@
  * the layout before inline heads (layout.ts, HEAD_INLINE) cannot be read so, and is refused.
  * A snapshot of the layout before channel bitmaps (src/index/channel-bits.ts) gets them derived
  * on load, like the summaries.
+ * A snapshot written before packed message ids (src/index/packed-uuid.ts) holds UUIDs as text:
+ * it loads as it is and answers the same bytes as one that packs them.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -28,12 +30,18 @@ import { toTwoColumns } from '../../helpers/two-columns.js';
 const SUMMARIES = SUMMARY_SECTIONS;
 
 /** One generated organization's data (scripts/gen-lib.ts) and its id. */
-function generatedOrg(messageCount: number, contactCount: number, seed: number): { orgId: string; data: OrgData } {
+function generatedOrg(
+  messageCount: number,
+  contactCount: number,
+  seed: number,
+  ids: 'short' | 'uuid' = 'short',
+): { orgId: string; data: OrgData } {
   const { contacts, messages } = generateDataset({
     messages: messageCount,
     contacts: contactCount,
     organizations: 1,
     seed,
+    ids,
   });
   const orgId = contacts[0].organization_id;
   const b = new OrgDataBuilder(orgId);
@@ -262,5 +270,28 @@ describe('a snapshot written before inline heads', () => {
     assert.throws(() => new SnapshotDecoder(parseManifest(enc.manifest(), { organizationId: orgId, version: 6 })), {
       message: `snapshot: organization ${orgId} version 6 has an unknown section postings (another index layout); publish it again with \`npm run snapshot -- import\``,
     });
+  });
+});
+
+describe('a snapshot written before packed message ids', () => {
+  it('loads with its UUIDs as text and answers as a snapshot with them packed', () => {
+    const { orgId, data } = generatedOrg(3000, 40, 14, 'uuid');
+    const packed = buildIndex(data);
+    const text = buildIndex(data, { packIds: false });
+    // every message id is a UUID: 19 bytes less a message packed
+    assert.equal(text.msgRowBytes.length - packed.msgRowBytes.length, 19 * 3000);
+    const queries = ['q=the', 'q=que&direction=all&messages_limit=20', 'keywords=que,de&channel=whatsapp'];
+    for (const [version, built] of [
+      [3, text],
+      [4, packed],
+    ] as const) {
+      const enc = encodeSnapshot({ format: 2, flat: flattenIndex(built) }, version);
+      const chunks = [...enc.chunks];
+      const decoder = new SnapshotDecoder(parseManifest(enc.manifest(), { organizationId: orgId, version }));
+      for (const [i, chunk] of chunks.entries()) decoder.add(i, chunk);
+      const loaded = wrapIndex(decoder.finishFlat());
+      assert.equal(loaded.msgRowBytes.length, built.msgRowBytes.length);
+      assertSameAnswers(packed, loaded, orgId, queries);
+    }
   });
 });
