@@ -4,7 +4,8 @@
  * whatsapp in conversation c1.
  */
 import { OrgDataBuilder } from '../../src/model/org-data-builder.js';
-import type { Contact, OrgData } from '../../src/model/records.js';
+import type { Contact, MessageLine, OrgData } from '../../src/model/records.js';
+import { parseRfc3339 } from '../../src/time/rfc3339.js';
 import { openStores } from '../../src/store/open-store.js';
 
 /** Ana, a whatsapp contact with a phone and nothing else. */
@@ -23,6 +24,14 @@ export function anaContact(org: string, contactId: string): Contact {
 /** A contact with an id, maybe a name, and nothing else: what generated test organizations hold. */
 export function bareContact(org: string, id: string, name: string | null = null): Contact {
   return { id, organization_id: org, name, phone: null, email: null, avatar_url: null, source: null };
+}
+
+/** The OrgData of an organization's import lines, as the importer builds it (no files). */
+export function dataOfLines(org: string, contacts: readonly Contact[], messages: readonly MessageLine[]): OrgData {
+  const b = new OrgDataBuilder(org);
+  for (const c of contacts) b.addContact(c);
+  for (const m of messages) b.addMessage(m, parseRfc3339(m.sent_at)!);
+  return b.build();
 }
 
 export function oneContactData(org: string, contactId: string, contents: string[] = []): OrgData {

@@ -17,12 +17,10 @@ import {
   writePrefix,
 } from '../../../src/index/message-rows.js';
 import type { MessageLine } from '../../../src/model/records.js';
-import { OrgDataBuilder } from '../../../src/model/org-data-builder.js';
 import { searchBody } from '../../../src/query/execute.js';
 import { parseSearchParams } from '../../../src/request/parse-params.js';
 import { exportColumns, flattenIndex, orgDataOf } from '../../../src/store/flat-index.js';
-import { parseRfc3339 } from '../../../src/time/rfc3339.js';
-import { bareContact } from '../../helpers/one-contact.js';
+import { bareContact, dataOfLines } from '../../helpers/one-contact.js';
 import { referenceSearch } from '../../reference/brute-force.js';
 
 const ORG = '0b0e0c0a-0000-4000-8000-000000000001';
@@ -89,10 +87,7 @@ describe('message ids of every length', () => {
     sent_at: new Date(Date.UTC(2025, 0, 1, 0, 0, i)).toISOString(),
   }));
   const contacts = [bareContact(ORG, CONTACT, 'Ana')];
-  const b = new OrgDataBuilder(ORG);
-  for (const c of contacts) b.addContact(c);
-  for (const m of messages) b.addMessage(m, parseRfc3339(m.sent_at)!);
-  const data = b.build();
+  const data = dataOfLines(ORG, contacts, messages);
   let order: Uint32Array | undefined;
   const index = buildIndex(data, {
     onOrder: (o) => {
