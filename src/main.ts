@@ -59,7 +59,7 @@ variable):
   PORT (3000)  HOST (0.0.0.0)  ADMIN_PORT (9464)  ADMIN_HOST (127.0.0.1)
   REDIS_URL (unset: the embedded store in DATA_DIR, default ./data)  ORGANIZATIONS (all)
   LOG_LEVEL (info)  SUNSET_AT  RATE_LIMIT_RPS  RATE_LIMIT_BURST  SHUTDOWN_TIMEOUT_MS (10000)
-  INDEX_BUILD_THREAD (worker)  SERVER_THREADS (one a core)
+  INDEX_BUILD_THREAD (worker)  SERVER_THREADS (one a core)  SLOW_CLIENT_BUFFER_MB (256)
 
 README.md, "Configuration", says what each one does.
 `;
@@ -173,6 +173,7 @@ async function main(): Promise<void> {
     logger,
     sunsetAt: config.sunsetAt,
     rateLimiter,
+    slowClientBufferBytes: config.slowClientBufferBytes,
     indexes: {
       isReady,
       get: (org) => catalog.get(org),

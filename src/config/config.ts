@@ -22,6 +22,11 @@ export interface Config extends StoreConfig {
   organizations: ReadonlySet<string> | null;
   /** serving threads on the public port; 1: the main thread serves (no worker threads) */
   serverThreads: number;
+  /**
+   * SLOW_CLIENT_BUFFER_MB (default 256), in bytes: the most response bytes one serving thread holds
+   * for clients that read slowly; past it another large response is cut (src/http/respond.ts)
+   */
+  slowClientBufferBytes: number;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -166,6 +171,15 @@ const shutdownMs = v.pipe(
   v.transform(Number),
 );
 
+const slowClientBufferMb = v.pipe(
+  v.string(),
+  v.check(
+    (s) => /^[0-9]{1,7}$/.test(s) && +s >= 1 && +s <= 1_048_576,
+    (i) => `config: SLOW_CLIENT_BUFFER_MB must be an integer 1-1048576 (MiB a serving thread), ${got(i)}`,
+  ),
+  v.transform(Number),
+);
+
 // The variables that name the store: the whole configuration of the tools that only open it.
 const STORE_ENTRIES = {
   REDIS_URL: v.optional(redisUrl),
@@ -184,6 +198,7 @@ const EnvSchema = v.object({
   RATE_LIMIT_RPS: v.optional(rateRps),
   RATE_LIMIT_BURST: v.optional(rateBurst),
   SHUTDOWN_TIMEOUT_MS: v.optional(shutdownMs, '10000'),
+  SLOW_CLIENT_BUFFER_MB: v.optional(slowClientBufferMb, '256'),
   // One serving thread a core by default: they share one copy of every index (README: Threads).
   SERVER_THREADS: v.optional(serverThreads, String(Math.min(256, availableParallelism()))),
   INDEX_BUILD_THREAD: v.optional(
@@ -250,6 +265,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     indexBuildThread: o.INDEX_BUILD_THREAD,
     organizations: o.ORGANIZATIONS ?? null,
     serverThreads: o.SERVER_THREADS as number,
+    slowClientBufferBytes: (o.SLOW_CLIENT_BUFFER_MB as number) * 2 ** 20,
   };
 }
 

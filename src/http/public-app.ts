@@ -9,7 +9,7 @@ import { searchBody } from '../query/execute.js';
 import { parseSearchParams } from '../request/parse-params.js';
 import { HttpError, unauthorized } from './errors.js';
 import { type Answer, answerOf, errorAnswer, type RequestIn } from './answer.js';
-import { commonHeaders, requestIdFor } from './respond.js';
+import { commonHeaders, inFlight, requestIdFor } from './respond.js';
 import { serveWith } from './uws-adapter.js';
 import type { TemplatedApp, UwsModule } from './uws.js';
 
@@ -55,6 +55,8 @@ export interface PublicAppDeps {
   sunsetAt: number | null;
   /** per-key token buckets, or null when rate limiting is off */
   rateLimiter?: RateLimiter | null;
+  /** SLOW_CLIENT_BUFFER_MB in bytes: what this thread holds for slow readers (respond.ts writeBody) */
+  slowClientBufferBytes?: number;
 }
 
 /** Per-request facts for the log line; never the key itself. */
@@ -82,6 +84,12 @@ export function createPublicApp(deps: PublicAppDeps): TemplatedApp {
   const { uws, metrics, logger } = deps;
   const answerSearchRequest = createSearchPipeline(deps);
   const requestLog = requestLogger(logger);
+  inFlight.heldMax = deps.slowClientBufferBytes ?? Number.POSITIVE_INFINITY;
+  inFlight.onCut = (bodyBytes, heldBytes) =>
+    logger.warn(
+      { body_bytes: bodyBytes, held_bytes: heldBytes, limit_bytes: inFlight.heldMax },
+      'slow readers: a response that the client did not take whole was cut (SLOW_CLIENT_BUFFER_MB)',
+    );
   return serveWith(uws.App(), {
     common: commonHeaders(deps.sunsetAt),
     logger,

@@ -73,6 +73,12 @@ export function commonHeaders(sunsetAt: number | null): CommonHeaders {
  */
 class InFlight {
   private n = 0;
+  /** bytes of the bodies held for slow readers (writeBody's copies) */
+  heldBytes = 0;
+  /** SLOW_CLIENT_BUFFER_MB in bytes: the most heldBytes may reach beside the first body held */
+  heldMax = Number.POSITIVE_INFINITY;
+  /** told of a response cut because of heldMax (a log line) */
+  onCut: ((bodyBytes: number, heldBytes: number) => void) | null = null;
   private waiters: Array<() => void> = [];
   get count(): number {
     return this.n;
@@ -181,6 +187,21 @@ function writeBody(ex: Exchange, body: string | Uint8Array): void {
   const start = res.getWriteOffset();
   const [ok, done] = res.tryEnd(body, total);
   if (ok || done) return;
+  // Another slow reader's body is held already and this one would take the thread past
+  // SLOW_CLIENT_BUFFER_MB: the response is cut, its connection closed after what the socket took,
+  // rather than held too (40 readers of 220 MB bodies held 8.8 GB: the resource audit). The first
+  // body is always held, so one larger than the budget still reaches a client that reads it.
+  if (inFlight.heldBytes > 0 && inFlight.heldBytes + total > inFlight.heldMax) {
+    inFlight.onCut?.(total, inFlight.heldBytes);
+    // closed after this cork, not inside it; until then an abort must be heard (FIELD-NOTES)
+    res.onAborted(() => {
+      ex.aborted = true;
+    });
+    setImmediate(() => {
+      if (!ex.aborted) res.close();
+    });
+    return;
+  }
   // What the socket did not take is written later, from our own copy: a Uint8Array body is a
   // view of the thread's reusable output buffer, overwritten by the next search.
   const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body);
@@ -188,8 +209,10 @@ function writeBody(ex: Exchange, body: string | Uint8Array): void {
   const finish = () => {
     if (finished) return;
     finished = true;
+    inFlight.heldBytes -= bytes.length;
     inFlight.done();
   };
+  inFlight.heldBytes += bytes.length;
   inFlight.add();
   res.onAborted(() => {
     ex.aborted = true;

@@ -137,6 +137,7 @@ const app = createPublicApp({
   keys,
   logger,
   sunsetAt: config.sunsetAt,
+  slowClientBufferBytes: config.slowClientBufferBytes,
   // The main thread's buckets, in shared memory: a key's limit holds over all threads together.
   rateLimiter: rateLimit === null ? null : RateLimiter.attach(rateLimit),
   metrics: {

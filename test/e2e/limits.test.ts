@@ -4,7 +4,8 @@
  * - what this uWS build does itself with oversize or unparseable heads (documented, not ours);
  * - idle keep-alive connections are closed by the server (uWS: 10 s), measured;
  * - a slow reader of a large response (limit=100, messages_limit=20, ~8 MB here) gets every byte,
- *   and a client pipelining requests it never reads does not grow the server's memory;
+ *   and a client pipelining requests it never reads does not grow the server's memory; past
+ *   SLOW_CLIENT_BUFFER_MB held for slow readers, another large response is cut;
  * - SIGTERM drains a response still being written, refuses new connections, exits 0; bounded by
  *   SHUTDOWN_TIMEOUT_MS when the reader never reads; a snapshot loaded during the drain does not
  *   hold the exit;
@@ -405,6 +406,39 @@ describe('large responses and slow readers', () => {
     assert.ok(got < 3 * full.length + 1e6, 'the server did not queue the pipelined answers');
     const r = await rawOnce(port, rawGet(`${SEARCH_PATH}?organization_id=${ORG}&q=pedido&limit=1`, AUTH));
     assert.equal(r.kind === 'response' && r.status, 200, 'still serving');
+  });
+
+  it('past SLOW_CLIENT_BUFFER_MB another slow reader is cut; the first, and small answers, are served in full', async (t) => {
+    // 40 readers of 220 MB bodies held 8.8 GB (resource audit): a thread now holds at most the
+    // budget beside the first body
+    const s = await startServer({ DATA_DIR: data.dir, LOG_LEVEL: 'warn', SLOW_CLIENT_BUFFER_MB: '4' });
+    try {
+      const p = portOf(s);
+      const first = await stalledReader(p); // ~8 MB, over the budget alone: held (nothing else is)
+      const second = await stalledReader(p); // would make it ~16 MB: cut
+      let got = 0;
+      second.on('data', (d: Buffer) => (got += d.length));
+      second.on('error', () => {});
+      const closed = new Promise<void>((r) => second.on('close', () => r()));
+      second.resume();
+      await closed;
+      t.diagnostic(`the cut response: ${got} of ${full.length} body bytes and a head`);
+      assert.ok(got > 0 && got < full.length, `cut after what the socket took (${got} bytes)`);
+      const small = await rawOnce(p, rawGet(`${SEARCH_PATH}?organization_id=${ORG}&q=pedido&limit=1`, AUTH));
+      assert.equal(small.kind === 'response' && small.status, 200, 'a small answer is written whole');
+      const res = await readResponse(first);
+      first.destroy();
+      assert.ok(res.body.equals(full), 'the first slow reader gets every byte');
+      // its body let go, the next slow reader is held again and served in full
+      const third = await stalledReader(p);
+      const again = await readResponse(third);
+      third.destroy();
+      assert.ok(again.body.equals(full), 'served in full once the first was done');
+      assert.match(s.output(), /was cut \(SLOW_CLIENT_BUFFER_MB\)/);
+      assert.equal((s.output().match(/was cut/g) ?? []).length, 1, 'one response cut');
+    } finally {
+      assert.equal(await s.stop(), 0);
+    }
   });
 
   it('10 concurrent slow readers: memory bounded by what they asked for, all served in full', async (t) => {

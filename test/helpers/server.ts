@@ -52,6 +52,7 @@ export function baseEnv(extra: Record<string, string | undefined>): NodeJS.Proce
     'RATE_LIMIT_RPS',
     'RATE_LIMIT_BURST',
     'SHUTDOWN_TIMEOUT_MS',
+    'SLOW_CLIENT_BUFFER_MB',
     'INDEX_BUILD_THREAD',
     'SERVER_THREADS',
     'SERVING_THREAD_FAULT_HOOK',

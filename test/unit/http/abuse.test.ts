@@ -285,6 +285,8 @@ describe('rate limiting', () => {
 
   it('configuration: off by default, validated with messages naming the variable', () => {
     assert.equal(loadConfig({}).rateLimit, null);
+    assert.equal(loadConfig({}).slowClientBufferBytes, 256 * 2 ** 20);
+    assert.equal(loadConfig({ SLOW_CLIENT_BUFFER_MB: '007' }).slowClientBufferBytes, 7 * 2 ** 20);
     assert.equal(loadConfig({ RATE_LIMIT_RPS: '0' }).rateLimit, null);
     assert.deepEqual(loadConfig({ RATE_LIMIT_RPS: '2.5' }).rateLimit, { rps: 2.5, burst: 3 });
     assert.deepEqual(loadConfig({ RATE_LIMIT_RPS: '50', RATE_LIMIT_BURST: '200' }).rateLimit, { rps: 50, burst: 200 });
@@ -296,6 +298,9 @@ describe('rate limiting', () => {
       [{ RATE_LIMIT_RPS: '10', RATE_LIMIT_BURST: '1.5' }, 'RATE_LIMIT_BURST'],
       [{ RATE_LIMIT_BURST: '10' }, 'RATE_LIMIT_BURST'],
       [{ SHUTDOWN_TIMEOUT_MS: 'soon' }, 'SHUTDOWN_TIMEOUT_MS'],
+      [{ SLOW_CLIENT_BUFFER_MB: '0' }, 'SLOW_CLIENT_BUFFER_MB'],
+      [{ SLOW_CLIENT_BUFFER_MB: '1.5' }, 'SLOW_CLIENT_BUFFER_MB'],
+      [{ SLOW_CLIENT_BUFFER_MB: 'lots' }, 'SLOW_CLIENT_BUFFER_MB'],
     ] as const) {
       assert.throws(
         () => loadConfig(env),
