@@ -85,10 +85,10 @@ export function createPublicApp(deps: PublicAppDeps): TemplatedApp {
   const answerSearchRequest = createSearchPipeline(deps);
   const requestLog = requestLogger(logger);
   inFlight.heldMax = deps.slowClientBufferBytes ?? Number.POSITIVE_INFINITY;
-  inFlight.onCut = (bodyBytes, heldBytes) =>
+  inFlight.onCut = (what, bodyBytes, heldBytes) =>
     logger.warn(
       { body_bytes: bodyBytes, held_bytes: heldBytes, limit_bytes: inFlight.heldMax },
-      'slow readers: a response that the client did not take whole was cut (SLOW_CLIENT_BUFFER_MB)',
+      `slow readers hold SLOW_CLIENT_BUFFER_MB: a large response was ${what}`,
     );
   return serveWith(uws.App(), {
     common: commonHeaders(deps.sunsetAt),

@@ -1,6 +1,6 @@
 import type { Answer, RequestIn } from './answer.js';
 import { HttpError } from './errors.js';
-import { closeOf, type CommonHeaders, type Exchange, inFlight, requestIdFor } from './respond.js';
+import { byteLength, closeOf, type CommonHeaders, type Exchange, inFlight, requestIdFor } from './respond.js';
 import { errorAnswer } from './answer.js';
 import { writeAnswer } from './respond.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
@@ -59,9 +59,10 @@ export function serveWith(app: TemplatedApp, listener: Listener): TemplatedApp {
   });
 
   function finish(ex: Exchange, request: RequestIn, answer: Answer, startedAt: bigint): void {
-    let status = answer.status;
+    const sent = busyAnswer(answer, common);
+    let status = sent.status;
     try {
-      writeAnswer(ex, answer);
+      writeAnswer(ex, sent);
     } catch (thrown) {
       // Writing itself failed: nothing sensible can reach the client any more; never leave the
       // response unanswered (uWS would terminate the process).
@@ -112,4 +113,30 @@ export function copyRequest(req: HttpRequest): RequestIn {
     headers,
     headerChars,
   };
+}
+
+/**
+ * Bodies larger than this (64 KiB; the default limits' are 8-50 KB) may be more than a socket
+ * takes at once: one asked while other slow readers' bodies fill the thread's budget would be
+ * held past it, or cut midway (respond.ts writeBody), so it is refused up front.
+ */
+const LARGE_BODY = 1 << 16;
+
+const BUSY = new HttpError(
+  503,
+  'The server is writing other large responses to clients that read slowly; retry after the time in Retry-After.',
+  { headers: [['Retry-After', '1']] },
+);
+
+/**
+ * `answer`, or a 503 `unavailable` (Retry-After: 1) in its place when its body is large and the
+ * thread's bodies held for slow readers are at SLOW_CLIENT_BUFFER_MB: refused before anything is
+ * written, which a client can retry, rather than a 200 cut midway.
+ */
+export function busyAnswer(answer: Answer, common: CommonHeaders): Answer {
+  if (answer.head || answer.status !== 200) return answer;
+  const bytes = byteLength(answer.body);
+  if (bytes <= LARGE_BODY || !inFlight.wouldOverflow(bytes)) return answer;
+  inFlight.onCut?.('refused with 503', bytes, inFlight.heldBytes);
+  return errorAnswer(answer.requestId, false, common, BUSY);
 }
