@@ -121,6 +121,8 @@ async function main(): Promise<void> {
   const rateLimiter = config.rateLimit ? new RateLimiter(config.rateLimit) : null;
   // Store lookups of unknown key prefixes: one rate for the process, whatever SERVER_THREADS.
   const keyLookups = lookupLimiter();
+  // What the process holds for slow readers, counted by every thread that serves the public port.
+  const slowClientHeld = new SharedArrayBuffer(4);
   // SERVER_THREADS > 1: serving threads answer the public port; this thread keeps the rest.
   const pool: ThreadPool | null =
     config.serverThreads > 1
@@ -134,6 +136,7 @@ async function main(): Promise<void> {
           state: () => servingState(catalog),
           rateLimit: rateLimiter?.exportShared() ?? null,
           keyLookups: keyLookups.exportShared(),
+          slowClientHeld,
           faultHook: process.env.SERVING_THREAD_FAULT_HOOK === '1',
         })
       : null;
@@ -174,6 +177,7 @@ async function main(): Promise<void> {
     sunsetAt: config.sunsetAt,
     rateLimiter,
     slowClientBufferBytes: config.slowClientBufferBytes,
+    slowClientHeld,
     indexes: {
       isReady,
       get: (org) => catalog.get(org),

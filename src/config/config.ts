@@ -23,8 +23,8 @@ export interface Config extends StoreConfig {
   /** serving threads on the public port; 1: the main thread serves (no worker threads) */
   serverThreads: number;
   /**
-   * SLOW_CLIENT_BUFFER_MB (default 256), in bytes: the most response bytes one serving thread holds
-   * for clients that read slowly; past it another large response is cut (src/http/respond.ts)
+   * SLOW_CLIENT_BUFFER_MB (default 256), in bytes: the most response bytes the process holds for
+   * clients that read slowly; past it another large answer is refused (src/http/uws-adapter.ts)
    */
   slowClientBufferBytes: number;
 }
@@ -175,7 +175,7 @@ const slowClientBufferMb = v.pipe(
   v.string(),
   v.check(
     (s) => /^[0-9]{1,7}$/.test(s) && +s >= 1 && +s <= 1_048_576,
-    (i) => `config: SLOW_CLIENT_BUFFER_MB must be an integer 1-1048576 (MiB a serving thread), ${got(i)}`,
+    (i) => `config: SLOW_CLIENT_BUFFER_MB must be an integer 1-1048576 (MiB), ${got(i)}`,
   ),
   v.transform(Number),
 );

@@ -55,8 +55,10 @@ export interface PublicAppDeps {
   sunsetAt: number | null;
   /** per-key token buckets, or null when rate limiting is off */
   rateLimiter?: RateLimiter | null;
-  /** SLOW_CLIENT_BUFFER_MB in bytes: what this thread holds for slow readers (respond.ts writeBody) */
+  /** SLOW_CLIENT_BUFFER_MB in bytes: what the process holds for slow readers (respond.ts writeBody) */
   slowClientBufferBytes?: number;
+  /** the process's count of bytes held for slow readers, shared by its serving threads (InFlight.attachHeld) */
+  slowClientHeld?: SharedArrayBuffer;
 }
 
 /** Per-request facts for the log line; never the key itself. */
@@ -85,6 +87,7 @@ export function createPublicApp(deps: PublicAppDeps): TemplatedApp {
   const answerSearchRequest = createSearchPipeline(deps);
   const requestLog = requestLogger(logger);
   inFlight.heldMax = deps.slowClientBufferBytes ?? Number.POSITIVE_INFINITY;
+  if (deps.slowClientHeld !== undefined) inFlight.attachHeld(deps.slowClientHeld);
   inFlight.onCut = (what, bodyBytes, heldBytes) =>
     logger.warn(
       { body_bytes: bodyBytes, held_bytes: heldBytes, limit_bytes: inFlight.heldMax },

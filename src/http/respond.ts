@@ -73,18 +73,33 @@ export function commonHeaders(sunsetAt: number | null): CommonHeaders {
  */
 class InFlight {
   private n = 0;
-  /** bytes of the bodies held for slow readers (writeBody's copies) */
-  heldBytes = 0;
+  /**
+   * KiB of the bodies held for slow readers (writeBody's copies), [0] of an Int32Array that every
+   * serving thread of the process shares (attachHeld), so the budget is the process's
+   */
+  private held = new Int32Array(new SharedArrayBuffer(4));
   /** SLOW_CLIENT_BUFFER_MB in bytes: the most heldBytes may reach beside the first body held */
   heldMax = Number.POSITIVE_INFINITY;
+  /** Counts the held bodies in `shared` (a SharedArrayBuffer of 4 bytes the main thread made). */
+  attachHeld(shared: SharedArrayBuffer): void {
+    this.held = new Int32Array(shared);
+  }
+  get heldBytes(): number {
+    return Atomics.load(this.held, 0) * 1024;
+  }
+  /** Counts a body of `bytes` held (n > 0) or let go (n < 0), in whole KiB. */
+  hold(bytes: number, n: 1 | -1): void {
+    Atomics.add(this.held, 0, n * Math.ceil(bytes / 1024));
+  }
   /** told of a response refused or cut because of heldMax (a log line) */
   onCut: ((what: string, bodyBytes: number, heldBytes: number) => void) | null = null;
   /**
-   * Whether a body of `bytes` would take the thread past heldMax, were it held, with another
+   * Whether a body of `bytes` would take the process past heldMax, were it held, with another
    * body held already: then a large one is refused before it is written (busyAnswer).
    */
   wouldOverflow(bytes: number): boolean {
-    return this.heldBytes > 0 && this.heldBytes + bytes > this.heldMax;
+    const held = this.heldBytes;
+    return held > 0 && held + bytes > this.heldMax;
   }
   private waiters: Array<() => void> = [];
   get count(): number {
@@ -194,7 +209,7 @@ function writeBody(ex: Exchange, body: string | Uint8Array): void {
   const start = res.getWriteOffset();
   const [ok, done] = res.tryEnd(body, total);
   if (ok || done) return;
-  // Another slow reader's body is held already and this one would take the thread past
+  // Another slow reader's body is held already and this one would take the process past
   // SLOW_CLIENT_BUFFER_MB: the response is cut, its connection closed after what the socket took,
   // rather than held too (40 readers of 220 MB bodies held 8.8 GB: the resource audit). Bodies
   // over 64 KiB were refused before a byte went out (uws-adapter.ts busyAnswer), so this is the
@@ -218,10 +233,10 @@ function writeBody(ex: Exchange, body: string | Uint8Array): void {
   const finish = () => {
     if (finished) return;
     finished = true;
-    inFlight.heldBytes -= bytes.length;
+    inFlight.hold(bytes.length, -1);
     inFlight.done();
   };
-  inFlight.heldBytes += bytes.length;
+  inFlight.hold(bytes.length, 1);
   inFlight.add();
   res.onAborted(() => {
     ex.aborted = true;

@@ -21,7 +21,8 @@ import type { ServingKeyStore } from '../auth/key-store.js';
 import type { FromThread, KeyListingMessage, ServingState, ServingThreadData, ToThread } from './thread-protocol.js';
 
 const port = parentPort!;
-const { config, faultHook, rateLimit, keyLookups, keysPort, keyGeneration } = workerData as ServingThreadData;
+const { config, faultHook, rateLimit, keyLookups, keysPort, keyGeneration, slowClientHeld } =
+  workerData as ServingThreadData;
 const logger = createLogger(config.logLevel).child({ thread: process.env.SERVING_THREAD_NAME ?? 'serving' });
 const post = (m: FromThread) => port.postMessage(m);
 
@@ -138,6 +139,7 @@ const app = createPublicApp({
   logger,
   sunsetAt: config.sunsetAt,
   slowClientBufferBytes: config.slowClientBufferBytes,
+  slowClientHeld,
   // The main thread's buckets, in shared memory: a key's limit holds over all threads together.
   rateLimiter: rateLimit === null ? null : RateLimiter.attach(rateLimit),
   metrics: {

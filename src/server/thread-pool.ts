@@ -35,6 +35,8 @@ export interface ThreadPoolDeps {
   rateLimit: SharedRateLimit | null;
   /** the bucket of store lookups for unknown key prefixes, shared with every thread */
   keyLookups: SharedRateLimit;
+  /** the bytes held for slow readers, counted for the process (InFlight.attachHeld) */
+  slowClientHeld: SharedArrayBuffer;
   faultHook?: boolean;
 }
 
@@ -216,6 +218,7 @@ export class ThreadPool {
         keyLookups: this.deps.keyLookups,
         keysPort: keys.port2,
         keyGeneration: this.keyGeneration.buffer as SharedArrayBuffer,
+        slowClientHeld: this.deps.slowClientHeld,
         faultHook: this.deps.faultHook === true,
       } satisfies ServingThreadData,
       transferList: [keys.port2],

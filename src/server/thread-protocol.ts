@@ -20,6 +20,8 @@ export interface ServingThreadData {
   keysPort: MessagePort;
   /** Int32 [0]: the generation of the newest listing posted to every thread's keysPort */
   keyGeneration: SharedArrayBuffer;
+  /** Int32 [0]: KiB of response bodies the process holds for slow readers (SLOW_CLIENT_BUFFER_MB) */
+  slowClientHeld: SharedArrayBuffer;
   /** set by tests only: the thread throws on a `fault` message */
   faultHook: boolean;
 }

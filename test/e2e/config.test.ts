@@ -44,10 +44,7 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
     [{ SERVER_THREADS: '0' }, 'config: SERVER_THREADS must be an integer 1-256, got "0"'],
     [{ SERVER_THREADS: '257' }, 'config: SERVER_THREADS must be an integer 1-256, got "257"'],
     [{ SERVER_THREADS: 'two' }, 'config: SERVER_THREADS must be an integer 1-256, got "two"'],
-    [
-      { SLOW_CLIENT_BUFFER_MB: '0' },
-      'config: SLOW_CLIENT_BUFFER_MB must be an integer 1-1048576 (MiB a serving thread), got "0"',
-    ],
+    [{ SLOW_CLIENT_BUFFER_MB: '0' }, 'config: SLOW_CLIENT_BUFFER_MB must be an integer 1-1048576 (MiB), got "0"'],
     // set and empty: what a failed `ORGANIZATIONS=$(npm run -s routing -- organizations ...)` leaves;
     // read as unset, a shard's replica loaded and served every organization
     [
