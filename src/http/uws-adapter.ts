@@ -117,7 +117,7 @@ export function copyRequest(req: HttpRequest): RequestIn {
 
 /**
  * Bodies larger than this (64 KiB; the default limits' are 8-50 KB) may be more than a socket
- * takes at once: one asked while other slow readers' bodies fill the thread's budget would be
+ * takes at once: one asked while other slow readers' bodies fill the server's budget would be
  * held past it, or cut midway (respond.ts writeBody), so it is refused up front.
  */
 const LARGE_BODY = 1 << 16;
@@ -130,7 +130,7 @@ const BUSY = new HttpError(
 
 /**
  * `answer`, or a 503 `unavailable` (Retry-After: 1) in its place when its body is large and the
- * thread's bodies held for slow readers are at SLOW_CLIENT_BUFFER_MB: refused before anything is
+ * bodies the server holds for slow readers are at SLOW_CLIENT_BUFFER_MB: refused before anything is
  * written, which a client can retry, rather than a 200 cut midway.
  */
 export function busyAnswer(answer: Answer, common: CommonHeaders): Answer {
