@@ -4,7 +4,7 @@
  *   git worktree add /tmp/base <commit>          # the version to compare against
  *   ln -s "$PWD/node_modules" /tmp/base/node_modules
  *   node --import tsx bench/ab-query.ts --base /tmp/base --q 'q=que|keywords=a,b,c' [--seconds 10]
- *     [--ids uuid] [--unpacked-base]
+ *     [--ids uuid] [--unpacked-base] [--processes N]
  *
  * On this 2-core VM the same build measured up to 2× apart from one process to the next (see
  * bench/RESULTS.md, sessions 20-22), so two runs of the search bench cannot show a 10% change.
@@ -13,7 +13,13 @@
  * (its own scratch and output buffer). The index is built by this tree: the base must read the
  * same layout (a change to the query path, not to the index). Before timing, every request's body
  * is compared between the two: a difference stops the run.
+ *
+ * `--processes N` repeats the whole run in N fresh processes, one after the other, and prints each
+ * one's difference and their median: a process's JIT can favour one version by itself (identical
+ * code read −4.6% to +6.4% from one process to the next in session 23), so one process proves
+ * little below ~5%.
  */
+import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { generateRecords } from '../scripts/gen-lib.js';
@@ -27,6 +33,36 @@ import { parseRfc3339 } from '../src/time/rfc3339.js';
 import { flagBool, flagNumber, flagString } from './helpers.js';
 
 type Search = (index: OrgIndex | null, req: SearchRequest) => Uint8Array;
+
+const processes = flagNumber('processes', 1);
+if (processes > 1) {
+  // the parent: N children of this very command, each with --processes 1, read back as JSON
+  const args = process.argv.slice(2);
+  const i = args.indexOf('--processes');
+  args.splice(i, 2, '--json');
+  const runs: Array<Array<{ q: string; baseUs: number; headUs: number }>> = [];
+  for (let r = 0; r < processes; r++) {
+    const child = spawnSync(process.execPath, [...process.execArgv, process.argv[1], ...args], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+      maxBuffer: 1 << 24,
+    });
+    if (child.status !== 0) throw new Error(`ab-query: process ${r + 1} exited ${child.status}`);
+    runs.push(JSON.parse(child.stdout.trim().split('\n').pop()!));
+  }
+  const pct = (x: { baseUs: number; headUs: number }) => (100 * (x.headUs - x.baseUs)) / x.baseUs;
+  for (const [k, first] of runs[0].entries()) {
+    const each = runs.map((run) => pct(run[k]));
+    const sorted = [...each].sort((a, b) => a - b);
+    const median = sorted[Math.floor(sorted.length / 2)];
+    console.log(
+      `${first.q}: this tree against base ${each.map((x) => `${x >= 0 ? '+' : ''}${x.toFixed(1)}%`).join(' / ')} in ${processes} processes, median ${median >= 0 ? '+' : ''}${median.toFixed(1)}%`,
+    );
+  }
+  process.exit(0);
+}
+const json = flagBool('json');
+const results: Array<{ q: string; baseUs: number; headUs: number }> = [];
 
 const base = flagString('base', '');
 if (base === '') throw new Error('ab-query: --base DIR (a checkout of the version to compare, e.g. a git worktree)');
@@ -78,7 +114,10 @@ for (const q of queries) {
     runs[turn] += block;
   }
   const [baseUs, headUs] = [0, 1].map((t) => (1000 * total[t]) / runs[t]);
+  results.push({ q, baseUs, headUs });
+  if (json) continue;
   console.log(
     `${q}: base ${baseUs.toFixed(1)} µs, this tree ${headUs.toFixed(1)} µs (${((100 * (headUs - baseUs)) / baseUs).toFixed(1)}%), ${runs[0] + runs[1]} requests, same ${a.length}-byte body`,
   );
 }
+if (json) console.log(JSON.stringify(results));
