@@ -246,6 +246,11 @@ async function main(): Promise<void> {
       return;
     }
     stopping = true;
+    // Held until the exit below: the drain's timers are unref'd, and with one thread, the
+    // listeners closed and no connection left, nothing else kept the loop alive, so node ended
+    // in the 0.5 s grace with exit 0, before the store's part (the last key uses) and the
+    // "stopped" line (a slow-reader audit).
+    setInterval(() => {}, 1000);
     // (with serving threads, the responses in flight are theirs: this thread serves none)
     logger.info(
       pool ? { signal, serving_threads: config.serverThreads } : { signal, in_flight: inFlight.count },
