@@ -55,32 +55,19 @@ function columns<P extends string>(
 }
 
 /** Copies string i of (bytes, offsets) to out[dest[i] ..], for every i < n, reading in order. */
-function scatter(bytes: Uint8Array, offsets: Uint32Array, out: Uint8Array, dest: Uint32Array, n: number): void {
-  for (let i = 0, q = offsets[0]; i < n; i++) {
-    const end = offsets[i + 1];
-    let d = dest[i];
-    if (end - q > 64) {
-      out.set(bytes.subarray(q, end), d);
-      q = end;
-      continue;
-    }
-    for (; q < end; q++) out[d++] = bytes[q];
-  }
-}
-
-/** scatter for the ids: one in UUID form (idCase[i] >= 0) is written packed (packed-uuid.ts) */
-function scatterIds(
+function scatter(
   bytes: Uint8Array,
   offsets: Uint32Array,
-  idCase: Int8Array,
   out: Uint8Array,
   dest: Uint32Array,
   n: number,
+  idCase: Int8Array | null = null,
 ): void {
   for (let i = 0, q = offsets[0]; i < n; i++) {
     const end = offsets[i + 1];
     let d = dest[i];
-    if (idCase[i] >= 0) packUuid(bytes, q, idCase[i], out, d);
+    // an id in UUID form (idCase[i] >= 0) is written packed (packed-uuid.ts)
+    if (idCase !== null && idCase[i] >= 0) packUuid(bytes, q, idCase[i], out, d);
     else if (end - q > 64) out.set(bytes.subarray(q, end), d);
     else for (let k = q; k < end; k++) out[d++] = bytes[k];
     q = end;
@@ -250,7 +237,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   // The bytes, read in import order (in sequence) and written where answer order puts them: a
   // scattered write does not stall the loop as a scattered read does, and a byte loop costs less
   // than a Buffer#copy call for strings this short.
-  scatterIds(ids.bytes, ids.offsets, idCase, msgRowBytes, idDest, n);
+  scatter(ids.bytes, ids.offsets, msgRowBytes, idDest, n, idCase);
   scatter(contents.bytes, contents.offsets, msgRowBytes, contentDest, n);
   idDest = contentDest = null;
   seqStart[n] = k;

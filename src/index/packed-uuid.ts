@@ -75,21 +75,24 @@ export function isPacked(bytes: Uint8Array, at: number, length: number): boolean
   return length === PACKED_LENGTH && bytes[at] < 0x20;
 }
 
-/** Two ASCII hex digits a byte, as one little-endian 16-bit value: [0] lower case, [1] upper case. */
-export const HEX_PAIRS: readonly Uint16Array[] = [0x61, 0x41].map((a) => {
-  const pairs = new Uint16Array(256);
+/**
+ * Two ASCII hex digits a byte, as one little-endian 16-bit value: lower case at [byte], upper
+ * case at [256 + byte] (a packed id's case byte times 256).
+ */
+export const HEX_PAIRS = new Uint16Array(512);
+for (let b = 0; b < 512; b++) {
+  const a = b < 256 ? 0x61 : 0x41;
   const digit = (n: number) => (n < 10 ? 0x30 + n : a + n - 10);
-  for (let b = 0; b < 256; b++) pairs[b] = digit(b >>> 4) | (digit(b & 15) << 8);
-  return pairs;
-});
+  HEX_PAIRS[b] = digit((b & 255) >>> 4) | (digit(b & 15) << 8);
+}
 
 /** The text of the packed id at bytes[at, at + 17) (for tools and tests; responses write it with BodyWriter.uuid). */
 export function unpackUuid(bytes: Uint8Array, at: number): string {
-  const pairs = HEX_PAIRS[bytes[at] & 1];
+  const c = (bytes[at] & 1) << 8;
   let s = '';
   for (let k = 0; k < 16; k++) {
     if (k === 4 || k === 6 || k === 8 || k === 10) s += '-';
-    const p = pairs[bytes[at + 1 + k]];
+    const p = HEX_PAIRS[c | bytes[at + 1 + k]];
     s += String.fromCharCode(p & 0xff, p >>> 8);
   }
   return s;

@@ -16,10 +16,6 @@ const ISO_MAX = 253402300799999; // 9999-12-31T23:59:59.999Z
 const ZERO = 48;
 const ONE = new Float64Array(1);
 const DASH = 0x2d;
-/** two hex digits a byte, lower case at [byte], upper case at [256 + byte] (packed-uuid.ts) */
-const HEX = new Uint16Array(512);
-HEX.set(HEX_PAIRS[0]);
-HEX.set(HEX_PAIRS[1], 256);
 
 /**
  * Bytes the writer copies: a DataView, read and written 4 bytes at a time (unaligned). A byte loop
@@ -140,7 +136,7 @@ export class BodyWriter {
   uuid(bytes: Bytes, at: number): void {
     const dv = this.dv;
     const p = this.pos;
-    const h = HEX;
+    const h = HEX_PAIRS;
     const c = (bytes.getUint8(at) & 1) << 8;
     // four digits a 32-bit store (little-endian: the first byte's pair in the low half)
     let w = bytes.getUint32(at + 1);
