@@ -4,14 +4,15 @@
  *   git worktree add /tmp/base <commit>          # the version to compare against
  *   ln -s "$PWD/node_modules" /tmp/base/node_modules
  *   node --import tsx bench/ab-query.ts --base /tmp/base --q 'q=que|keywords=a,b,c' [--seconds 10]
- *     [--ids uuid] [--unpacked-base] [--processes N]
+ *     [--ids uuid] [--unpacked-base] [--base-build] [--processes N]
  *
  * On this 2-core VM the same build measured up to 2× apart from one process to the next (see
  * bench/RESULTS.md, sessions 20-22), so two runs of the search bench cannot show a 10% change.
  * Here both versions' `searchBody` run in one process, on one index, in alternating blocks of
  * requests: the machine's drift falls on both alike. Each version is its own module instance
  * (its own scratch and output buffer). The index is built by this tree: the base must read the
- * same layout (a change to the query path, not to the index). Before timing, every request's body
+ * same layout (a change to the query path, not to the index), or, with `--base-build`, the base
+ * reads an index of its own build (the same data). Before timing, every request's body
  * is compared between the two: a difference stops the run.
  *
  * `--processes N` repeats the whole run in N fresh processes, one after the other, and prints each
@@ -91,7 +92,14 @@ const index = buildIndex(data);
 // --unpacked-base: the base reads an index of every id as text (what builds before packed ids
 // wrote; src/index/packed-uuid.ts), this tree its own: with `--ids uuid`, what packing costs a
 // request (the base is then usually this tree itself: `--base .`)
-const baseIndex = flagBool('unpacked-base') ? buildIndex(data, { packIds: false }) : index;
+// --base-build: the base reads an index its own build made, for a base of another index layout
+// (e.g. before block-starts.ts): its query code cannot read this tree's index
+const baseBuild = flagBool('base-build')
+  ? ((await import(pathToFileURL(path.resolve(base, 'src/index/build.ts')).href)) as { buildIndex: typeof buildIndex })
+      .buildIndex
+  : null;
+const baseIndex =
+  baseBuild !== null ? baseBuild(data) : flagBool('unpacked-base') ? buildIndex(data, { packIds: false }) : index;
 
 for (const q of queries) {
   const parsed = parseSearchParams(`organization_id=${data.organizationId}&${q}`);

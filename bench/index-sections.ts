@@ -1,5 +1,5 @@
 /** Bytes a message of every section of the newest snapshot in DATA_DIR (argv[2]); run: node --import tsx bench/index-sections.ts DIR */
-import { contentBytesOf } from '../src/index/message-rows.js';
+import { contentBytesOf, type RowStarts, rowOffsetsOf } from '../src/index/message-rows.js';
 import { EmbeddedStore } from '../src/store/embedded-store.js';
 const store = await new EmbeddedStore(process.argv[2]).open();
 const [ref] = await store.snapshots.latest();
@@ -16,7 +16,10 @@ for (const [k, a] of Object.entries(flat.sections)) {
 }
 rows.sort((a, b) => b[1] - a[1]);
 // the text: the contents in the message rows (their ids and length prefixes are index)
-text = contentBytesOf(flat.sections.msgRowBytes as Uint8Array, flat.sections.msgRowOffsets as Uint32Array);
+text = contentBytesOf(
+  flat.sections.msgRowBytes as Uint8Array,
+  rowOffsetsOf(flat.sections as unknown as RowStarts, flat.messageCount),
+);
 for (const [k, b] of rows) console.log(`| ${k} | ${(b / 2 ** 20).toFixed(1)} | ${(b / n).toFixed(1)} |`);
 console.log(`| total sections | ${(total / 2 ** 20).toFixed(1)} | ${(total / n).toFixed(1)} |`);
 console.log(

@@ -11,7 +11,7 @@
 import { Bench } from 'tinybench';
 import { generateRecords } from '../scripts/gen-lib.js';
 import { buildIndex } from '../src/index/build.js';
-import { contentBytesOf } from '../src/index/message-rows.js';
+import { contentBytesOf, rowOffsetsOf } from '../src/index/message-rows.js';
 import { tokenFrequency, type OrgIndex } from '../src/index/org-index.js';
 import { messageTokenIds } from '../src/index/token-seq.js';
 import type { Contact, MessageLine, OrgData } from '../src/model/records.js';
@@ -81,7 +81,7 @@ async function main(): Promise<void> {
   const before = memory();
   const second: OrgIndex | null = buildIndex(data);
   const perIndex = memory() - before;
-  const textBytes = contentBytesOf(index.msgRowBytes, index.msgRowOffsets);
+  const textBytes = contentBytesOf(index.msgRowBytes, rowOffsetsOf(index, index.messageCount));
   console.log(
     `index memory: ${(perIndex / MESSAGES).toFixed(1)} bytes/message in all, of which message text ${(textBytes / MESSAGES).toFixed(1)}, ` +
       `overhead beyond the text ${((perIndex - textBytes) / MESSAGES).toFixed(1)} (vocabulary ${index.tokenIds.size}, pairs ${index.pairIds.size}, ` +

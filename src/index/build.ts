@@ -19,7 +19,8 @@ import {
 } from './layout.js';
 import { contactColumn, type OrgIndex } from './org-index.js';
 import { buildEntrySummaries, SUMMARY_MIN_DEFAULT } from './entry-summaries.js';
-import { rowsLength, writePrefix } from './message-rows.js';
+import { rowsLength, rowStartsOf, writePrefix } from './message-rows.js';
+import { encodeBlockStarts } from './block-starts.js';
 import { PACKED_LENGTH, packUuid, UUID_TEXT_LENGTH, uuidCase } from './packed-uuid.js';
 import { encodePostStarts } from './post-starts.js';
 import { jsonEscaped, StringColumnBuilder } from './string-column.js';
@@ -234,6 +235,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     }
   }
   msgRowOffsets[n] = rowAt;
+  const rowStarts = rowStartsOf(encodeBlockStarts(msgRowOffsets));
   // The bytes, read in import order (in sequence) and written where answer order puts them: a
   // scattered write does not stall the loop as a scattered read does, and a byte loop costs less
   // than a Buffer#copy call for strings this short.
@@ -340,7 +342,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   // Kept for phrase adjacency: varints of frequency ranks, not 32-bit ids (token-seq.ts). The
   // 32-bit sequences go now: at 10M messages ~0.5 GB that the postings need next.
   const tokenRank = frequencyRanks(seq, vocabulary);
-  const { seqByteStart, tokenSeqBytes } = encodeTokenSeq(seq, seqStart, tokenRank);
+  const seqStarts = encodeTokenSeq(seq, seqStart, tokenRank);
   seq = seqStart = null;
 
   // Postings and entries per token and pair, counted first, then filled. Walking messages
@@ -511,7 +513,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     msgCombo,
     msgSentAt,
     msgRowBytes,
-    msgRowOffsets,
+    ...rowStarts,
     ...columns('conversationId', conversationIds),
     tokenIds,
     pairIds,
@@ -525,8 +527,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     keyFrequency: keyDf,
     ...summaries,
     tokenRank,
-    seqByteStart,
-    tokenSeqBytes,
+    ...seqStarts,
     ...top,
     ...channelBits,
   };

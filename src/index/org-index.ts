@@ -47,8 +47,10 @@ export interface OrgIndex extends EntrySummaries, ChannelBits {
    * (message-rows.ts); conversation ids are a string column (string-column.ts).
    */
   readonly msgRowBytes: Uint8Array;
-  /** one more than the number of messages */
-  readonly msgRowOffsets: Uint32Array;
+  /** where each row starts, one more than the number of messages, in blocks (block-starts.ts; rowStart) */
+  readonly msgRowStartBase: Uint32Array;
+  readonly msgRowStartDelta: Uint16Array;
+  readonly msgRowStartFar: Uint32Array;
   readonly conversationIdBytes: Uint8Array;
   /** one more than the number of conversations */
   readonly conversationIdOffsets: Uint32Array;
@@ -87,10 +89,12 @@ export interface OrgIndex extends EntrySummaries, ChannelBits {
   /** frequency rank of each token id (0 = commonest): what tokenSeqBytes writes */
   readonly tokenRank: Uint32Array;
   /**
-   * message m's tokens, for phrase adjacency: tokenSeqBytes[seqByteStart[m] .. seqByteStart[m+1]),
-   * one varint of its rank a token (token-seq.ts)
+   * message m's tokens, for phrase adjacency: tokenSeqBytes[seqStart(m) .. seqStart(m + 1)), one
+   * varint of its rank a token (token-seq.ts); the starts in blocks (block-starts.ts)
    */
-  readonly seqByteStart: Uint32Array;
+  readonly seqStartBase: Uint32Array;
+  readonly seqStartDelta: Uint16Array;
+  readonly seqStartFar: Uint32Array;
   readonly tokenSeqBytes: Uint8Array;
   /** the first contacts of each frequent token's answer per direction (see top-lists.ts) */
   readonly topSlot: Int32Array;
@@ -132,7 +136,9 @@ export const TYPED_ARRAY_FIELDS = [
   'msgCombo',
   'msgSentAt',
   'msgRowBytes',
-  'msgRowOffsets',
+  'msgRowStartBase',
+  'msgRowStartDelta',
+  'msgRowStartFar',
   'conversationIdBytes',
   'conversationIdOffsets',
   'entryStart',
@@ -148,7 +154,9 @@ export const TYPED_ARRAY_FIELDS = [
   'summaryEntries',
   'summaryValues',
   'tokenRank',
-  'seqByteStart',
+  'seqStartBase',
+  'seqStartDelta',
+  'seqStartFar',
   'tokenSeqBytes',
   'topSlot',
   'topStart',

@@ -8,6 +8,25 @@
  * byte, or one after a byte below 0x80): no decoding on the request path.
  */
 
+import { type BlockStarts, encodeBlockStarts, startAt } from './block-starts.js';
+
+/** The three arrays of the sequences' starts (block-starts.ts); an OrgIndex has them. */
+export interface SeqStarts {
+  readonly seqStartBase: Uint32Array;
+  readonly seqStartDelta: Uint16Array;
+  readonly seqStartFar: Uint32Array;
+}
+
+/** Where message m's sequence starts in tokenSeqBytes (m up to the message count: the end of the last). */
+export function seqStart(x: SeqStarts, m: number): number {
+  return startAt(x.seqStartBase, x.seqStartDelta, x.seqStartFar, m);
+}
+
+/** The names a SeqStarts gives the arrays of an encoded column. */
+export function seqStartsOf(x: BlockStarts): SeqStarts {
+  return { seqStartBase: x.base, seqStartDelta: x.delta, seqStartFar: x.far };
+}
+
 /** The frequency rank of every token id (0 = the commonest), ties by id. */
 export function frequencyRanks(seq: Uint32Array, vocabulary: number): Uint32Array {
   const count = new Uint32Array(vocabulary);
@@ -34,15 +53,15 @@ function writeVarint(out: Uint8Array, at: number, v: number): number {
 }
 
 /**
- * The byte form of the token-id sequences `seq` (message m: seq[seqStart[m] .. seqStart[m+1])):
- * `tokenSeqBytes`, with message m at tokenSeqBytes[seqByteStart[m] .. seqByteStart[m+1]).
+ * The byte form of the token-id sequences `seq` (message m: seq[tokenStart[m] .. tokenStart[m+1])):
+ * `tokenSeqBytes`, with message m at tokenSeqBytes[seqStart(m) .. seqStart(m + 1)).
  */
 export function encodeTokenSeq(
   seq: Uint32Array,
-  seqStart: Uint32Array,
+  tokenStart: Uint32Array,
   tokenRank: Uint32Array,
-): { seqByteStart: Uint32Array; tokenSeqBytes: Uint8Array } {
-  const messages = seqStart.length - 1;
+): SeqStarts & { tokenSeqBytes: Uint8Array } {
+  const messages = tokenStart.length - 1;
   let total = 0;
   for (let k = 0; k < seq.length; k++) total += varintLength(tokenRank[seq[k]]);
   const tokenSeqBytes = new Uint8Array(total);
@@ -50,11 +69,11 @@ export function encodeTokenSeq(
   let at = 0;
   for (let m = 0; m < messages; m++) {
     seqByteStart[m] = at;
-    for (let k = seqStart[m], end = seqStart[m + 1]; k < end; k++)
+    for (let k = tokenStart[m], end = tokenStart[m + 1]; k < end; k++)
       at = writeVarint(tokenSeqBytes, at, tokenRank[seq[k]]);
   }
   seqByteStart[messages] = at;
-  return { seqByteStart, tokenSeqBytes };
+  return { ...seqStartsOf(encodeBlockStarts(seqByteStart)), tokenSeqBytes };
 }
 
 /** A phrase's token ids in the byte form of `encodeTokenSeq` (made once a query, per phrase). */
@@ -219,7 +238,7 @@ function containsTokensKmp(bytes: Uint8Array, from: number, start: number, to: n
 
 /** The token ids of message m, decoded (tools and benchmarks; never the request path). */
 export function messageTokenIds(
-  index: { seqByteStart: Uint32Array; tokenSeqBytes: Uint8Array; tokenRank: Uint32Array },
+  index: SeqStarts & { tokenSeqBytes: Uint8Array; tokenRank: Uint32Array },
   m: number,
 ): number[] {
   const idOfRank = new Map<number, number>();
@@ -227,7 +246,7 @@ export function messageTokenIds(
   const ids: number[] = [];
   let v = 0,
     shift = 0;
-  for (let k = index.seqByteStart[m]; k < index.seqByteStart[m + 1]; k++) {
+  for (let k = seqStart(index, m), end = seqStart(index, m + 1); k < end; k++) {
     const b = index.tokenSeqBytes[k];
     v += (b & 0x7f) * 2 ** shift;
     shift += 7;

@@ -6,7 +6,7 @@
  * into the OrgIndex the query code reads (the dictionaries read in place), `flattenIndex` the reverse.
  */
 import { CHANNEL_COUNT, COMBO_VALUE } from '../index/layout.js';
-import { contentStart, idStart } from '../index/message-rows.js';
+import { contentStart, idStart, type RowStarts, rowOffsetsOf } from '../index/message-rows.js';
 import { isPacked, unpackUuid } from '../index/packed-uuid.js';
 import { TYPED_ARRAY_FIELDS, type OrgIndex } from '../index/org-index.js';
 import {
@@ -221,7 +221,7 @@ export function orgDataOf(flat: FlatIndex): OrgData {
     return (from: number, to: number): string => JSON.parse('"' + text.toString('utf8', from, to) + '"') as string;
   };
   const rows = s.msgRowBytes as Uint8Array,
-    rowOffsets = s.msgRowOffsets as Uint32Array,
+    rowOffsets = rowOffsetsOf(s as unknown as RowStarts, n),
     rowString = jsonText(rows);
   const idAt = (o: number): string => {
     const from = idStart(rows, rowOffsets[o]),

@@ -23,6 +23,7 @@ import { buildChannelBits, CHANNEL_BITS_SECTIONS, type ChannelBits, channelBitsF
 import { buildEntrySummaries, SUMMARY_MIN_DEFAULT, SUMMARY_SECTIONS, SUMMARY_WIDTH } from '../index/entry-summaries.js';
 import { markTies, TOP_MODES } from '../index/layout.js';
 import { rowsOf } from '../index/message-rows.js';
+import { blockStartsFit, encodeBlockStarts } from '../index/block-starts.js';
 import { contactColumnType } from '../index/org-index.js';
 import { OlderFormatError, type LoadFlatOptions } from './snapshot-store.js';
 import { CHANNELS, DIRECTIONS, type Contact, type OrgData } from '../model/records.js';
@@ -509,7 +510,42 @@ const TWO_COLUMN_SECTIONS: Readonly<Record<string, SectionType>> = {
   msgContentBytes: 'Uint8Array',
   msgContentOffsets: 'Uint32Array',
 };
-const ROW_SECTIONS: readonly string[] = ['msgRowBytes', 'msgRowOffsets'];
+const ROW_SECTIONS: readonly string[] = [
+  'msgRowBytes',
+  'msgRowOffsets',
+  'msgRowStartBase',
+  'msgRowStartDelta',
+  'msgRowStartFar',
+];
+
+/**
+ * The starts of the layout before block starts (block-starts.ts): one Uint32 a message, for the
+ * message rows and for the token sequences. Such a snapshot is read into ordinary memory and its
+ * starts encoded on load (a pass over each column, a few ms at 1M messages), so it keeps loading
+ * without being published again.
+ */
+const WHOLE_STARTS: ReadonlyArray<{
+  readonly whole: string;
+  readonly names: readonly [string, string, string];
+  readonly bytes: string;
+  readonly what: string;
+}> = [
+  {
+    whole: 'msgRowOffsets',
+    names: ['msgRowStartBase', 'msgRowStartDelta', 'msgRowStartFar'],
+    bytes: 'msgRowBytes',
+    what: 'the message rows',
+  },
+  {
+    whole: 'seqByteStart',
+    names: ['seqStartBase', 'seqStartDelta', 'seqStartFar'],
+    bytes: 'tokenSeqBytes',
+    what: 'the token sequences',
+  },
+];
+const WHOLE_START_SECTIONS: Readonly<Record<string, SectionType>> = Object.fromEntries(
+  WHOLE_STARTS.map((g) => [g.whole, 'Uint32Array' as const]),
+);
 
 /** Whether a string column's offsets (n + 1 of them) run from 0 up to its bytes' length, never down. */
 function offsetsFit(offsets: Uint32Array, bytes: Uint8Array, n: number): boolean {
@@ -606,7 +642,7 @@ class SectionsDecoder {
       const want =
         name === 'entryContact'
           ? contactColumnType(manifest.contacts)
-          : (expected.get(name) ?? TWO_COLUMN_SECTIONS[name]);
+          : (expected.get(name) ?? TWO_COLUMN_SECTIONS[name] ?? WHOLE_START_SECTIONS[name]);
       const exportOnly = isExportSection(name);
       if (exportOnly ? type !== 'Uint32Array' : want !== type) {
         const known = exportOnly || want !== undefined;
@@ -620,9 +656,9 @@ class SectionsDecoder {
       if (length * Ctor.BYTES_PER_ELEMENT > total) throw new Error(`snapshot: malformed manifest for ${this.what}`);
       if (exportOnly && !keepExport) {
         this.skipped.set(name, length * Ctor.BYTES_PER_ELEMENT);
-      } else if (exportOnly || Object.hasOwn(TWO_COLUMN_SECTIONS, name)) {
-        // Export sections only serve finishData, and the two columns only give the rows their
-        // bytes: ordinary memory, not shared, dropped once loaded.
+      } else if (exportOnly || Object.hasOwn(TWO_COLUMN_SECTIONS, name) || Object.hasOwn(WHOLE_START_SECTIONS, name)) {
+        // Export sections only serve finishData, the two columns only give the rows their bytes,
+        // and whole starts are encoded: ordinary memory, not shared, dropped once loaded.
         const array = new (Ctor as unknown as new (n: number) => Section)(length);
         this.sections.set(name, { bytes: new Uint8Array(array.buffer), array, filled: 0 });
       } else {
@@ -642,8 +678,22 @@ class SectionsDecoder {
       throw new Error(
         `snapshot: ${this.what} has an incomplete or mixed set of message id and content sections (another index layout); ${UPGRADE}`,
       );
+    // whole starts or their blocks: one layout or the other, not both
+    for (const g of WHOLE_STARTS) {
+      if (names.has(g.whole) && g.names.some((name) => names.has(name)))
+        throw new Error(
+          `snapshot: ${this.what} has both layouts of the starts of ${g.what} (another index layout); ${UPGRADE}`,
+        );
+    }
+    const wholeStarts = (name: string): boolean =>
+      WHOLE_STARTS.some((g) => names.has(g.whole) && g.names.includes(name));
     for (const name of expected.keys()) {
-      if (!names.has(name) && !DERIVED_SECTIONS.includes(name) && !(twoColumns === 4 && ROW_SECTIONS.includes(name)))
+      if (
+        !names.has(name) &&
+        !DERIVED_SECTIONS.includes(name) &&
+        !(twoColumns === 4 && ROW_SECTIONS.includes(name)) &&
+        !wholeStarts(name)
+      )
         throw new Error(`snapshot: ${this.what} has no section ${name} (another index layout); ${UPGRADE}`);
     }
     // a group of derived sections comes all together (written by a layout with it) or not at all
@@ -720,13 +770,42 @@ class SectionsDecoder {
     }
     let rows: Record<string, Section> = {};
     rowsOf(idBytes, idOffsets, contentBytes, contentOffsets, (length) => {
-      rows = allocateShared([
-        ['msgRowBytes', 'Uint8Array', length],
-        ['msgRowOffsets', 'Uint32Array', n + 1],
-      ]);
+      rows = { ...allocateShared([['msgRowBytes', 'Uint8Array', length]]), msgRowOffsets: new Uint32Array(n + 1) };
       return { bytes: rows.msgRowBytes as Uint8Array, offsets: rows.msgRowOffsets as Uint32Array };
     });
     return rows;
+  }
+
+  /**
+   * The block starts (block-starts.ts) of one column of `count` starts into `bytes`: encoded from
+   * its whole starts (an older layout: checked, then let go) or checked as stored.
+   */
+  private blockStarts(sections: Record<string, Section>, g: (typeof WHOLE_STARTS)[number], count: number): void {
+    const end = sections[g.bytes].length;
+    const whole = sections[g.whole] as Uint32Array | undefined;
+    const [base, delta, far] = g.names;
+    if (whole !== undefined) {
+      if (!offsetsFit(whole, sections[g.bytes] as Uint8Array, count - 1))
+        throw this.corrupt(`${g.what} disagree with the counts`);
+      const x = encodeBlockStarts(whole);
+      Object.assign(
+        sections,
+        shareSections([
+          [base, x.base],
+          [delta, x.delta],
+          [far, x.far],
+        ]),
+      );
+      delete sections[g.whole];
+      this.sections.delete(g.whole);
+      return;
+    }
+    const x = {
+      base: sections[base] as Uint32Array,
+      delta: sections[delta] as Uint16Array,
+      far: sections[far] as Uint32Array,
+    };
+    if (!blockStartsFit(x, count, end)) throw this.corrupt(`${g.what} disagree with the counts`);
   }
 
   finish(withSourceOrder: boolean): FlatIndex {
@@ -749,9 +828,7 @@ class SectionsDecoder {
       throw this.corrupt('sections disagree with the counts');
     }
     if (sections.msgRowBytes === undefined) Object.assign(sections, this.rowsFromTwoColumns(sections));
-    const rowOffsets = sections.msgRowOffsets as Uint32Array;
-    if (rowOffsets.length !== n + 1 || rowOffsets[n] !== sections.msgRowBytes.length)
-      throw this.corrupt('the message rows disagree with the counts');
+    for (const g of WHOLE_STARTS) this.blockStarts(sections, g, n + 1);
     // the TIED bits (layout.ts) from the times themselves, whatever the snapshot's bytes say
     markTies(sections.msgSentAt as Float64Array, sections.msgCombo as Uint8Array);
     if (sections.summaryMin === undefined) Object.assign(sections, deriveSummaries(sections));

@@ -1,13 +1,16 @@
 /**
  * A flat index as the layout before message rows wrote it (src/index/message-rows.ts): ids and
  * contents as two string columns, msgIdBytes/msgIdOffsets and msgContentBytes/msgContentOffsets,
- * and no msgRowBytes/msgRowOffsets. For tests of the loader's derivation of rows.
+ * no msgRowBytes/msgRowOffsets, and the token sequences' starts whole (seqByteStart). For tests of the loader's derivation of rows.
  */
 import { contentStart, idStart } from '../../src/index/message-rows.js';
 import { isPacked, unpackUuid } from '../../src/index/packed-uuid.js';
 import type { FlatIndex } from '../../src/store/flat-index.js';
+import { toWholeStarts } from './whole-starts.js';
 
 export function toTwoColumns(flat: FlatIndex): void {
+  // that layout came before block starts too
+  toWholeStarts(flat);
   const s = flat.sections;
   const rows = s.msgRowBytes as Uint8Array,
     offsets = s.msgRowOffsets as Uint32Array;

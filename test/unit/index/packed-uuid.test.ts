@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { buildIndex } from '../../../src/index/build.js';
-import { contentStart, idStart } from '../../../src/index/message-rows.js';
+import { contentStart, idStart, rowStart } from '../../../src/index/message-rows.js';
 import {
   isPacked,
   PACKED_LENGTH,
@@ -133,8 +133,8 @@ describe('message ids in UUID form', () => {
     assert.equal(asText.msgRowBytes.length - index.msgRowBytes.length, 19 * packed.size);
     const rows = index.msgRowBytes;
     for (let o = 0; o < ids.length; o++) {
-      const from = idStart(rows, index.msgRowOffsets[o]);
-      const length = contentStart(rows, index.msgRowOffsets[o]) - from;
+      const from = idStart(rows, rowStart(index, o));
+      const length = contentStart(rows, rowStart(index, o)) - from;
       const id = isPacked(rows, from, length)
         ? unpackUuid(rows, from)
         : Buffer.from(rows.subarray(from, from + length)).toString('utf8');

@@ -10,6 +10,9 @@
  * on load, like the summaries.
  * A snapshot written before packed message ids (src/index/packed-uuid.ts) holds UUIDs as text:
  * it loads as it is and answers the same bytes as one that packs them.
+ * A snapshot written before block starts (src/index/block-starts.ts) holds the starts of the
+ * message rows and of the token sequences whole: the decoder encodes them on load, equal to the
+ * ones the build writes, in shared memory.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -26,6 +29,7 @@ import { exportColumns, flattenIndex, wrapIndex } from '../../../src/store/flat-
 import { encodeSnapshot, parseManifest, SnapshotDecoder } from '../../../src/store/snapshot-format.js';
 import { parseRfc3339 } from '../../../src/time/rfc3339.js';
 import { toTwoColumns } from '../../helpers/two-columns.js';
+import { toWholeStarts } from '../../helpers/whole-starts.js';
 
 const SUMMARIES = SUMMARY_SECTIONS;
 
@@ -82,7 +86,15 @@ describe('a snapshot written before message rows', () => {
       const decoder = new SnapshotDecoder(manifest, {}, purpose);
       for (const [i, chunk] of chunks.entries()) decoder.add(i, chunk);
       const loaded = decoder.finishFlat();
-      for (const name of ['msgRowBytes', 'msgRowOffsets'] as const) {
+      for (const name of [
+        'msgRowBytes',
+        'msgRowStartBase',
+        'msgRowStartDelta',
+        'msgRowStartFar',
+        'seqStartBase',
+        'seqStartDelta',
+        'seqStartFar',
+      ] as const) {
         const a = loaded.sections[name];
         assert.ok(a.buffer instanceof SharedArrayBuffer, `${name} is shared memory`);
         assert.deepEqual(
@@ -91,12 +103,20 @@ describe('a snapshot written before message rows', () => {
           name,
         );
       }
-      for (const name of ['msgIdBytes', 'msgIdOffsets', 'msgContentBytes', 'msgContentOffsets'])
+      for (const name of [
+        'msgIdBytes',
+        'msgIdOffsets',
+        'msgContentBytes',
+        'msgContentOffsets',
+        'msgRowOffsets',
+        'seqByteStart',
+      ])
         assert.equal(loaded.sections[name], undefined, `${name} is let go`);
       assertSameAnswers(built, wrapIndex(loaded), orgId, [
         'q=the',
         'q=que&direction=all&messages_limit=20',
         'keywords=que,de&channel=whatsapp',
+        'q=o%20com&direction=all',
       ]);
     }
   });
@@ -292,6 +312,105 @@ describe('a snapshot written before packed message ids', () => {
       const loaded = wrapIndex(decoder.finishFlat());
       assert.equal(loaded.msgRowBytes.length, built.msgRowBytes.length);
       assertSameAnswers(packed, loaded, orgId, queries);
+    }
+  });
+});
+
+describe('a snapshot written before block starts', () => {
+  const BLOCK_NAMES = [
+    'msgRowStartBase',
+    'msgRowStartDelta',
+    'msgRowStartFar',
+    'seqStartBase',
+    'seqStartDelta',
+    'seqStartFar',
+  ] as const;
+  /** Encodes `flat` as version `version` and decodes it for `purpose` (throws as the decoder does). */
+  function roundTrip(
+    orgId: string,
+    flat: ReturnType<typeof flattenIndex>,
+    version: number,
+    purpose: 'serve' | 'export',
+  ) {
+    const enc = encodeSnapshot({ format: 2, flat }, version);
+    const chunks = [...enc.chunks];
+    const decoder = new SnapshotDecoder(parseManifest(enc.manifest(), { organizationId: orgId, version }), {}, purpose);
+    for (const [i, chunk] of chunks.entries()) decoder.add(i, chunk);
+    return decoder.finishFlat();
+  }
+
+  it('loads with its starts encoded, equal to the built ones, and answers the same', () => {
+    const { orgId, data } = generatedOrg(3000, 40, 15);
+    let order: Uint32Array | undefined;
+    const built = buildIndex(data, {
+      onOrder: (o) => {
+        order = o;
+      },
+    });
+    for (const purpose of ['serve', 'export'] as const) {
+      const flat = flattenIndex(built, exportColumns(data, order!));
+      toWholeStarts(flat);
+      const loaded = roundTrip(orgId, flat, 2, purpose);
+      for (const name of BLOCK_NAMES) {
+        const a = loaded.sections[name];
+        assert.ok(a.buffer instanceof SharedArrayBuffer, `${name} is shared memory`);
+        assert.deepEqual(
+          Buffer.from(a.buffer, a.byteOffset, a.byteLength),
+          Buffer.from(built[name].buffer, built[name].byteOffset, built[name].byteLength),
+          name,
+        );
+      }
+      for (const name of ['msgRowOffsets', 'seqByteStart'])
+        assert.equal(loaded.sections[name], undefined, `${name} is let go`);
+      assertSameAnswers(built, wrapIndex(loaded), orgId, [
+        'q=the',
+        'q=que&direction=all&messages_limit=20',
+        'q=o%20com&direction=all',
+        'keywords=que,de,%22para%20o%22&channel=whatsapp',
+      ]);
+    }
+  });
+
+  it('is refused when it has both layouts of one column, naming the command', () => {
+    const { orgId, data } = generatedOrg(200, 4, 16);
+    const flat = flattenIndex(buildIndex(data));
+    flat.sections.seqByteStart = new Uint32Array(201);
+    const enc = encodeSnapshot({ format: 2, flat }, 7);
+    assert.ok([...enc.chunks].length > 0); // the manifest lists the chunks once they are made
+    assert.throws(() => new SnapshotDecoder(parseManifest(enc.manifest(), { organizationId: orgId, version: 7 })), {
+      message: `snapshot: organization ${orgId} version 7 has both layouts of the starts of the token sequences (another index layout); publish it again with \`npm run snapshot -- import\``,
+    });
+  });
+
+  it('whole starts that run past their bytes, or go down, are refused as corrupt', () => {
+    const { orgId, data } = generatedOrg(200, 4, 17);
+    for (const [name, what, change] of [
+      ['msgRowOffsets', 'the message rows', (a: Uint32Array) => (a[a.length - 1] += 1)],
+      ['seqByteStart', 'the token sequences', (a: Uint32Array) => (a[5] = a[6] + 1)],
+    ] as const) {
+      const flat = flattenIndex(buildIndex(data));
+      toWholeStarts(flat);
+      change(flat.sections[name] as Uint32Array);
+      assert.throws(() => roundTrip(orgId, flat, 9, 'serve'), {
+        message: `snapshot: corrupt snapshot of organization ${orgId} version 9: ${what} disagree with the counts`,
+      });
+    }
+  });
+
+  it('stored block starts of the wrong shape are refused as corrupt', () => {
+    const { orgId, data } = generatedOrg(200, 4, 18);
+    const cases: Array<[string, (s: Record<string, Uint32Array | Uint16Array>) => void]> = [
+      ['the message rows', (s) => (s.msgRowStartDelta[3] = s.msgRowStartDelta[2] - 1)],
+      ['the message rows', (s) => (s.msgRowStartBase = s.msgRowStartBase.subarray(1))],
+      ['the token sequences', (s) => (s.seqStartDelta[0] = 0xffff)],
+      ['the token sequences', (s) => (s.seqStartDelta[s.seqStartDelta.length - 1] += 1)],
+    ];
+    for (const [what, change] of cases) {
+      const flat = flattenIndex(buildIndex(data));
+      change(flat.sections as unknown as Record<string, Uint32Array | Uint16Array>);
+      assert.throws(() => roundTrip(orgId, flat, 9, 'serve'), {
+        message: `snapshot: corrupt snapshot of organization ${orgId} version 9: ${what} disagree with the counts`,
+      });
     }
   });
 });
