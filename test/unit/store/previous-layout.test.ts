@@ -25,7 +25,7 @@ import { OrgDataBuilder } from '../../../src/model/org-data-builder.js';
 import type { OrgData } from '../../../src/model/records.js';
 import { searchBody } from '../../../src/query/execute.js';
 import { parseSearchParams } from '../../../src/request/parse-params.js';
-import { exportColumns, flattenIndex, wrapIndex } from '../../../src/store/flat-index.js';
+import { exportColumns, type FlatIndex, flattenIndex, type Section, wrapIndex } from '../../../src/store/flat-index.js';
 import { encodeSnapshot, parseManifest, SnapshotDecoder } from '../../../src/store/snapshot-format.js';
 import { parseRfc3339 } from '../../../src/time/rfc3339.js';
 import { toTwoColumns } from '../../helpers/two-columns.js';
@@ -64,6 +64,39 @@ function assertSameAnswers(built: OrgIndex, index: OrgIndex, orgId: string, quer
   }
 }
 
+/** The sections of the block starts (src/index/block-starts.ts). */
+const BLOCK_NAMES = [
+  'msgRowStartBase',
+  'msgRowStartDelta',
+  'msgRowStartFar',
+  'seqStartBase',
+  'seqStartDelta',
+  'seqStartFar',
+] as const;
+
+/** Asserts that each of `names` in `loaded` is shared memory holding the bytes of `built`'s. */
+function assertSectionsAsBuilt(loaded: FlatIndex, built: OrgIndex, names: readonly (keyof OrgIndex)[]): void {
+  for (const name of names) {
+    const a = loaded.sections[name];
+    const b = built[name] as Section;
+    assert.ok(a.buffer instanceof SharedArrayBuffer, `${name} is shared memory`);
+    assert.deepEqual(
+      Buffer.from(a.buffer, a.byteOffset, a.byteLength),
+      Buffer.from(b.buffer, b.byteOffset, b.byteLength),
+      name,
+    );
+  }
+}
+
+/** Encodes `flat` as version `version` and decodes it for `purpose` (throws as the decoder does). */
+function roundTrip(orgId: string, flat: FlatIndex, version: number, purpose: 'serve' | 'export'): FlatIndex {
+  const enc = encodeSnapshot({ format: 2, flat }, version);
+  const chunks = [...enc.chunks];
+  const decoder = new SnapshotDecoder(parseManifest(enc.manifest(), { organizationId: orgId, version }), {}, purpose);
+  for (const [i, chunk] of chunks.entries()) decoder.add(i, chunk);
+  return decoder.finishFlat();
+}
+
 describe('a snapshot written before message rows', () => {
   it('loads with its rows derived from the two columns, equal to the built ones, and answers the same', () => {
     const { orgId, data } = generatedOrg(3000, 40, 11);
@@ -86,23 +119,7 @@ describe('a snapshot written before message rows', () => {
       const decoder = new SnapshotDecoder(manifest, {}, purpose);
       for (const [i, chunk] of chunks.entries()) decoder.add(i, chunk);
       const loaded = decoder.finishFlat();
-      for (const name of [
-        'msgRowBytes',
-        'msgRowStartBase',
-        'msgRowStartDelta',
-        'msgRowStartFar',
-        'seqStartBase',
-        'seqStartDelta',
-        'seqStartFar',
-      ] as const) {
-        const a = loaded.sections[name];
-        assert.ok(a.buffer instanceof SharedArrayBuffer, `${name} is shared memory`);
-        assert.deepEqual(
-          Buffer.from(a.buffer, a.byteOffset, a.byteLength),
-          Buffer.from(built[name].buffer, built[name].byteOffset, built[name].byteLength),
-          name,
-        );
-      }
+      assertSectionsAsBuilt(loaded, built, ['msgRowBytes', ...BLOCK_NAMES]);
       for (const name of [
         'msgIdBytes',
         'msgIdOffsets',
@@ -317,28 +334,6 @@ describe('a snapshot written before packed message ids', () => {
 });
 
 describe('a snapshot written before block starts', () => {
-  const BLOCK_NAMES = [
-    'msgRowStartBase',
-    'msgRowStartDelta',
-    'msgRowStartFar',
-    'seqStartBase',
-    'seqStartDelta',
-    'seqStartFar',
-  ] as const;
-  /** Encodes `flat` as version `version` and decodes it for `purpose` (throws as the decoder does). */
-  function roundTrip(
-    orgId: string,
-    flat: ReturnType<typeof flattenIndex>,
-    version: number,
-    purpose: 'serve' | 'export',
-  ) {
-    const enc = encodeSnapshot({ format: 2, flat }, version);
-    const chunks = [...enc.chunks];
-    const decoder = new SnapshotDecoder(parseManifest(enc.manifest(), { organizationId: orgId, version }), {}, purpose);
-    for (const [i, chunk] of chunks.entries()) decoder.add(i, chunk);
-    return decoder.finishFlat();
-  }
-
   it('loads with its starts encoded, equal to the built ones, and answers the same', () => {
     const { orgId, data } = generatedOrg(3000, 40, 15);
     let order: Uint32Array | undefined;
@@ -351,15 +346,7 @@ describe('a snapshot written before block starts', () => {
       const flat = flattenIndex(built, exportColumns(data, order!));
       toWholeStarts(flat);
       const loaded = roundTrip(orgId, flat, 2, purpose);
-      for (const name of BLOCK_NAMES) {
-        const a = loaded.sections[name];
-        assert.ok(a.buffer instanceof SharedArrayBuffer, `${name} is shared memory`);
-        assert.deepEqual(
-          Buffer.from(a.buffer, a.byteOffset, a.byteLength),
-          Buffer.from(built[name].buffer, built[name].byteOffset, built[name].byteLength),
-          name,
-        );
-      }
+      assertSectionsAsBuilt(loaded, built, BLOCK_NAMES);
       for (const name of ['msgRowOffsets', 'seqByteStart'])
         assert.equal(loaded.sections[name], undefined, `${name} is let go`);
       assertSameAnswers(built, wrapIndex(loaded), orgId, [
