@@ -226,7 +226,8 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
    * Once per store opened for publishing: the dead temps of every organization, and of the
    * folders above them (the change marker's, keys.json's). A SIGKILLed import's half-written
    * snapshot (hundreds of MB at 1M) otherwise stayed until the next import of that same
-   * organization, for ever if none came.
+   * organization, for ever if none came. Likewise a version file that a killed import had
+   * written but never pointed to (stale versions, below).
    */
   private async sweepDeadTemps(): Promise<void> {
     await this.removeDeadTemps(this.dataDir);
@@ -234,7 +235,33 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
     const orgs = (await fs.readdir(this.snapDir)).filter(isCanonicalOrganizationId);
     // 16 listings at once: an import into 10,000 organizations takes 0.15 s more (one at a time: 0.3 s)
     for (let i = 0; i < orgs.length; i += 16) {
-      await Promise.all(orgs.slice(i, i + 16).map((org) => this.removeDeadTemps(path.join(this.snapDir, org))));
+      await Promise.all(
+        orgs.slice(i, i + 16).map(async (org) => {
+          await this.removeDeadTemps(path.join(this.snapDir, org));
+          await this.removeStaleVersions(org);
+        }),
+      );
+    }
+  }
+
+  /**
+   * Version files above the organization's pointer (or of an organization without one) that are a
+   * day old: an import killed after writing its version and before moving the pointer left them
+   * (the next import of that organization removed them; one that never came, never). A running
+   * import's are minutes old at most: every organization of an import is written, then every
+   * pointer moves. A version the pointer names, or one below it, is never touched here; nor
+   * anything when the pointer is unreadable (the import that repairs it decides).
+   */
+  private async removeStaleVersions(org: string): Promise<void> {
+    const dir = path.join(this.snapDir, org);
+    const pointer = await this.readPointer(org).catch(() => undefined);
+    if (pointer === undefined) return;
+    const versions = await this.versionsOn(dir).catch(() => []);
+    for (const v of versions) {
+      if (pointer !== null && v <= pointer.version) continue;
+      const file = snapshotFile(this.dataDir, { organizationId: org, version: v });
+      const st = await fs.lstat(file).catch(() => null);
+      if (st?.isFile() && Date.now() - st.mtimeMs > TEMP_MAX_AGE_MS) await fs.rm(file, { force: true });
     }
   }
 

@@ -110,3 +110,45 @@ test("a publish removes a killed import's leftovers in every organization's fold
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a publish removes a killed import's version files that no pointer names once they are a day old, in every organization's folder", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'stale-versions-'));
+  try {
+    const store = await new EmbeddedStore(dir).open();
+    const a = orgData(generate(1, 3, 20, 1));
+    const b = orgData(generate(2, 3, 20, 1));
+    const c = orgData(generate(3, 3, 20, 1));
+    const ref = await store.snapshots.publishSnapshot(a);
+    const folderOf = (org: string) => path.join(dir, 'snapshots', org);
+    const file = (org: string, v: number) => path.join(folderOf(org), `v${String(v).padStart(10, '0')}.snap`);
+    const dayOld = Date.now() / 1000 - 2 * 86400;
+    // a's pointer names ref.version (a day old itself: kept); above it, a killed import's version
+    // of two days ago and a running import's of now
+    utimesSync(file(a.organizationId, ref.version), dayOld, dayOld);
+    writeFileSync(file(a.organizationId, ref.version + 1), Buffer.alloc(100));
+    utimesSync(file(a.organizationId, ref.version + 1), dayOld, dayOld);
+    writeFileSync(file(a.organizationId, ref.version + 2), Buffer.alloc(100));
+    // c: a first import killed before its pointer existed
+    mkdirSync(folderOf(c.organizationId), { recursive: true });
+    writeFileSync(file(c.organizationId, 1), Buffer.alloc(100));
+    utimesSync(file(c.organizationId, 1), dayOld, dayOld);
+    // a later import process, publishing another organization
+    const later = await new EmbeddedStore(dir).open();
+    await later.snapshots.publishSnapshot(b);
+    assert.equal(existsSync(file(a.organizationId, ref.version)), true, 'the version the pointer names is kept');
+    assert.equal(existsSync(file(a.organizationId, ref.version + 1)), false, 'a day-old version above it is removed');
+    assert.equal(existsSync(file(a.organizationId, ref.version + 2)), true, "a running import's is kept");
+    assert.equal(existsSync(file(c.organizationId, 1)), false, 'a day-old version without a pointer is removed');
+    assert.deepEqual(
+      (await later.snapshots.latest()).map((r) => r.organizationId).sort(),
+      [a.organizationId, b.organizationId].sort(),
+    );
+    // and a is still served from the version its pointer names
+    assert.equal(
+      (await later.snapshots.latest()).find((r) => r.organizationId === a.organizationId)?.version,
+      ref.version,
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
