@@ -9,7 +9,7 @@
  * Row o, from rowStart(o) to rowStart(o + 1):
  *   [id length: 1 byte, or LONG_ID then 4 bytes little-endian] [id bytes] [content bytes]
  */
-import { type BlockStarts, decodeBlockStarts, startAt } from './block-starts.js';
+import { type BlockStarts, decodeBlockStarts, nextStart, startAt } from './block-starts.js';
 
 /** The three arrays of the rows' starts (block-starts.ts); an OrgIndex has them. */
 export interface RowStarts {
@@ -31,6 +31,11 @@ export function rowOffsetsOf(x: RowStarts, messages: number): Uint32Array {
 /** Where row o starts in msgRowBytes (o up to the message count: the end of the last row). */
 export function rowStart(x: RowStarts, o: number): number {
   return startAt(x.msgRowStartBase, x.msgRowStartDelta, x.msgRowStartFar, o);
+}
+
+/** Where row o ends (row o + 1 starts), given where it starts (`start`, rowStart's). */
+export function rowEnd(x: RowStarts, o: number, start: number): number {
+  return nextStart(x.msgRowStartBase, x.msgRowStartDelta, x.msgRowStartFar, o, start);
 }
 
 /** First byte of a row whose id is LONG_ID bytes or more: the length follows in 4 bytes. */

@@ -8,7 +8,7 @@
  * byte, or one after a byte below 0x80): no decoding on the request path.
  */
 
-import { type BlockStarts, encodeBlockStarts, startAt } from './block-starts.js';
+import { type BlockStarts, encodeBlockStarts, nextStart, startAt } from './block-starts.js';
 
 /** The three arrays of the sequences' starts (block-starts.ts); an OrgIndex has them. */
 export interface SeqStarts {
@@ -20,6 +20,11 @@ export interface SeqStarts {
 /** Where message m's sequence starts in tokenSeqBytes (m up to the message count: the end of the last). */
 export function seqStart(x: SeqStarts, m: number): number {
   return startAt(x.seqStartBase, x.seqStartDelta, x.seqStartFar, m);
+}
+
+/** Where message m's sequence ends, given where it starts (`start`, seqStart's). */
+export function seqEnd(x: SeqStarts, m: number, start: number): number {
+  return nextStart(x.seqStartBase, x.seqStartDelta, x.seqStartFar, m, start);
 }
 
 /** The names a SeqStarts gives the arrays of an encoded column. */

@@ -3,8 +3,7 @@
  * index's pre-escaped strings copied, numbers and timestamps written in place (body-writer.ts).
  */
 import { CHANNEL_COUNT, COMBO_VALUE } from '../index/layout.js';
-import { FAR, START_BLOCK_MASK, START_BLOCK_SHIFT } from '../index/block-starts.js';
-import { contentStart, idStart, rowStart } from '../index/message-rows.js';
+import { contentStart, idStart, rowEnd, rowStart } from '../index/message-rows.js';
 import type { OrgIndex } from '../index/org-index.js';
 import { isPacked, UUID_TEXT_LENGTH } from '../index/packed-uuid.js';
 import { CHANNELS } from '../model/records.js';
@@ -123,24 +122,14 @@ export function writePage(
   if (s.pageMessages.length < m * MESSAGE_WORDS) s.pageMessages = new Uint32Array(m * MESSAGE_WORDS);
   const msgs = s.pageMessages;
   const { conversationIdOffsets, msgConversation, msgCombo, msgSentAt } = index;
-  const { msgRowStartBase: rowBase, msgRowStartDelta: rowDelta } = index;
   for (let j = 0; j < m; j++) {
     const o = picked[j];
     const conv = msgConversation[o];
     const at = j * MESSAGE_WORDS;
-    // the row's bounds for now; its id's and content's are found in the next pass. Its end is the
-    // next row's start: from the same base when both are in one block that is not far (63 rows
-    // of 64), one base read for the two (rowStart twice cost the common term 4%)
-    const d0 = rowDelta[o],
-      d1 = rowDelta[o + 1];
-    if (d0 !== FAR && ((o + 1) & START_BLOCK_MASK) !== 0) {
-      const b = rowBase[o >>> START_BLOCK_SHIFT];
-      msgs[at] = b + d0;
-      msgs[at + 4] = b + d1;
-    } else {
-      msgs[at] = rowStart(index, o);
-      msgs[at + 4] = rowStart(index, o + 1);
-    }
+    // the row's bounds for now; its id's and content's are found in the next pass
+    const start = rowStart(index, o);
+    msgs[at] = start;
+    msgs[at + 4] = rowEnd(index, o, start);
     msgs[at + 2] = conversationIdOffsets[conv];
     msgs[at + 3] = conversationIdOffsets[conv + 1];
     msgs[at + 5] = msgCombo[o] & COMBO_VALUE;

@@ -1,7 +1,6 @@
 import { lowerBound } from '../index/lower-bound.js';
 import { type ContactColumn, contactColumn, tokenFrequency, type OrgIndex } from '../index/org-index.js';
-import { FAR, START_BLOCK_MASK, START_BLOCK_SHIFT } from '../index/block-starts.js';
-import { anchorOf, containsTokens, encodePhrase, seqStart } from '../index/token-seq.js';
+import { anchorOf, containsTokens, encodePhrase, seqEnd, seqStart } from '../index/token-seq.js';
 import { tokensOf } from '../text/analyze.js';
 import type { Scratch } from './scratch.js';
 
@@ -32,19 +31,8 @@ export interface Phrase {
 
 /** Does message o contain the phrase as a contiguous run of its tokens? */
 export function containsPhrase(index: OrgIndex, o: number, phrase: Phrase): boolean {
-  // the end is the next message's start: from the same base when both are in one block that is
-  // not far (63 of 64), one base read for the two (as render.ts reads a row's bounds)
-  const d = index.seqStartDelta[o];
-  let from: number, to: number;
-  if (d !== FAR && ((o + 1) & START_BLOCK_MASK) !== 0) {
-    const b = index.seqStartBase[o >>> START_BLOCK_SHIFT];
-    from = b + d;
-    to = b + index.seqStartDelta[o + 1];
-  } else {
-    from = seqStart(index, o);
-    to = seqStart(index, o + 1);
-  }
-  return containsTokens(index.tokenSeqBytes, from, to, phrase.bytes, phrase.anchorAt);
+  const from = seqStart(index, o);
+  return containsTokens(index.tokenSeqBytes, from, seqEnd(index, o, from), phrase.bytes, phrase.anchorAt);
 }
 
 /**

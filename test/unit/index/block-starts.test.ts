@@ -11,6 +11,7 @@ import {
   decodeBlockStarts,
   encodeBlockStarts,
   FAR,
+  nextStart,
   START_BLOCK_SHIFT,
   startAt,
 } from '../../../src/index/block-starts.js';
@@ -33,6 +34,8 @@ it('gives every value back, near and far blocks mixed', () => {
       const x = encodeBlockStarts(values);
       assert.deepEqual(decodeBlockStarts(x, values.length), values);
       for (let i = 0; i < values.length; i++) assert.equal(startAt(x.base, x.delta, x.far, i), values[i]);
+      for (let i = 0; i + 1 < values.length; i++)
+        assert.equal(nextStart(x.base, x.delta, x.far, i, values[i]), values[i + 1], `the end of span ${i}`);
       assert.ok(blockStartsFit(x, values.length, values[values.length - 1]));
     }),
     { seed: SEED, numRuns: 500 },
