@@ -16,8 +16,8 @@ await store.close();
 const s = flat.sections as Record<string, Uint32Array>;
 const n = flat.messageCount;
 let post = 0;
-const starts = flat.sections as unknown as PostStarts;
-for (let e = 0; e + 1 < starts.entryPostOffset.length; e++) {
+const starts = { ...(flat.sections as unknown as PostStarts), messageCount: n };
+for (let e = 0; e + 1 < starts.entryNewestIn.length; e++) {
   let prev = 0;
   for (let p = postStart(starts, e); p < postStart(starts, e + 1); p++) {
     post += varint(s.storedPostings[p] - prev);

@@ -8,8 +8,9 @@ import {
   CHANNEL_COUNT,
   comboOf,
   HEAD_INLINE,
-  NO_INBOUND,
+  noInbound,
   NONE,
+  rankMask,
   OUT_FAR,
   OUT_SHIFT,
   OUT_UNTIED,
@@ -402,11 +403,13 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   const entryContact = contactColumn(contactCount, entryCount);
   const entryPostStart = new Uint32Array(entryCount + 1);
   const entryFlags = new Uint16Array(entryCount);
-  // Per entry, the time rank of its newest inbound message (or NO_INBOUND and its inline head),
+  // Per entry, the time rank of its newest inbound message (or noInbound and its inline head),
   // and in its flags where its newest outbound message is (layout.ts): an unfiltered-by-channel,
   // undated query then decides a contact from one sequential read (inbound, the default) or one
   // posting more. An entry's messages come newest first, so its first of each direction is its newest.
-  const entryNewestIn = new Uint32Array(entryCount).fill(NONE);
+  // (one word more: the end's posting start goes in its high bits; post-starts.ts)
+  const entryNewestIn = new Uint32Array(entryCount + 1).fill(rankMask(n));
+  const inboundNone = noInbound(n);
   const storedPostings = new Uint32Array(postStartOfKey[keyCount]);
   const entryFill = entryStart.slice(0, keyCount);
   const postFill = postStartOfKey.slice(0, keyCount);
@@ -438,7 +441,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
       if (inline !== 0) {
         entryFlags[e] |= HEAD_INLINE;
         // an inline outbound head: the entry has no inbound message (the count saw to it)
-        if (combo >= CHANNEL_COUNT) entryNewestIn[e] = (NO_INBOUND | o) >>> 0;
+        if (combo >= CHANNEL_COUNT) entryNewestIn[e] = inboundNone | o;
       } else storedPostings[postFill[t]++] = o;
     } else {
       const p = postFill[t]++;
@@ -469,10 +472,11 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   stream = streamStart = byContact = rankByContact = null;
   comboByContact = null;
 
-  const postStarts = encodePostStarts(entryPostStart);
+  const postStarts = encodePostStarts(entryPostStart, entryNewestIn, n);
   const summaries = buildEntrySummaries(
     {
       ...postStarts,
+      messageCount: n,
       entryCount,
       entryFlags,
       entryNewestIn,
@@ -490,6 +494,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
       entryNewestIn,
       entryFlags,
       ...postStarts,
+      messageCount: n,
       storedPostings,
       msgCombo,
       msgSentAt,

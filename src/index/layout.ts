@@ -3,7 +3,7 @@
  * query reads them, so both import them from here.
  */
 import { CHANNELS } from '../model/records.js';
-import { type PostStarts, postStart } from './post-starts.js';
+import { type PostStarts, postStart, rankBits } from './post-starts.js';
 
 /** The "nothing" of a Uint32Array column: no newest message in a direction, no pair, not seen. */
 export const NONE = 0xffffffff;
@@ -52,7 +52,7 @@ export const INBOUND_COMBOS = (1 << CHANNEL_COUNT) - 1;
  *   ordinal is entryNewestIn's (entryHead). 71% of the entries have one message, and most first
  *   messages are either the newest inbound one with a time of its own (entryNewestIn holds its
  *   ordinal already) or of an entry without inbound messages (entryNewestIn holds
- *   NO_INBOUND | its ordinal): 23 B a message at 1M that the postings no longer repeat.
+ *   noInbound | its ordinal): 23 B a message at 1M that the postings no longer repeat.
  * - OUT_UNTIED (bit 15): its sent_at differs from the message before it, so its time rank is its
  *   ordinal and no sent_at is read (the common case; ties take timeRank).
  */
@@ -66,16 +66,23 @@ export const OUT_UNTIED = 0x8000;
 if (OUT_SHIFT + 4 > 14) throw new Error('layout: the combos leave no room for entryFlags');
 
 /**
- * entryNewestIn of an entry without inbound messages: this bit, and the ordinal of its first
- * message (the head, always inline then). Above every time rank and every window's end, so a test
- * `r >= hi` or `r < NO_INBOUND` reads "no inbound message" as NONE did.
+ * entryNewestIn's rank field (the low rankBits(messageCount) bits of each word; post-starts.ts
+ * keeps the entry's posting start above them): the time rank of the entry's newest inbound
+ * message, or, for an entry without inbound messages, noInbound(messageCount) and the ordinal of
+ * its first message (the head, always inline then). noInbound is above every time rank and every
+ * window's end, so a test `r >= hi` or `r < noInbound` of the field reads "no inbound message".
  */
-export const NO_INBOUND = 0x80000000;
-const ORDINAL_BITS = 0x7fffffff;
+export function noInbound(messageCount: number): number {
+  return 1 << (rankBits(messageCount) - 1);
+}
+
+/** The mask of entryNewestIn's rank field (noInbound's bit and every ordinal's). */
+export function rankMask(messageCount: number): number {
+  return 0xffffffff >>> (32 - rankBits(messageCount));
+}
 
 /** The columns newestOutbound and newestOfEntry read (an OrgIndex has them; the build passes its own). */
 export interface EntryNewestColumns extends PostStarts {
-  readonly entryNewestIn: Uint32Array;
   readonly entryFlags: Uint16Array;
   readonly storedPostings: Uint32Array;
   readonly msgCombo: Uint8Array;
@@ -83,8 +90,11 @@ export interface EntryNewestColumns extends PostStarts {
 }
 
 /** Ordinal of entry e's first message when its flags have HEAD_INLINE (not in storedPostings). */
-export function entryHead(x: { readonly entryNewestIn: Uint32Array }, e: number): number {
-  return x.entryNewestIn[e] & ORDINAL_BITS;
+export function entryHead(
+  x: { readonly entryNewestIn: Uint32Array; readonly messageCount: number },
+  e: number,
+): number {
+  return x.entryNewestIn[e] & (noInbound(x.messageCount) - 1);
 }
 
 /**
@@ -129,14 +139,16 @@ export function newestOutbound(x: EntryNewestColumns, e: number): number {
 /** Time rank of entry e's newest message in either direction (every entry has one). */
 export function newestOfEntry(x: EntryNewestColumns, e: number): number {
   // the newest outbound is the entry's first posting exactly when it is the newest message
-  return ((x.entryFlags[e] >>> OUT_SHIFT) & OUT_FAR) === 1 ? newestOutbound(x, e) : x.entryNewestIn[e];
+  return ((x.entryFlags[e] >>> OUT_SHIFT) & OUT_FAR) === 1
+    ? newestOutbound(x, e)
+    : x.entryNewestIn[e] & rankMask(x.messageCount);
 }
 
 /** Time rank of entry e's newest message of `direction` (INBOUND, OUTBOUND, BOTH), or -1. */
 export function newestOf(x: EntryNewestColumns, e: number, direction: number): number {
   if (direction === INBOUND) {
-    const r = x.entryNewestIn[e];
-    return r >= NO_INBOUND ? -1 : r;
+    const r = x.entryNewestIn[e] & rankMask(x.messageCount);
+    return r >= noInbound(x.messageCount) ? -1 : r;
   }
   return direction === OUTBOUND ? newestOutbound(x, e) : newestOfEntry(x, e);
 }

@@ -68,9 +68,11 @@ export interface OrgIndex extends EntrySummaries, ChannelBits {
   readonly entryStart: Uint32Array;
   /** contact ordinal of each entry, 16 bits wide when every ordinal fits (see contactColumnType) */
   readonly entryContact: ContactColumn;
-  /** where each entry's postings start, 2 bytes an entry (post-starts.ts, postStart); entries + 1 values */
+  /**
+   * where each entry's postings start (post-starts.ts, postStart): a base per block of 8 entries,
+   * the distance from it in the high bits of entryNewestIn, the far blocks' starts whole
+   */
   readonly entryPostBase: Int32Array;
-  readonly entryPostOffset: Uint16Array;
   readonly entryPostFar: Uint32Array;
   /**
    * low bits: bit (combo, layout.ts) set when the entry's group has such a message (COMBO_BITS);
@@ -78,8 +80,9 @@ export interface OrgIndex extends EntrySummaries, ChannelBits {
    */
   readonly entryFlags: Uint16Array;
   /**
-   * time rank (first ordinal of equal sent_at) of the entry's newest inbound message, or
-   * NO_INBOUND | the ordinal of its first message (layout.ts)
+   * entries + 1 words. The rank field (low bits, layout.ts rankMask): the time rank (first ordinal
+   * of equal sent_at) of the entry's newest inbound message, or noInbound | the ordinal of its
+   * first message. Above it, the entry's posting start's distance from its block's (post-starts.ts).
    */
   readonly entryNewestIn: Uint32Array;
   /** each entry's messages but an inline head (see the top) */
@@ -144,7 +147,6 @@ export const TYPED_ARRAY_FIELDS = [
   'entryStart',
   'entryContact',
   'entryPostBase',
-  'entryPostOffset',
   'entryPostFar',
   'entryFlags',
   'entryNewestIn',

@@ -2,7 +2,8 @@
  * One search, start to end: the date window, the terms' views, the page's contacts (from the top
  * lists or from every matching contact), and the body rendered as bytes.
  */
-import { BOTH, INBOUND, OUTBOUND } from '../index/layout.js';
+import { BOTH, INBOUND, OUTBOUND, rankMask } from '../index/layout.js';
+import { rankBits } from '../index/post-starts.js';
 import type { OrgIndex } from '../index/org-index.js';
 import { smallestKeys } from '../index/select.js';
 import type { SearchRequest, SearchResponse } from '../request/search-request.js';
@@ -68,7 +69,18 @@ export function searchBody(index: OrgIndex | null, req: SearchRequest): Uint8Arr
 
   const precomputed = req.channel === null && lo === 0 && hi === index.messageCount;
   const direction = req.direction === 'inbound' ? INBOUND : req.direction === 'outbound' ? OUTBOUND : BOTH;
-  const plan: Plan = { index, views, all, mask: filterMask(req), lo, hi, direction, precomputed };
+  const plan: Plan = {
+    index,
+    views,
+    all,
+    mask: filterMask(req),
+    lo,
+    hi,
+    direction,
+    precomputed,
+    rankField: rankMask(index.messageCount),
+    postShift: rankBits(index.messageCount),
+  };
   if (req.messagesLimit > s.picked.length) s.picked = new Uint32Array(req.messagesLimit);
   if (precomputed) {
     const body = topListBody(plan, s, req);

@@ -4,11 +4,9 @@
  * deciding each contact from its newest counting posting, most often without reading the rest.
  */
 import {
-  entryHead,
   HEAD_INLINE,
   INBOUND,
   INBOUND_COMBOS,
-  NO_INBOUND,
   newestOf,
   newestOutbound,
   OUT_FAR,
@@ -19,7 +17,7 @@ import {
 } from '../index/layout.js';
 import { channelWords } from '../index/channel-bits.js';
 import { postingsLowerBound } from '../index/lower-bound.js';
-import { postStart } from '../index/post-starts.js';
+import { postStartIn } from '../index/post-starts.js';
 import type { Plan } from './plan.js';
 import type { Scratch } from './scratch.js';
 import { containsPhrase, type TermView } from './term-view.js';
@@ -32,11 +30,11 @@ function newestCounting(plan: Plan, v: TermView, e: number): number {
   if ((f & plan.mask) === 0) return -1;
   // inbound (the default): an entry whose newest inbound message is older than the date window
   // has none in it, decided without reading its postings (a quarter of a common word's entries)
-  if (plan.direction === INBOUND && index.entryNewestIn[g] >= plan.hi) return -1;
-  const { msgCombo, storedPostings: postings } = index;
+  const { msgCombo, storedPostings: postings, entryNewestIn: words } = index;
+  if (plan.direction === INBOUND && (words[g] & plan.rankField) >= plan.hi) return -1;
   if ((f & HEAD_INLINE) !== 0) {
-    // the inline head is the entry's newest message
-    const o = entryHead(index, g);
+    // the inline head is the entry's newest message (the rank field's ordinal, noInbound's bit off)
+    const o = words[g] & (plan.rankField >>> 1);
     if (o >= plan.hi) return -1;
     if (
       o >= plan.lo &&
@@ -45,8 +43,9 @@ function newestCounting(plan: Plan, v: TermView, e: number): number {
     )
       return o;
   }
-  const end = postStart(index, g + 1);
-  let p = postStart(index, g);
+  const { entryPostBase: bases, entryPostFar: far } = index;
+  const end = postStartIn(bases, words, far, plan.postShift, g + 1);
+  let p = postStartIn(bases, words, far, plan.postShift, g);
   if (plan.lo > 0) p = postingsLowerBound(postings, p, end, plan.lo);
   for (; p < end; p++) {
     const o = postings[p];
@@ -80,8 +79,8 @@ function newestFiltered(plan: Plan, e: number): number {
   const f = index.entryFlags[e];
   if ((f & mask) === 0) return -1;
   if (plan.direction === INBOUND) {
-    const r = index.entryNewestIn[e];
-    // no inbound message in the window or before it: none in it (NONE is above every hi)
+    const r = index.entryNewestIn[e] & plan.rankField;
+    // no inbound message in the window or before it: none in it (noInbound is above every hi)
     if (r >= plan.hi) return -1;
     // the newest inbound message is in the window (its rank is, so its ordinal is), and every
     // inbound channel of the entry passes the filter: it is the answer, no posting read
@@ -95,7 +94,7 @@ function scanFiltered(plan: Plan, e: number): number {
   const { index, mask, lo, hi } = plan;
   if ((index.entryFlags[e] & HEAD_INLINE) !== 0) {
     // the inline head is the entry's newest message
-    const o = entryHead(index, e);
+    const o = index.entryNewestIn[e] & (plan.rankField >>> 1);
     if (o >= hi) return -1;
     const combo = index.msgCombo[o];
     if (o >= lo && ((1 << combo) & mask) !== 0) return rankOf(index.msgSentAt, o, combo);
@@ -106,11 +105,13 @@ function scanFiltered(plan: Plan, e: number): number {
 /** scanFiltered over entry e's stored postings only (its inline head, if any, known not to count). */
 function scanStored(plan: Plan, e: number): number {
   const { index, mask, lo, hi } = plan;
-  const { storedPostings: postings, msgCombo } = index;
-  const end = postStart(index, e + 1);
-  let p = postStart(index, e);
-  // nothing stored, or every message newer than the window: one read, no scan
-  if (p === end || postings[end - 1] < lo) return -1;
+  const { storedPostings: postings, msgCombo, entryPostBase: bases, entryNewestIn: words, entryPostFar: far } = index;
+  const end = postStartIn(bases, words, far, plan.postShift, e + 1);
+  // every message newer than the window, or nothing stored (then the posting before `end` is an
+  // earlier entry's, and -1 is the answer all the same): one read, no scan, no start
+  if (end === 0 || postings[end - 1] < lo) return -1;
+  let p = postStartIn(bases, words, far, plan.postShift, e);
+  if (p === end) return -1;
   if (lo > 0) p = postingsLowerBound(postings, p, end, lo);
   for (; p < end; p++) {
     const o = postings[p];
@@ -141,15 +142,20 @@ export function matchContacts(plan: Plan, s: Scratch): number {
       const direction = plan.direction;
       if (direction === INBOUND) {
         const newestIn = index.entryNewestIn;
+        const field = plan.rankField;
+        // noInbound: the rank field's top bit
+        const none = (field >>> 1) + 1;
         for (let e = v.from; e < v.to; e++) {
-          const r = newestIn[e];
-          if (r < NO_INBOUND) keys[n++] = r * contactCount + idRank[contact[e]];
+          const r = newestIn[e] & field;
+          if (r < none) keys[n++] = r * contactCount + idRank[contact[e]];
         }
         return n;
       }
       if (direction === OUTBOUND) {
         // most entries: the newest outbound is one of the entry's first postings, its own time rank
-        const { entryFlags: flags, storedPostings: postings } = index;
+        const { entryFlags: flags, storedPostings: postings, entryPostBase: bases, entryNewestIn: words } = index;
+        const { entryPostFar: far } = index;
+        const { postShift: shift, rankField: field } = plan;
         for (let e = v.from; e < v.to; e++) {
           const f = flags[e];
           const code = (f >>> OUT_SHIFT) & OUT_FAR;
@@ -161,8 +167,8 @@ export function matchContacts(plan: Plan, s: Scratch): number {
             code === OUT_FAR || (f & OUT_UNTIED) === 0
               ? newestOutbound(index, e)
               : code === 1 && inline
-                ? entryHead(index, e)
-                : postings[postStart(index, e) + code - 1 - (inline ? 1 : 0)];
+                ? words[e] & (field >>> 1)
+                : postings[postStartIn(bases, words, far, shift, e) + code - 1 - (inline ? 1 : 0)];
           if (r >= 0) keys[n++] = r * contactCount + idRank[contact[e]];
         }
         return n;
@@ -208,6 +214,7 @@ function matchFiltered(plan: Plan, v: TermView, s: Scratch): number {
   const idRank = index.contactIdRank;
   const inboundOnly = plan.direction === INBOUND;
   const inboundOut = INBOUND_COMBOS & ~mask;
+  const field = plan.rankField;
   let n = 0;
   // most entries lack the filter's combos (81% of a common word's under one channel): an even
   // entry reads its pair's flags as one word (s.flagPairs), and a pair without them is passed over
@@ -227,10 +234,10 @@ function matchFiltered(plan: Plan, v: TermView, s: Scratch): number {
       // messages has r >= hi): newer than the window, it cannot count; in it, it counts when its
       // channel passes, with no posting read. (Inline, as in matchChannel: a function for these
       // tests took a date-only filter from 98-104 to 109-110 µs.)
-      r = newestIn[e];
+      r = newestIn[e] & field;
       if (r >= hi) continue;
-      if (r < lo) r = scanStored(plan, e);
-      else if ((f & inboundOut) !== 0 && ((f & HEAD_INLINE) === 0 || ((1 << msgCombo[r]) & mask) === 0))
+      // (one call site, so that one inlined copy of scanStored serves both cases)
+      if (r < lo || ((f & inboundOut) !== 0 && ((f & HEAD_INLINE) === 0 || ((1 << msgCombo[r]) & mask) === 0)))
         r = scanStored(plan, e);
     } else r = scanFiltered(plan, e);
     if (r >= 0) keys[n++] = r * contactCount + idRank[contact[e]];
@@ -250,6 +257,7 @@ function matchChannel(plan: Plan, v: TermView, s: Scratch, bits: number): number
   const contact = v.contact;
   const contactCount = index.contactCount;
   const idRank = index.contactIdRank;
+  const field = plan.rankField;
   let n = 0;
   for (let base = v.from, end = bits + channelWords(v.to - v.from); bits < end; bits++, base += 32) {
     let b = words[bits];
@@ -259,10 +267,10 @@ function matchChannel(plan: Plan, v: TermView, s: Scratch, bits: number): number
       const e = base + 31 - Math.clz32(low);
       // matchFiltered's tests of an inbound-only filter (its flags test is the bit itself)
       const f = flags[e];
-      let r = newestIn[e];
+      let r = newestIn[e] & field;
       if (r >= hi) continue;
-      if (r < lo) r = scanStored(plan, e);
-      else if ((f & inboundOut) !== 0 && ((f & HEAD_INLINE) === 0 || ((1 << msgCombo[r]) & mask) === 0))
+      // (one call site, so that one inlined copy of scanStored serves both cases)
+      if (r < lo || ((f & inboundOut) !== 0 && ((f & HEAD_INLINE) === 0 || ((1 << msgCombo[r]) & mask) === 0)))
         r = scanStored(plan, e);
       if (r >= 0) keys[n++] = r * contactCount + idRank[contact[e]];
     }

@@ -17,4 +17,10 @@ export interface Plan {
   direction: number;
   /** no date and no channel filter: the per-entry newest ranks answer matchContacts */
   precomputed: boolean;
+  /**
+   * the index's entry words (layout.ts, post-starts.ts): the mask of their rank field, and the
+   * shift of the posting start's distance above it (rankBits), read here once a query
+   */
+  rankField: number;
+  postShift: number;
 }

@@ -5,10 +5,10 @@
  * several read each term's list in turn, a message counted once (walkUnion).
  */
 import { summaryAt } from '../index/entry-summaries.js';
-import { entryHead, HEAD_INLINE, NONE } from '../index/layout.js';
+import { HEAD_INLINE, NONE } from '../index/layout.js';
 import { postingsLowerBound } from '../index/lower-bound.js';
 import type { OrgIndex } from '../index/org-index.js';
-import { postStart } from '../index/post-starts.js';
+import { postStartIn } from '../index/post-starts.js';
 import type { Plan } from './plan.js';
 import type { Scratch } from './scratch.js';
 import { containsPhrase, positionOf } from './term-view.js';
@@ -157,12 +157,13 @@ function termRange(plan: Plan, s: Scratch, j: number, c: number, entry: number, 
     return -1;
   }
   const g = v.entry === null ? e : v.entry[e];
-  const end = postStart(index, g + 1);
-  const start = postStart(index, g);
+  const { entryPostBase: bases, entryNewestIn: words, entryPostFar: far } = index;
+  const end = postStartIn(bases, words, far, plan.postShift, g + 1);
+  const start = postStartIn(bases, words, far, plan.postShift, g);
   s.end[j] = end;
   s.pos[j] = plan.lo > 0 ? postingsLowerBound(index.storedPostings, start, end, plan.lo) : start;
-  // the inline head (the newest), unless the window starts after it
-  const head = (index.entryFlags[g] & HEAD_INLINE) !== 0 ? entryHead(index, g) : NONE;
+  // the inline head (the newest: the rank field's ordinal), unless the window starts after it
+  const head = (index.entryFlags[g] & HEAD_INLINE) !== 0 ? words[g] & (plan.rankField >>> 1) : NONE;
   s.head[j] = head !== NONE && head >= plan.lo ? head : NONE;
   return g;
 }

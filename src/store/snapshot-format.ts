@@ -21,10 +21,11 @@ import { Packr, Unpackr } from 'msgpackr';
 import { buildIndex } from '../index/build.js';
 import { buildChannelBits, CHANNEL_BITS_SECTIONS, type ChannelBits, channelBitsFit } from '../index/channel-bits.js';
 import { buildEntrySummaries, SUMMARY_MIN_DEFAULT, SUMMARY_SECTIONS, SUMMARY_WIDTH } from '../index/entry-summaries.js';
-import { markTies, TOP_MODES } from '../index/layout.js';
+import { markTies, noInbound, rankMask, TOP_MODES } from '../index/layout.js';
 import { rowsOf } from '../index/message-rows.js';
 import { blockStartsFit, encodeBlockStarts } from '../index/block-starts.js';
 import { contactColumnType } from '../index/org-index.js';
+import { decodeSeparatePostStarts, encodePostStarts, postStartsFit } from '../index/post-starts.js';
 import { OlderFormatError, type LoadFlatOptions } from './snapshot-store.js';
 import { CHANNELS, DIRECTIONS, type Contact, type OrgData } from '../model/records.js';
 import {
@@ -547,22 +548,31 @@ const WHOLE_START_SECTIONS: Readonly<Record<string, SectionType>> = Object.fromE
   WHOLE_STARTS.map((g) => [g.whole, 'Uint32Array' as const]),
 );
 
-/** Whether a string column's offsets (n + 1 of them) run from 0 up to its bytes' length, never down. */
-function offsetsFit(offsets: Uint32Array, bytes: Uint8Array, n: number): boolean {
+/**
+ * The posting starts of the layout before starts in the entry words (post-starts.ts): a Uint16
+ * distance an entry in a column of its own, bases per 64 entries, and entryNewestIn one word an
+ * entry with NO_INBOUND at bit 31. Such a snapshot's starts are checked and encoded on load (a
+ * few passes over the entries), so it keeps loading without being published again.
+ */
+const SEPARATE_POST_SECTIONS: Readonly<Record<string, SectionType>> = { entryPostOffset: 'Uint16Array' };
+/** The previous layout's NO_INBOUND: the top bit of the word. */
+const SEPARATE_NO_INBOUND = 0x80000000;
+
+/** Whether a column's offsets (n + 1 of them) run from 0 up to its bytes' length, never down. */
+function offsetsFit(offsets: Uint32Array, bytes: { readonly length: number }, n: number): boolean {
   if (offsets.length !== n + 1 || offsets[0] !== 0 || offsets[n] !== bytes.length) return false;
   for (let i = 0; i < n; i++) if (offsets[i + 1] < offsets[i]) return false;
   return true;
 }
 
 /** The summary sections of a snapshot written without them, in shared memory. */
-function deriveSummaries(s: Record<string, Section>): Record<string, Section> {
-  const offsets = s.entryPostOffset as Uint16Array;
+function deriveSummaries(s: Record<string, Section>, messageCount: number): Record<string, Section> {
   const summaries = buildEntrySummaries(
     {
+      messageCount,
       entryPostBase: s.entryPostBase as Int32Array,
-      entryPostOffset: offsets,
       entryPostFar: s.entryPostFar as Uint32Array,
-      entryCount: offsets.length - 1,
+      entryCount: s.entryFlags.length,
       entryFlags: s.entryFlags as Uint16Array,
       entryNewestIn: s.entryNewestIn as Uint32Array,
       storedPostings: s.storedPostings as Uint32Array,
@@ -583,7 +593,7 @@ function summariesFit(s: Record<string, Section>): boolean {
   const min = s.summaryMin,
     entries = s.summaryEntries,
     values = s.summaryValues;
-  const entryCount = s.entryPostOffset.length - 1;
+  const entryCount = s.entryFlags.length;
   if (min.length !== 1 || min[0] < 1 || values.length !== entries.length * SUMMARY_WIDTH) return false;
   for (let i = 0; i < entries.length; i++) {
     if (entries[i] >= entryCount || (i > 0 && entries[i] <= entries[i - 1])) return false;
@@ -642,7 +652,10 @@ class SectionsDecoder {
       const want =
         name === 'entryContact'
           ? contactColumnType(manifest.contacts)
-          : (expected.get(name) ?? TWO_COLUMN_SECTIONS[name] ?? WHOLE_START_SECTIONS[name]);
+          : (expected.get(name) ??
+            TWO_COLUMN_SECTIONS[name] ??
+            WHOLE_START_SECTIONS[name] ??
+            SEPARATE_POST_SECTIONS[name]);
       const exportOnly = isExportSection(name);
       if (exportOnly ? type !== 'Uint32Array' : want !== type) {
         const known = exportOnly || want !== undefined;
@@ -656,9 +669,14 @@ class SectionsDecoder {
       if (length * Ctor.BYTES_PER_ELEMENT > total) throw new Error(`snapshot: malformed manifest for ${this.what}`);
       if (exportOnly && !keepExport) {
         this.skipped.set(name, length * Ctor.BYTES_PER_ELEMENT);
-      } else if (exportOnly || Object.hasOwn(TWO_COLUMN_SECTIONS, name) || Object.hasOwn(WHOLE_START_SECTIONS, name)) {
+      } else if (
+        exportOnly ||
+        Object.hasOwn(TWO_COLUMN_SECTIONS, name) ||
+        Object.hasOwn(WHOLE_START_SECTIONS, name) ||
+        Object.hasOwn(SEPARATE_POST_SECTIONS, name)
+      ) {
         // Export sections only serve finishData, the two columns only give the rows their bytes,
-        // and whole starts are encoded: ordinary memory, not shared, dropped once loaded.
+        // and whole or separate starts are encoded: ordinary memory, not shared, dropped once loaded.
         const array = new (Ctor as unknown as new (n: number) => Section)(length);
         this.sections.set(name, { bytes: new Uint8Array(array.buffer), array, filled: 0 });
       } else {
@@ -808,6 +826,56 @@ class SectionsDecoder {
     if (!blockStartsFit(x, count, end)) throw this.corrupt(`${g.what} disagree with the counts`);
   }
 
+  /**
+   * The entries' posting starts (post-starts.ts): encoded into the entry words from the layout
+   * before (its distances in a column of their own: checked, then let go) or checked as stored.
+   */
+  private postStarts(sections: Record<string, Section>, n: number): void {
+    const entries = sections.entryFlags.length;
+    const postings = sections.storedPostings.length;
+    const offsets = sections.entryPostOffset as Uint16Array | undefined;
+    const bad = (): Error => this.corrupt('the posting starts disagree with the entries');
+    if (offsets === undefined) {
+      const x = {
+        messageCount: n,
+        entryPostBase: sections.entryPostBase as Int32Array,
+        entryPostFar: sections.entryPostFar as Uint32Array,
+        entryNewestIn: sections.entryNewestIn as Uint32Array,
+      };
+      if (!postStartsFit(x, entries, postings)) throw bad();
+      return;
+    }
+    const starts = decodeSeparatePostStarts(
+      sections.entryPostBase as Int32Array,
+      offsets,
+      sections.entryPostFar as Uint32Array,
+      entries + 1,
+    );
+    const old = sections.entryNewestIn as Uint32Array;
+    if (starts === null || old.length !== entries || !offsetsFit(starts, { length: postings }, entries)) throw bad();
+    const none = noInbound(n);
+    const words = allocateShared([['entryNewestIn', 'Uint32Array', entries + 1]]).entryNewestIn as Uint32Array;
+    for (let e = 0; e < entries; e++) {
+      const w = old[e];
+      const r = w & ~SEPARATE_NO_INBOUND;
+      // a rank or ordinal of this organization: anything else would read outside its columns
+      if (r >= n) throw bad();
+      words[e] = w >= SEPARATE_NO_INBOUND ? none | r : r;
+    }
+    words[entries] = rankMask(n);
+    const x = encodePostStarts(starts, words, n);
+    Object.assign(
+      sections,
+      shareSections([
+        ['entryPostBase', x.entryPostBase],
+        ['entryPostFar', x.entryPostFar],
+      ]),
+      { entryNewestIn: words },
+    );
+    delete sections.entryPostOffset;
+    this.sections.delete('entryPostOffset');
+  }
+
   finish(withSourceOrder: boolean): FlatIndex {
     const m = this.manifest;
     if (this.seen.some((s) => !s)) throw this.corrupt('missing chunks');
@@ -829,9 +897,10 @@ class SectionsDecoder {
     }
     if (sections.msgRowBytes === undefined) Object.assign(sections, this.rowsFromTwoColumns(sections));
     for (const g of WHOLE_STARTS) this.blockStarts(sections, g, n + 1);
+    this.postStarts(sections, n);
     // the TIED bits (layout.ts) from the times themselves, whatever the snapshot's bytes say
     markTies(sections.msgSentAt as Float64Array, sections.msgCombo as Uint8Array);
-    if (sections.summaryMin === undefined) Object.assign(sections, deriveSummaries(sections));
+    if (sections.summaryMin === undefined) Object.assign(sections, deriveSummaries(sections, n));
     else if (!summariesFit(sections)) throw this.corrupt('the summary sections disagree with the entries');
     const entryStart = sections.entryStart as Uint32Array,
       topSlot = sections.topSlot as Int32Array,

@@ -1,10 +1,12 @@
 /**
  * A flat index as the layout before block starts wrote it (src/index/block-starts.ts): the
  * message rows' starts and the token sequences' starts as one Uint32 a message, msgRowOffsets and
- * seqByteStart. For tests of the loader's encoding of them.
+ * seqByteStart, and the posting starts in a column of their own (separate-post-starts.ts). For tests
+ * of the loader's encoding of them.
  */
 import { decodeBlockStarts } from '../../src/index/block-starts.js';
 import type { FlatIndex } from '../../src/store/flat-index.js';
+import { toSeparatePostStarts } from './separate-post-starts.js';
 
 const GROUPS = [
   ['msgRowOffsets', 'msgRowStartBase', 'msgRowStartDelta', 'msgRowStartFar'],
@@ -12,6 +14,8 @@ const GROUPS = [
 ] as const;
 
 export function toWholeStarts(flat: FlatIndex): void {
+  // that layout came before posting starts in the entry words too
+  toSeparatePostStarts(flat);
   const s = flat.sections;
   for (const [whole, base, delta, far] of GROUPS) {
     s[whole] = decodeBlockStarts(

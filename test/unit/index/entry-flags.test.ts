@@ -17,9 +17,10 @@ import {
   entryOrdinals,
   HEAD_INLINE,
   INBOUND,
-  NO_INBOUND,
   newestOf,
+  noInbound,
   OUTBOUND,
+  rankMask,
   timeRank,
 } from '../../../src/index/layout.js';
 import { OrgDataBuilder } from '../../../src/model/org-data-builder.js';
@@ -108,11 +109,11 @@ describe('entry flags', () => {
           assert.equal(newestOf(index, e, OUTBOUND), best[1], `entry ${e} outbound`);
           const newest = best[0] < 0 ? best[1] : best[1] < 0 ? best[0] : Math.min(best[0], best[1]);
           assert.equal(newestOf(index, e, BOTH), newest, `entry ${e} newest`);
-          // without inbound messages: NO_INBOUND and the first message's ordinal, always inline
+          // without inbound messages: noInbound and the first message's ordinal, always inline
           const first = entryOrdinals(index, e)[0];
           assert.equal(
-            index.entryNewestIn[e],
-            best[0] < 0 ? (NO_INBOUND | first) >>> 0 : best[0],
+            index.entryNewestIn[e] & rankMask(index.messageCount),
+            best[0] < 0 ? noInbound(index.messageCount) | first : best[0],
             `entry ${e} entryNewestIn`,
           );
           if (best[0] < 0) assert.ok((index.entryFlags[e] & HEAD_INLINE) !== 0, `entry ${e} head inline`);

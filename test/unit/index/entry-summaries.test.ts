@@ -13,7 +13,16 @@ import {
   summaryAt,
   type SummarySource,
 } from '../../../src/index/entry-summaries.js';
-import { BOTH, CHANNEL_COUNT, HEAD_INLINE, INBOUND, NO_INBOUND, NONE, OUTBOUND } from '../../../src/index/layout.js';
+import {
+  BOTH,
+  CHANNEL_COUNT,
+  HEAD_INLINE,
+  INBOUND,
+  NONE,
+  noInbound,
+  OUTBOUND,
+  rankMask,
+} from '../../../src/index/layout.js';
 import { encodePostStarts } from '../../../src/index/post-starts.js';
 
 const SEED = process.env.PROPERTY_SEED !== undefined ? Number(process.env.PROPERTY_SEED) : Date.now() % 2 ** 31;
@@ -43,11 +52,12 @@ const sourceArb = fc
   .map(({ combos, conversations, entries, min, heads }) => {
     const lists = entries.map((l) => [...l].sort((a, b) => a - b));
     const entryFlags = new Uint16Array(lists.length);
-    const entryNewestIn = new Uint32Array(lists.length).fill(NONE);
+    // the rank fields, then the starts above them (post-starts.ts), for MESSAGES messages
+    const entryNewestIn = new Uint32Array(lists.length + 1).fill(rankMask(MESSAGES));
     const stored = lists.map((l, e) => {
       if (heads[e] === 0) return l;
       entryFlags[e] = HEAD_INLINE;
-      entryNewestIn[e] = heads[e] === 1 ? l[0] : (NO_INBOUND | l[0]) >>> 0;
+      entryNewestIn[e] = heads[e] === 1 ? l[0] : noInbound(MESSAGES) | l[0];
       return l.slice(1);
     });
     const starts = new Uint32Array(lists.length + 1);
@@ -55,7 +65,8 @@ const sourceArb = fc
       starts[e + 1] = starts[e] + l.length;
     });
     const source: SummarySource = {
-      ...encodePostStarts(starts),
+      ...encodePostStarts(starts, entryNewestIn, MESSAGES),
+      messageCount: MESSAGES,
       entryCount: lists.length,
       entryFlags,
       entryNewestIn,
@@ -98,10 +109,11 @@ describe('entry summaries', () => {
 
   it('refuses a minimum below 1', () => {
     const empty: SummarySource = {
-      ...encodePostStarts(new Uint32Array(1)),
+      ...encodePostStarts(new Uint32Array(1), new Uint32Array(1), 0),
+      messageCount: 0,
       entryCount: 0,
       entryFlags: new Uint16Array(0),
-      entryNewestIn: new Uint32Array(0),
+      entryNewestIn: new Uint32Array(1),
       storedPostings: new Uint32Array(0),
       msgCombo: new Uint8Array(0),
       msgConversation: new Uint32Array(0),

@@ -13,6 +13,8 @@
  * A snapshot written before block starts (src/index/block-starts.ts) holds the starts of the
  * message rows and of the token sequences whole: the decoder encodes them on load, equal to the
  * ones the build writes, in shared memory.
+ * A snapshot written before posting starts in the entry words (src/index/post-starts.ts) holds them
+ * in a column of their own: the decoder encodes them into the words on load, equal to the build's.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -28,6 +30,7 @@ import { parseSearchParams } from '../../../src/request/parse-params.js';
 import { exportColumns, type FlatIndex, flattenIndex, type Section, wrapIndex } from '../../../src/store/flat-index.js';
 import { encodeSnapshot, parseManifest, SnapshotDecoder } from '../../../src/store/snapshot-format.js';
 import { parseRfc3339 } from '../../../src/time/rfc3339.js';
+import { toSeparatePostStarts } from '../../helpers/separate-post-starts.js';
 import { toTwoColumns } from '../../helpers/two-columns.js';
 import { toWholeStarts } from '../../helpers/whole-starts.js';
 
@@ -397,6 +400,81 @@ describe('a snapshot written before block starts', () => {
       change(flat.sections as unknown as Record<string, Uint32Array | Uint16Array>);
       assert.throws(() => roundTrip(orgId, flat, 9, 'serve'), {
         message: `snapshot: corrupt snapshot of organization ${orgId} version 9: ${what} disagree with the counts`,
+      });
+    }
+  });
+});
+
+/** The sections of the posting starts (src/index/post-starts.ts). */
+const POST_NAMES = ['entryPostBase', 'entryPostFar', 'entryNewestIn'] as const;
+
+describe('a snapshot written before posting starts in the entry words', () => {
+  it('loads with its starts encoded into the words, equal to the built ones, and answers the same', () => {
+    // 9,000 messages in 12 contacts: entries of hundreds of postings, so some blocks are far in
+    // both layouts (this one holds 2^18 - 1 of distance at 9,000 messages; the previous, 65,535)
+    for (const [messages, contacts, seed] of [
+      [3000, 40, 21],
+      [9000, 12, 22],
+    ] as const) {
+      const { orgId, data } = generatedOrg(messages, contacts, seed);
+      let order: Uint32Array | undefined;
+      const built = buildIndex(data, {
+        onOrder: (o) => {
+          order = o;
+        },
+      });
+      for (const purpose of ['serve', 'export'] as const) {
+        const flat = flattenIndex(built, exportColumns(data, order!));
+        toSeparatePostStarts(flat);
+        assert.equal(flat.sections.entryNewestIn.length, built.entryFlags.length);
+        const loaded = roundTrip(orgId, flat, 2, purpose);
+        assertSectionsAsBuilt(loaded, built, POST_NAMES);
+        assert.equal(loaded.sections.entryPostOffset, undefined, 'entryPostOffset is let go');
+        assertSameAnswers(built, wrapIndex(loaded), orgId, [
+          'q=the',
+          'q=que&direction=all&messages_limit=20',
+          'q=que&direction=outbound&limit=100&offset=3',
+          'q=o%20com&direction=all',
+          'keywords=que,de,%22para%20o%22&channel=whatsapp',
+          'keywords=que,de,para,com&match=all&direction=all',
+          'q=de&from=2024-03-01&to=2024-09-30&channel=email',
+        ]);
+      }
+    }
+  });
+
+  it('starts that go down or run past the postings, and ranks outside the organization, are refused as corrupt', () => {
+    const { orgId, data } = generatedOrg(300, 4, 23);
+    const cases: Array<(s: Record<string, Uint32Array | Uint16Array | Int32Array>) => void> = [
+      (s) => (s.entryPostOffset[5] = s.entryPostOffset[6] + 1),
+      (s) => (s.entryPostOffset[s.entryPostOffset.length - 1] += 1),
+      (s) => (s.entryNewestIn[2] = 300),
+      (s) => (s.entryNewestIn = s.entryNewestIn.subarray(1)),
+      (s) => (s.entryPostBase[0] = -5),
+    ];
+    for (const change of cases) {
+      const flat = flattenIndex(buildIndex(data));
+      toSeparatePostStarts(flat);
+      change(flat.sections as unknown as Record<string, Uint32Array | Uint16Array | Int32Array>);
+      assert.throws(() => roundTrip(orgId, flat, 9, 'serve'), {
+        message: `snapshot: corrupt snapshot of organization ${orgId} version 9: the posting starts disagree with the entries`,
+      });
+    }
+  });
+
+  it('stored starts of the wrong shape are refused as corrupt', () => {
+    const { orgId, data } = generatedOrg(300, 4, 24);
+    const cases: Array<(s: Record<string, Uint32Array | Int32Array>) => void> = [
+      (s) => (s.entryNewestIn = s.entryNewestIn.subarray(1)),
+      (s) => (s.entryPostBase = s.entryPostBase.subarray(1)),
+      (s) => (s.entryNewestIn[4] |= 0x7ff << 21),
+      (s) => (s.entryPostBase[1] = -1000),
+    ];
+    for (const change of cases) {
+      const flat = flattenIndex(buildIndex(data));
+      change(flat.sections as unknown as Record<string, Uint32Array | Int32Array>);
+      assert.throws(() => roundTrip(orgId, flat, 9, 'serve'), {
+        message: `snapshot: corrupt snapshot of organization ${orgId} version 9: the posting starts disagree with the entries`,
       });
     }
   });
