@@ -2,7 +2,7 @@
  * One search, start to end: the date window, the terms' views, the page's contacts (from the top
  * lists or from every matching contact), and the body rendered as bytes.
  */
-import { BOTH, INBOUND, OUTBOUND, rankMask } from '../index/layout.js';
+import { BOTH, INBOUND, noInbound, OUTBOUND, rankMask } from '../index/layout.js';
 import { rankBits } from '../index/post-starts.js';
 import type { OrgIndex } from '../index/org-index.js';
 import { smallestKeys } from '../index/select.js';
@@ -79,6 +79,7 @@ export function searchBody(index: OrgIndex | null, req: SearchRequest): Uint8Arr
     direction,
     precomputed,
     rankField: rankMask(index.messageCount),
+    headField: noInbound(index.messageCount) - 1,
     postShift: rankBits(index.messageCount),
   };
   if (req.messagesLimit > s.picked.length) s.picked = new Uint32Array(req.messagesLimit);

@@ -33,8 +33,8 @@ function newestCounting(plan: Plan, v: TermView, e: number): number {
   const { msgCombo, storedPostings: postings, entryNewestIn: words } = index;
   if (plan.direction === INBOUND && (words[g] & plan.rankField) >= plan.hi) return -1;
   if ((f & HEAD_INLINE) !== 0) {
-    // the inline head is the entry's newest message (the rank field's ordinal, noInbound's bit off)
-    const o = words[g] & (plan.rankField >>> 1);
+    // the inline head is the entry's newest message
+    const o = words[g] & plan.headField;
     if (o >= plan.hi) return -1;
     if (
       o >= plan.lo &&
@@ -94,7 +94,7 @@ function scanFiltered(plan: Plan, e: number): number {
   const { index, mask, lo, hi } = plan;
   if ((index.entryFlags[e] & HEAD_INLINE) !== 0) {
     // the inline head is the entry's newest message
-    const o = index.entryNewestIn[e] & (plan.rankField >>> 1);
+    const o = index.entryNewestIn[e] & plan.headField;
     if (o >= hi) return -1;
     const combo = index.msgCombo[o];
     if (o >= lo && ((1 << combo) & mask) !== 0) return rankOf(index.msgSentAt, o, combo);
@@ -107,11 +107,9 @@ function scanStored(plan: Plan, e: number): number {
   const { index, mask, lo, hi } = plan;
   const { storedPostings: postings, msgCombo, entryPostBase: bases, entryNewestIn: words, entryPostFar: far } = index;
   const end = postStartIn(bases, words, far, plan.postShift, e + 1);
-  // every message newer than the window, or nothing stored (then the posting before `end` is an
-  // earlier entry's, and -1 is the answer all the same): one read, no scan, no start
-  if (end === 0 || postings[end - 1] < lo) return -1;
   let p = postStartIn(bases, words, far, plan.postShift, e);
-  if (p === end) return -1;
+  // nothing stored, or every message newer than the window: one read, no scan
+  if (p === end || postings[end - 1] < lo) return -1;
   if (lo > 0) p = postingsLowerBound(postings, p, end, lo);
   for (; p < end; p++) {
     const o = postings[p];
@@ -143,8 +141,7 @@ export function matchContacts(plan: Plan, s: Scratch): number {
       if (direction === INBOUND) {
         const newestIn = index.entryNewestIn;
         const field = plan.rankField;
-        // noInbound: the rank field's top bit
-        const none = (field >>> 1) + 1;
+        const none = plan.headField + 1;
         for (let e = v.from; e < v.to; e++) {
           const r = newestIn[e] & field;
           if (r < none) keys[n++] = r * contactCount + idRank[contact[e]];
@@ -155,7 +152,7 @@ export function matchContacts(plan: Plan, s: Scratch): number {
         // most entries: the newest outbound is one of the entry's first postings, its own time rank
         const { entryFlags: flags, storedPostings: postings, entryPostBase: bases, entryNewestIn: words } = index;
         const { entryPostFar: far } = index;
-        const { postShift: shift, rankField: field } = plan;
+        const { postShift: shift, headField } = plan;
         for (let e = v.from; e < v.to; e++) {
           const f = flags[e];
           const code = (f >>> OUT_SHIFT) & OUT_FAR;
@@ -167,7 +164,7 @@ export function matchContacts(plan: Plan, s: Scratch): number {
             code === OUT_FAR || (f & OUT_UNTIED) === 0
               ? newestOutbound(index, e)
               : code === 1 && inline
-                ? words[e] & (field >>> 1)
+                ? words[e] & headField
                 : postings[postStartIn(bases, words, far, shift, e) + code - 1 - (inline ? 1 : 0)];
           if (r >= 0) keys[n++] = r * contactCount + idRank[contact[e]];
         }

@@ -18,9 +18,11 @@ export interface Plan {
   /** no date and no channel filter: the per-entry newest ranks answer matchContacts */
   precomputed: boolean;
   /**
-   * the index's entry words (layout.ts, post-starts.ts): the mask of their rank field, and the
-   * shift of the posting start's distance above it (rankBits), read here once a query
+   * the index's entry words (layout.ts, post-starts.ts), read here once a query: the mask of their
+   * rank field, the mask of an inline head's ordinal in it (noInbound - 1), and the shift of the
+   * posting start's distance above it (rankBits)
    */
   rankField: number;
+  headField: number;
   postShift: number;
 }

@@ -162,8 +162,8 @@ function termRange(plan: Plan, s: Scratch, j: number, c: number, entry: number, 
   const start = postStartIn(bases, words, far, plan.postShift, g);
   s.end[j] = end;
   s.pos[j] = plan.lo > 0 ? postingsLowerBound(index.storedPostings, start, end, plan.lo) : start;
-  // the inline head (the newest: the rank field's ordinal), unless the window starts after it
-  const head = (index.entryFlags[g] & HEAD_INLINE) !== 0 ? words[g] & (plan.rankField >>> 1) : NONE;
+  // the inline head (the newest), unless the window starts after it
+  const head = (index.entryFlags[g] & HEAD_INLINE) !== 0 ? words[g] & plan.headField : NONE;
   s.head[j] = head !== NONE && head >= plan.lo ? head : NONE;
   return g;
 }

@@ -37,6 +37,16 @@ import { isCanonicalOrganizationId } from '../model/organization-id.js';
 import { visibleText } from '../text/visible.js';
 
 const VERSION_FILE = /^v(\d{10})\.snap$/;
+
+/** The versions of the snapshot files among a folder's `names`. */
+function versionsIn(names: readonly string[]): number[] {
+  const out: number[] = [];
+  for (const name of names) {
+    const m = VERSION_FILE.exec(name);
+    if (m) out.push(Number(m[1]));
+  }
+  return out;
+}
 const FOOTER_MAGIC = Buffer.from('CMSSNAP\n', 'ascii');
 const FOOTER_SIZE = 12; // u32 BE manifest length + magic
 const TEMP_MAX_AGE_MS = 24 * 3600_000;
@@ -193,12 +203,7 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
   }
 
   private async versionsOn(dir: string): Promise<number[]> {
-    const out: number[] = [];
-    for (const name of await fs.readdir(dir)) {
-      const m = VERSION_FILE.exec(name);
-      if (m) out.push(Number(m[1]));
-    }
-    return out;
+    return versionsIn(await fs.readdir(dir));
   }
 
   private async readPointer(org: string): Promise<Pointer | null> {
@@ -237,8 +242,9 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
     for (let i = 0; i < orgs.length; i += 16) {
       await Promise.all(
         orgs.slice(i, i + 16).map(async (org) => {
-          await this.removeDeadTemps(path.join(this.snapDir, org));
-          await this.removeStaleVersions(org);
+          // one listing of the folder for both
+          const names = await this.removeDeadTemps(path.join(this.snapDir, org));
+          await this.removeStaleVersions(org, names);
         }),
       );
     }
@@ -252,11 +258,11 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
    * pointer moves. A version the pointer names, or one below it, is never touched here; nor
    * anything when the pointer is unreadable (the import that repairs it decides).
    */
-  private async removeStaleVersions(org: string): Promise<void> {
-    const dir = path.join(this.snapDir, org);
+  private async removeStaleVersions(org: string, names: readonly string[]): Promise<void> {
+    const versions = versionsIn(names);
+    if (versions.length === 0) return;
     const pointer = await this.readPointer(org).catch(() => undefined);
     if (pointer === undefined) return;
-    const versions = await this.versionsOn(dir).catch(() => []);
     for (const v of versions) {
       if (pointer !== null && v <= pointer.version) continue;
       const file = snapshotFile(this.dataDir, { organizationId: org, version: v });
@@ -266,13 +272,14 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
   }
 
   // Leftovers of an import killed midway: its pid is gone, or the file is a day old.
-  private async removeDeadTemps(dir: string): Promise<void> {
+  /** Removes the dead temps in `dir`; resolves to the names the folder held (none if it is gone). */
+  private async removeDeadTemps(dir: string): Promise<string[]> {
     let names: string[];
     try {
       names = await fs.readdir(dir);
     } catch (err) {
       // an organization's folder removed meanwhile, or a file where a folder was expected
-      if (['ENOENT', 'ENOTDIR'].includes((err as NodeJS.ErrnoException).code ?? '')) return;
+      if (['ENOENT', 'ENOTDIR'].includes((err as NodeJS.ErrnoException).code ?? '')) return [];
       throw err;
     }
     for (const name of names) {
@@ -282,6 +289,7 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
       // (a folder of that name is not ours: it stopped the clean-up of the rest, an audit found)
       if (st?.isFile() && deadTemp(name, st.mtimeMs, TEMP_MAX_AGE_MS)) await fs.rm(file, { force: true });
     }
+    return names;
   }
 
   async latest(): Promise<SnapshotRef[]> {
