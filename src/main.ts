@@ -131,6 +131,8 @@ async function main(): Promise<void> {
           keys: store.keys,
           // (called at shutdown only, once `keys` below exists)
           laterUses: (uses) => keys.noteUses(uses),
+          // (called for a thread's key lookup: after `keys` below started, as the threads wait for it)
+          afterLookup: (prefix, record, startedAt) => keys.afterLookup(prefix, record, startedAt),
           metrics,
           logger,
           state: () => servingState(catalog),

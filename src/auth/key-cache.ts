@@ -125,6 +125,8 @@ export class KeyCache {
   private lastUsed = new Map<string, number>();
   private loaded = false;
   private refreshing: Promise<void> | null = null;
+  /** epoch ms when the read in `refreshing` started */
+  private refreshStartedAt = 0;
   /** The records of the last listing installed from the store (see refresh). */
   private lastListing: KeyRecord[] | null = null;
   private timers: NodeJS.Timeout[] = [];
@@ -193,6 +195,7 @@ export class KeyCache {
   refresh(): Promise<void> {
     if (!this.refreshing) {
       const startedAt = Date.now();
+      this.refreshStartedAt = startedAt;
       this.refreshing = this.store
         .listKeys()
         .then(
@@ -215,6 +218,38 @@ export class KeyCache {
         });
     }
     return this.refreshing;
+  }
+
+  /**
+   * A serving thread's store lookup of `prefix`, begun at `startedAt`, read `record` (the main
+   * thread calls this before it answers the thread). When that thread is about to refuse the key
+   * (revoked, expired or malformed in the store, or gone from it while the key set here holds it)
+   * another thread may still hold it as valid: from its own lookup, or from a listing read before
+   * the revocation. So a listing read after the lookup began is installed and sent to every thread
+   * first (onListing), and a refusal by one thread is every thread's (it was not: a thread that
+   * met a revoked key first by a lookup refused it while another answered it until the next
+   * listing, up to a second later). A failed listing is logged; the next one carries it.
+   */
+  async afterLookup(prefix: string, record: KeyRecord | null, startedAt: number, now = Date.now()): Promise<void> {
+    let refused: boolean;
+    if (record === null) {
+      const held = this.keys.get(prefix);
+      refused = held !== undefined && !held.revoked && now < held.expiresAt;
+    } else {
+      const cached = cachedOrProblem(record);
+      refused = typeof cached === 'string' || cached.revoked || now >= cached.expiresAt;
+    }
+    if (!refused) return;
+    try {
+      // a read under way may have begun before the lookup, and missed what it saw: wait, read anew
+      while (this.refreshing !== null && this.refreshStartedAt < startedAt) await this.refreshing.catch(() => {});
+      await this.refresh();
+    } catch (err) {
+      this.logger.warn(
+        { err: (err as Error).message, key_prefix: prefix },
+        'keys: cannot read the keys after a lookup of a refused key; the next refresh sends them to every thread',
+      );
+    }
   }
 
   /**

@@ -12,6 +12,7 @@ import type { BuiltIndex } from '../catalog/index-builder.js';
 import type { Config } from '../config/config.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { deriveDictionaries, type FlatIndex, flattenIndex, shareFlat } from '../store/flat-index.js';
+import type { KeyRecord } from '../auth/key-record.js';
 import type { ServingKeyStore } from '../auth/key-store.js';
 import { startModuleWorker } from '../runtime/module-worker.js';
 import type { FromThread, KeyListingMessage, ServingState, ServingThreadData, ToThread } from './thread-protocol.js';
@@ -27,6 +28,11 @@ export interface ThreadPoolDeps {
    * and a paused Redis held that for its 10 s command timeout (a shutdown of 12.5 s: an audit).
    */
   laterUses?: (uses: Map<string, string>) => void;
+  /**
+   * Called with what a thread's key lookup read, before the thread gets it (KeyCache.afterLookup:
+   * a key the thread will refuse is refused by every thread first)
+   */
+  afterLookup?: (prefix: string, record: KeyRecord | null, startedAt: number) => Promise<void>;
   metrics: Metrics;
   logger: Logger;
   /** the catalog's state, read when it is posted (every 250 ms and after each load) */
@@ -299,6 +305,14 @@ export class ThreadPool {
     );
   }
 
+  /** A thread's lookup of a key prefix: the store's record, once every thread can see what it means. */
+  private async lookup(prefix: string): Promise<KeyRecord | null> {
+    const startedAt = Date.now();
+    const record = await this.deps.keys.getKey(prefix);
+    await this.deps.afterLookup?.(prefix, record, startedAt);
+    return record;
+  }
+
   private storeCall(worker: Worker, id: number, method: 'getKey' | 'touchKeys', args: unknown[]): void {
     const store = this.deps.keys;
     const later = this.stopping && method === 'touchKeys' ? this.deps.laterUses : undefined;
@@ -306,7 +320,7 @@ export class ThreadPool {
     const run: Promise<unknown> = later
       ? Promise.resolve()
       : method === 'getKey'
-        ? store.getKey(args[0] as string)
+        ? this.lookup(args[0] as string)
         : store.touchKeys(args[0] as Map<string, string>);
     run.then(
       (value) => post({ kind: 'store-reply', id, ok: true, value }),

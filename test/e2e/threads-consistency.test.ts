@@ -1,7 +1,8 @@
 /**
  * SERVER_THREADS=2 answers like one thread where a caller can tell: a revoked key, once refused,
  * is refused by every thread (the main thread's key listings reach all threads before they
- * authenticate again), and /metrics counts every response answered before the scrape.
+ * authenticate again, and a thread's lookup that reads a key revoked reaches them before it
+ * answers), and /metrics counts every response answered before the scrape.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -57,6 +58,26 @@ describe('SERVER_THREADS=2 answers as one server', () => {
       const after: number[] = [];
       for (let i = 0; i < 30; i++) after.push(await status(key));
       assert.deepEqual(after, Array(30).fill(401), `round ${round}: every request after the first 401`);
+    }
+  });
+
+  it('a key revoked before one thread ever saw it: once a thread refuses it, no thread answers it', async () => {
+    // One request before the revocation: one thread looks the key up and holds it as valid, the
+    // other has never seen it. Its first request after the revocation looks the key up, reads it
+    // revoked, and refuses it: by then the thread that holds it must have the revocation too (it
+    // answered 200 until the next key listing, up to a second later).
+    for (let round = 0; round < 6; round++) {
+      const key = await createKey(baseEnv({ DATA_DIR: data.dir }), [ORG], 'contacts:read,messages:read');
+      assert.equal(await status(key), 200);
+      const r = await keysCli(['revoke', key.prefix], baseEnv({ DATA_DIR: data.dir }));
+      assert.equal(r.code, 0, r.stderr);
+      const revokedAt = Date.now();
+      let seen = 0;
+      while ((seen = await status(key)) === 200) assert.ok(Date.now() - revokedAt < 2000, 'refused within 2 s');
+      assert.equal(seen, 401);
+      const after: number[] = [];
+      for (let i = 0; i < 20; i++) after.push(await status(key));
+      assert.deepEqual(after, Array(20).fill(401), `round ${round}: every request after the first 401`);
     }
   });
 

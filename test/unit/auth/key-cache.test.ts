@@ -129,3 +129,77 @@ test('the same listing again (an unchanged keys file) is neither rebuilt nor pos
   assert.equal(posted, 2);
   assert.equal(cache.authenticate(`Bearer ${k.key}`).ok, false, 'a new listing is installed');
 });
+
+test("a thread's lookup of a key it will refuse reaches every thread first: a listing read after it is sent", async () => {
+  const fresh = generateKey();
+  const active = generateKey();
+  const full = ['contacts:read', 'messages:read'];
+  // the store: `fresh` is revoked once `revoked` is set; the main thread's cache has listed it before
+  let revoked = false;
+  let listings = 0;
+  const store = {
+    listKeys: async () => {
+      listings++;
+      return [
+        { ...record(fresh.prefix, fresh.hash, full), revoked_at: revoked ? '2026-03-01T10:00:00.000Z' : null },
+        record(active.prefix, active.hash, full),
+      ];
+    },
+    getKey: async () => null,
+    touchKeys: async () => {},
+  } as unknown as ServingKeyStore;
+  const sent: KeyRecord[][] = [];
+  const main = new KeyCache(store, { logger: pino({ level: 'silent' }), onListing: (l) => sent.push(l.records) });
+  await main.refresh();
+  // a serving thread's own cache, with what the main thread sent it
+  const thread = new KeyCache(store, { logger: pino({ level: 'silent' }) });
+  thread.install({ records: sent[0], startedAt: 0 });
+  assert.equal(thread.authenticate(`Bearer ${fresh.key}`).ok, true);
+
+  // an active key looked up: nothing to send
+  const before = listings;
+  await main.afterLookup(active.prefix, record(active.prefix, active.hash, full), Date.now());
+  // an unknown prefix that nobody holds: nothing to send either
+  await main.afterLookup('abcdefgh', null, Date.now());
+  assert.equal(listings, before);
+
+  // another thread's lookup reads `fresh` revoked: by the time afterLookup resolves (then the
+  // thread answers 401), a listing with the revocation has been sent to every thread
+  revoked = true;
+  const lookedUp = Date.now();
+  await main.afterLookup(fresh.prefix, { ...record(fresh.prefix, fresh.hash, full), revoked_at: 'x' }, lookedUp);
+  assert.equal(listings, before + 1);
+  thread.install({ records: sent[sent.length - 1], startedAt: lookedUp });
+  assert.equal(thread.authenticate(`Bearer ${fresh.key}`).ok, false);
+  assert.equal(thread.authenticate(`Bearer ${active.key}`).ok, true);
+});
+
+test('afterLookup waits out a listing that began before the lookup, and reads anew', async () => {
+  const key = generateKey();
+  const full = ['contacts:read', 'messages:read'];
+  let revoked = false;
+  let release: () => void = () => {};
+  const started: number[] = [];
+  const store = {
+    listKeys: () => {
+      started.push(Date.now());
+      const snapshot = revoked;
+      // the first read hangs until released, holding what it read before the revocation
+      const out = [{ ...record(key.prefix, key.hash, full), revoked_at: snapshot ? '2026-03-01T10:00:00.000Z' : null }];
+      return started.length === 2 ? new Promise((r) => (release = () => r(out))) : Promise.resolve(out);
+    },
+    getKey: async () => null,
+    touchKeys: async () => {},
+  } as unknown as ServingKeyStore;
+  const sent: KeyRecord[][] = [];
+  const main = new KeyCache(store, { logger: pino({ level: 'silent' }), onListing: (l) => sent.push(l.records) });
+  await main.refresh();
+  const slow = main.refresh(); // read before the revocation, not yet back
+  await new Promise((r) => setTimeout(r, 5));
+  revoked = true;
+  const done = main.afterLookup(key.prefix, { ...record(key.prefix, key.hash, full), revoked_at: 'x' }, Date.now());
+  release();
+  await Promise.all([slow, done]);
+  assert.equal(started.length, 3, 'a third read, begun after the lookup');
+  assert.notEqual(sent[sent.length - 1][0].revoked_at, null, 'the last listing sent has the revocation');
+});
