@@ -241,8 +241,9 @@ export class KeyCache {
     }
     if (!refused) return;
     try {
-      // a read under way may have begun before the lookup, and missed what it saw: wait, read anew
-      while (this.refreshing !== null && this.refreshStartedAt < startedAt) await this.refreshing.catch(() => {});
+      // a read under way may have begun before the lookup (or in its millisecond), and missed what
+      // it saw: wait for it, then read anew
+      while (this.refreshing !== null && this.refreshStartedAt <= startedAt) await this.refreshing.catch(() => {});
       await this.refresh();
     } catch (err) {
       this.logger.warn(

@@ -33,6 +33,22 @@ async function status(key: CreatedKey): Promise<number> {
   return r.kind === 'response' ? r.status : 0;
 }
 
+/**
+ * Revokes `key`, waits for its first 401 (within 2 s), then asserts that `requests` more on fresh
+ * connections (spread over the threads) are all refused.
+ */
+async function revokeThenRefusedByAll(key: CreatedKey, round: number, requests: number): Promise<void> {
+  const r = await keysCli(['revoke', key.prefix], baseEnv({ DATA_DIR: data.dir }));
+  assert.equal(r.code, 0, r.stderr);
+  const revokedAt = Date.now();
+  let seen = 0;
+  while ((seen = await status(key)) === 200) assert.ok(Date.now() - revokedAt < 2000, 'refused within 2 s');
+  assert.equal(seen, 401);
+  const after: number[] = [];
+  for (let i = 0; i < requests; i++) after.push(await status(key));
+  assert.deepEqual(after, Array(requests).fill(401), `round ${round}: every request after the first 401`);
+}
+
 describe('SERVER_THREADS=2 answers as one server', () => {
   before(async () => {
     await publishOneContact(data.dir, ORG, '1f1f1f1f-0000-4000-8000-000000000001');
@@ -49,15 +65,7 @@ describe('SERVER_THREADS=2 answers as one server', () => {
       const key = await createKey(baseEnv({ DATA_DIR: data.dir }), [ORG], 'contacts:read,messages:read');
       // the key is known to both threads (a fresh key may be looked up first)
       for (let i = 0; i < 10; i++) assert.equal(await status(key), 200);
-      const r = await keysCli(['revoke', key.prefix], baseEnv({ DATA_DIR: data.dir }));
-      assert.equal(r.code, 0, r.stderr);
-      const revokedAt = Date.now();
-      let seen = 0;
-      while ((seen = await status(key)) === 200) assert.ok(Date.now() - revokedAt < 2000, 'refused within 2 s');
-      assert.equal(seen, 401);
-      const after: number[] = [];
-      for (let i = 0; i < 30; i++) after.push(await status(key));
-      assert.deepEqual(after, Array(30).fill(401), `round ${round}: every request after the first 401`);
+      await revokeThenRefusedByAll(key, round, 30);
     }
   });
 
@@ -69,15 +77,7 @@ describe('SERVER_THREADS=2 answers as one server', () => {
     for (let round = 0; round < 6; round++) {
       const key = await createKey(baseEnv({ DATA_DIR: data.dir }), [ORG], 'contacts:read,messages:read');
       assert.equal(await status(key), 200);
-      const r = await keysCli(['revoke', key.prefix], baseEnv({ DATA_DIR: data.dir }));
-      assert.equal(r.code, 0, r.stderr);
-      const revokedAt = Date.now();
-      let seen = 0;
-      while ((seen = await status(key)) === 200) assert.ok(Date.now() - revokedAt < 2000, 'refused within 2 s');
-      assert.equal(seen, 401);
-      const after: number[] = [];
-      for (let i = 0; i < 20; i++) after.push(await status(key));
-      assert.deepEqual(after, Array(20).fill(401), `round ${round}: every request after the first 401`);
+      await revokeThenRefusedByAll(key, round, 20);
     }
   });
 

@@ -130,6 +130,14 @@ test('the same listing again (an unchanged keys file) is neither rebuilt nor pos
   assert.equal(cache.authenticate(`Bearer ${k.key}`).ok, false, 'a new listing is installed');
 });
 
+/** The main thread's cache over a store listing `listKeys`, and every listing it sends the threads. */
+function mainCache(listKeys: () => Promise<KeyRecord[]>): { main: KeyCache; sent: KeyRecord[][] } {
+  const store = { listKeys, getKey: async () => null, touchKeys: async () => {} } as unknown as ServingKeyStore;
+  const sent: KeyRecord[][] = [];
+  const main = new KeyCache(store, { logger: pino({ level: 'silent' }), onListing: (l) => sent.push(l.records) });
+  return { main, sent };
+}
+
 test("a thread's lookup of a key it will refuse reaches every thread first: a listing read after it is sent", async () => {
   const fresh = generateKey();
   const active = generateKey();
@@ -137,22 +145,16 @@ test("a thread's lookup of a key it will refuse reaches every thread first: a li
   // the store: `fresh` is revoked once `revoked` is set; the main thread's cache has listed it before
   let revoked = false;
   let listings = 0;
-  const store = {
-    listKeys: async () => {
-      listings++;
-      return [
-        { ...record(fresh.prefix, fresh.hash, full), revoked_at: revoked ? '2026-03-01T10:00:00.000Z' : null },
-        record(active.prefix, active.hash, full),
-      ];
-    },
-    getKey: async () => null,
-    touchKeys: async () => {},
-  } as unknown as ServingKeyStore;
-  const sent: KeyRecord[][] = [];
-  const main = new KeyCache(store, { logger: pino({ level: 'silent' }), onListing: (l) => sent.push(l.records) });
+  const { main, sent } = mainCache(async () => {
+    listings++;
+    return [
+      { ...record(fresh.prefix, fresh.hash, full), revoked_at: revoked ? '2026-03-01T10:00:00.000Z' : null },
+      record(active.prefix, active.hash, full),
+    ];
+  });
   await main.refresh();
   // a serving thread's own cache, with what the main thread sent it
-  const thread = new KeyCache(store, { logger: pino({ level: 'silent' }) });
+  const thread = new KeyCache({} as ServingKeyStore, { logger: pino({ level: 'silent' }) });
   thread.install({ records: sent[0], startedAt: 0 });
   assert.equal(thread.authenticate(`Bearer ${fresh.key}`).ok, true);
 
@@ -180,19 +182,12 @@ test('afterLookup waits out a listing that began before the lookup, and reads an
   let revoked = false;
   let release: () => void = () => {};
   const started: number[] = [];
-  const store = {
-    listKeys: () => {
-      started.push(Date.now());
-      const snapshot = revoked;
-      // the first read hangs until released, holding what it read before the revocation
-      const out = [{ ...record(key.prefix, key.hash, full), revoked_at: snapshot ? '2026-03-01T10:00:00.000Z' : null }];
-      return started.length === 2 ? new Promise((r) => (release = () => r(out))) : Promise.resolve(out);
-    },
-    getKey: async () => null,
-    touchKeys: async () => {},
-  } as unknown as ServingKeyStore;
-  const sent: KeyRecord[][] = [];
-  const main = new KeyCache(store, { logger: pino({ level: 'silent' }), onListing: (l) => sent.push(l.records) });
+  const { main, sent } = mainCache(() => {
+    started.push(Date.now());
+    // the second read hangs until released, holding what it read before the revocation
+    const out = [{ ...record(key.prefix, key.hash, full), revoked_at: revoked ? '2026-03-01T10:00:00.000Z' : null }];
+    return started.length === 2 ? new Promise((r) => (release = () => r(out))) : Promise.resolve(out);
+  });
   await main.refresh();
   const slow = main.refresh(); // read before the revocation, not yet back
   await new Promise((r) => setTimeout(r, 5));
