@@ -188,7 +188,10 @@ export async function startServer(
   } = {},
 ): Promise<RunningServer> {
   const port = await freePort();
-  const adminPort = await freePort();
+  // the kernel may hand out the same free port twice in a row (a CI run failed on
+  // "ADMIN_PORT must differ from PORT (both 45063)")
+  let adminPort = await freePort();
+  while (adminPort === port) adminPort = await freePort();
   const env = baseEnv({
     LOG_LEVEL: 'info',
     ...extraEnv,
