@@ -634,6 +634,9 @@ class SectionsDecoder {
     const shared: [string, SectionType, number][] = [];
     let total = 0;
     for (const c of manifest.chunks) total += c.length;
+    // the layout before starts in the entry words: its entry words are re-encoded on load, so
+    // they go in ordinary memory too (in the one shared buffer, they stayed for the index's life)
+    const separatePosts = manifest.sections!.some((e) => Array.isArray(e) && e[0] === 'entryPostOffset');
     for (const entry of manifest.sections!) {
       const [name, type, length] = (Array.isArray(entry) ? entry : []) as [unknown, unknown, unknown];
       if (
@@ -673,10 +676,12 @@ class SectionsDecoder {
         exportOnly ||
         Object.hasOwn(TWO_COLUMN_SECTIONS, name) ||
         Object.hasOwn(WHOLE_START_SECTIONS, name) ||
-        Object.hasOwn(SEPARATE_POST_SECTIONS, name)
+        Object.hasOwn(SEPARATE_POST_SECTIONS, name) ||
+        (name === 'entryNewestIn' && separatePosts)
       ) {
         // Export sections only serve finishData, the two columns only give the rows their bytes,
-        // and whole or separate starts are encoded: ordinary memory, not shared, dropped once loaded.
+        // and whole or separate starts (and the words of the latter) are encoded: ordinary memory,
+        // not shared, dropped once loaded.
         const array = new (Ctor as unknown as new (n: number) => Section)(length);
         this.sections.set(name, { bytes: new Uint8Array(array.buffer), array, filled: 0 });
       } else {
@@ -874,6 +879,7 @@ class SectionsDecoder {
     );
     delete sections.entryPostOffset;
     this.sections.delete('entryPostOffset');
+    this.sections.delete('entryNewestIn');
   }
 
   finish(withSourceOrder: boolean): FlatIndex {
