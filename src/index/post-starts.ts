@@ -33,7 +33,7 @@ export interface PostStarts {
 
 /**
  * Bits of an entryNewestIn word's rank field for an organization of `messageCount` messages: every
- * ordinal, and NO_INBOUND above them (layout.ts). 21 at 1M messages, 25 at 10M.
+ * ordinal, and noInbound's bit above them (layout.ts). 21 at 1M messages, 25 at 10M.
  */
 export function rankBits(messageCount: number): number {
   return 33 - Math.clz32(messageCount);

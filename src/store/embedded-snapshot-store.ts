@@ -271,8 +271,10 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
     }
   }
 
-  // Leftovers of an import killed midway: its pid is gone, or the file is a day old.
-  /** Removes the dead temps in `dir`; resolves to the names the folder held (none if it is gone). */
+  /**
+   * Removes the dead temps in `dir` (leftovers of an import killed midway: its pid is gone, or
+   * the file is a day old); resolves to the names the folder held (none if it is gone).
+   */
   private async removeDeadTemps(dir: string): Promise<string[]> {
     let names: string[];
     try {

@@ -100,16 +100,29 @@ function roundTrip(orgId: string, flat: FlatIndex, version: number, purpose: 'se
   return decoder.finishFlat();
 }
 
+/** The index built from `data` and its answer order (what exportColumns takes). */
+function builtWithOrder(data: OrgData): { built: OrgIndex; order: Uint32Array } {
+  let order: Uint32Array | undefined;
+  const built = buildIndex(data, {
+    onOrder: (o) => {
+      order = o;
+    },
+  });
+  return { built, order: order! };
+}
+
+/** Asserts that `flat`, as version 9 to serve, is refused as corrupt for `detail`. */
+function assertCorrupt(orgId: string, flat: FlatIndex, detail: string): void {
+  assert.throws(() => roundTrip(orgId, flat, 9, 'serve'), {
+    message: `snapshot: corrupt snapshot of organization ${orgId} version 9: ${detail}`,
+  });
+}
+
 describe('a snapshot written before message rows', () => {
   it('loads with its rows derived from the two columns, equal to the built ones, and answers the same', () => {
     const { orgId, data } = generatedOrg(3000, 40, 11);
-    let order: Uint32Array | undefined;
-    const built = buildIndex(data, {
-      onOrder: (o) => {
-        order = o;
-      },
-    });
-    const flat = flattenIndex(built, exportColumns(data, order!));
+    const { built, order } = builtWithOrder(data);
+    const flat = flattenIndex(built, exportColumns(data, order));
     toTwoColumns(flat);
     // and before summaries too: both are derived
     for (const name of SUMMARIES) delete flat.sections[name];
@@ -180,14 +193,9 @@ describe('a snapshot written before long-entry summaries', () => {
   it('loads with its summaries derived, equal to the built ones, and answers the same', () => {
     // few contacts, many messages: entries of 32 postings and more (the default minimum)
     const { orgId, data } = generatedOrg(6000, 12, 7);
-    let order: Uint32Array | undefined;
-    const built = buildIndex(data, {
-      onOrder: (o) => {
-        order = o;
-      },
-    });
+    const { built, order } = builtWithOrder(data);
     assert.ok(built.summaryEntries.length > 0, 'the data has long entries');
-    const flat = flattenIndex(built, exportColumns(data, order!));
+    const flat = flattenIndex(built, exportColumns(data, order));
     for (const name of SUMMARIES) delete flat.sections[name];
 
     const enc = encodeSnapshot({ format: 2, flat }, 1);
@@ -339,14 +347,9 @@ describe('a snapshot written before packed message ids', () => {
 describe('a snapshot written before block starts', () => {
   it('loads with its starts encoded, equal to the built ones, and answers the same', () => {
     const { orgId, data } = generatedOrg(3000, 40, 15);
-    let order: Uint32Array | undefined;
-    const built = buildIndex(data, {
-      onOrder: (o) => {
-        order = o;
-      },
-    });
+    const { built, order } = builtWithOrder(data);
     for (const purpose of ['serve', 'export'] as const) {
-      const flat = flattenIndex(built, exportColumns(data, order!));
+      const flat = flattenIndex(built, exportColumns(data, order));
       toWholeStarts(flat);
       const loaded = roundTrip(orgId, flat, 2, purpose);
       assertSectionsAsBuilt(loaded, built, BLOCK_NAMES);
@@ -381,9 +384,7 @@ describe('a snapshot written before block starts', () => {
       const flat = flattenIndex(buildIndex(data));
       toWholeStarts(flat);
       change(flat.sections[name] as Uint32Array);
-      assert.throws(() => roundTrip(orgId, flat, 9, 'serve'), {
-        message: `snapshot: corrupt snapshot of organization ${orgId} version 9: ${what} disagree with the counts`,
-      });
+      assertCorrupt(orgId, flat, `${what} disagree with the counts`);
     }
   });
 
@@ -398,9 +399,7 @@ describe('a snapshot written before block starts', () => {
     for (const [what, change] of cases) {
       const flat = flattenIndex(buildIndex(data));
       change(flat.sections as unknown as Record<string, Uint32Array | Uint16Array>);
-      assert.throws(() => roundTrip(orgId, flat, 9, 'serve'), {
-        message: `snapshot: corrupt snapshot of organization ${orgId} version 9: ${what} disagree with the counts`,
-      });
+      assertCorrupt(orgId, flat, `${what} disagree with the counts`);
     }
   });
 });
@@ -417,14 +416,9 @@ describe('a snapshot written before posting starts in the entry words', () => {
       [9000, 12, 22],
     ] as const) {
       const { orgId, data } = generatedOrg(messages, contacts, seed);
-      let order: Uint32Array | undefined;
-      const built = buildIndex(data, {
-        onOrder: (o) => {
-          order = o;
-        },
-      });
+      const { built, order } = builtWithOrder(data);
       for (const purpose of ['serve', 'export'] as const) {
-        const flat = flattenIndex(built, exportColumns(data, order!));
+        const flat = flattenIndex(built, exportColumns(data, order));
         toSeparatePostStarts(flat);
         assert.equal(flat.sections.entryNewestIn.length, built.entryFlags.length);
         const loaded = roundTrip(orgId, flat, 2, purpose);
@@ -456,9 +450,7 @@ describe('a snapshot written before posting starts in the entry words', () => {
       const flat = flattenIndex(buildIndex(data));
       toSeparatePostStarts(flat);
       change(flat.sections as unknown as Record<string, Uint32Array | Uint16Array | Int32Array>);
-      assert.throws(() => roundTrip(orgId, flat, 9, 'serve'), {
-        message: `snapshot: corrupt snapshot of organization ${orgId} version 9: the posting starts disagree with the entries`,
-      });
+      assertCorrupt(orgId, flat, 'the posting starts disagree with the entries');
     }
   });
 
@@ -473,9 +465,7 @@ describe('a snapshot written before posting starts in the entry words', () => {
     for (const change of cases) {
       const flat = flattenIndex(buildIndex(data));
       change(flat.sections as unknown as Record<string, Uint32Array | Int32Array>);
-      assert.throws(() => roundTrip(orgId, flat, 9, 'serve'), {
-        message: `snapshot: corrupt snapshot of organization ${orgId} version 9: the posting starts disagree with the entries`,
-      });
+      assertCorrupt(orgId, flat, 'the posting starts disagree with the entries');
     }
   });
 });
