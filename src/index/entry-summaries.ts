@@ -54,7 +54,8 @@ export interface SummarySource extends PostStarts {
   readonly entryNewestIn: Uint32Array;
   readonly storedPostings: Uint32Array;
   readonly msgCombo: Uint8Array;
-  readonly msgConversation: Uint32Array;
+  /** a message's conversation: any numbering that tells one contact's conversations apart, below conversationCount */
+  readonly msgConversation: Uint16Array | Uint32Array;
   readonly conversationCount: number;
 }
 

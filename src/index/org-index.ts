@@ -34,8 +34,17 @@ export interface OrgIndex extends EntrySummaries, ChannelBits {
 
   // ---- per-message columns, indexed by message ordinal (no contact: no query reads it; the
   // snapshot keeps it as an export section, store/flat-index.ts) ----
-  /** conversation ordinal, interned per (contact, conversation_id) so it belongs to one contact */
-  readonly msgConversation: Uint32Array;
+  /**
+   * the message's conversation among its contact's (interned per (contact, conversation_id), so a
+   * conversation belongs to one contact), numbered from 0 by first message in answer order: the
+   * conversation's ordinal is contactConversationStart[contact] + this. A walk counts a contact's
+   * conversations with a stamp of a few entries (in L1, where a stamp over every conversation of
+   * the organization was scattered), and the column takes 16 bits a message when every contact
+   * has at most 65,536 conversations (see conversationColumnType): 2 MiB less at 1M messages.
+   */
+  readonly msgConversation: ConversationColumn;
+  /** the ordinal of each contact's first conversation, one more than the number of contacts: conversations are numbered contact by contact */
+  readonly contactConversationStart: Uint32Array;
   /** direction * CHANNEL_COUNT + channel (comboOf, layout.ts): one bit position of a filter mask */
   readonly msgCombo: Uint8Array;
   /** epoch ms, non-increasing with the ordinal */
@@ -124,6 +133,23 @@ export function contactColumn(contactCount: number, length: number): ContactColu
   return contactColumnType(contactCount) === 'Uint16Array' ? new Uint16Array(length) : new Uint32Array(length);
 }
 
+/** A message's conversation within its contact's: 16 bits when every contact's fit (see conversationColumnType), else 32. */
+export type ConversationColumn = Uint16Array | Uint32Array;
+
+/**
+ * The element type of msgConversation for an organization whose contacts have at most `most`
+ * conversations each. The snapshot loader accepts either width, and checks the numbers against
+ * contactConversationStart.
+ */
+export function conversationColumnType(most: number): 'Uint16Array' | 'Uint32Array' {
+  return most <= 0x10000 ? 'Uint16Array' : 'Uint32Array';
+}
+
+/** A zeroed msgConversation of `length` for contacts of at most `most` conversations each. */
+export function conversationColumn(most: number, length: number): ConversationColumn {
+  return conversationColumnType(most) === 'Uint16Array' ? new Uint16Array(length) : new Uint32Array(length);
+}
+
 /** Messages of token t in the whole organization (its document frequency). */
 export function tokenFrequency(index: OrgIndex, t: number): number {
   return index.keyFrequency[t];
@@ -136,6 +162,7 @@ export const TYPED_ARRAY_FIELDS = [
   'contactIdRank',
   'contactByIdRank',
   'msgConversation',
+  'contactConversationStart',
   'msgCombo',
   'msgSentAt',
   'msgRowBytes',

@@ -121,19 +121,23 @@ export function writePage(
   }
   if (s.pageMessages.length < m * MESSAGE_WORDS) s.pageMessages = new Uint32Array(m * MESSAGE_WORDS);
   const msgs = s.pageMessages;
-  const { conversationIdOffsets, msgConversation, msgCombo, msgSentAt } = index;
-  for (let j = 0; j < m; j++) {
-    const o = picked[j];
-    const conv = msgConversation[o];
-    const at = j * MESSAGE_WORDS;
-    // the row's bounds for now; its id's and content's are found in the next pass
-    const start = rowStart(index, o);
-    msgs[at] = start;
-    msgs[at + 4] = rowEnd(index, o, start);
-    msgs[at + 2] = conversationIdOffsets[conv];
-    msgs[at + 3] = conversationIdOffsets[conv + 1];
-    msgs[at + 5] = msgCombo[o] & COMBO_VALUE;
-    if (msgSentAt[o] > 0) sink++;
+  const { conversationIdOffsets, contactConversationStart, msgConversation, msgCombo, msgSentAt } = index;
+  for (let i = 0, j = 0; i < n; i++) {
+    // (a message's conversation is numbered within its contact's)
+    const first = contactConversationStart[s.touched[from + i]];
+    for (const to = j + items[i * ITEM_WORDS + 4]; j < to; j++) {
+      const o = picked[j];
+      const conv = first + msgConversation[o];
+      const at = j * MESSAGE_WORDS;
+      // the row's bounds for now; its id's and content's are found in the next pass
+      const start = rowStart(index, o);
+      msgs[at] = start;
+      msgs[at + 4] = rowEnd(index, o, start);
+      msgs[at + 2] = conversationIdOffsets[conv];
+      msgs[at + 3] = conversationIdOffsets[conv + 1];
+      msgs[at + 5] = msgCombo[o] & COMBO_VALUE;
+      if (msgSentAt[o] > 0) sink++;
+    }
   }
   const { msgRowBytes, conversationIdBytes, contactJsonBytes, contactJsonOffsets } = index;
   for (let j = 0; j < m; j++) {

@@ -28,7 +28,15 @@ export interface Scratch {
   keys: Float64Array;
   /** max-heap for choosing the smallest keys of a page */
   heap: Float64Array;
+  /**
+   * per conversation number within a contact (msgConversation): the conversationGeneration of the
+   * walk that last counted it. Sized by the organization's conversations, but a walk touches only
+   * the first few entries (one contact's): a stamp over every conversation of the organization,
+   * read at scattered places, cost a walk 3-7% more (bench/RESULTS.md, session 27).
+   */
   conversationStamp: Uint32Array;
+  /** one a walk of a contact (nextConversationGeneration in walk.ts) */
+  conversationGeneration: number;
   /** per contact ordinal, for several terms: generation seen, newest rank, terms passed */
   contactStamp: Uint32Array;
   contactBest: Uint32Array;
@@ -124,6 +132,7 @@ function newScratch(views: IndexViews): Scratch {
     keys: new Float64Array(0),
     heap: new Float64Array(0),
     conversationStamp: new Uint32Array(0),
+    conversationGeneration: 0,
     contactStamp: new Uint32Array(0),
     contactBest: new Uint32Array(0),
     contactHits: new Uint8Array(0),
@@ -194,7 +203,6 @@ function flagPairsOf(flags: Uint16Array): Uint32Array | null {
 export function nextGeneration(s: Scratch): void {
   if (++s.generation === 0xffffffff) {
     s.generation = 1;
-    s.conversationStamp.fill(0);
     s.contactStamp.fill(0);
   }
 }

@@ -22,14 +22,25 @@ export interface Walk {
   picked: number;
 }
 
+/**
+ * Starts the count of one contact's conversations: every conversationStamp entry reads as not
+ * counted (conversations are numbered within their contact, so each contact's walk needs its own).
+ */
+function nextConversationGeneration(s: Scratch): void {
+  if (++s.conversationGeneration === 0xffffffff) {
+    s.conversationGeneration = 1;
+    s.conversationStamp.fill(0);
+  }
+}
+
 /** Records counting message o (newest first) into the walk. */
 function counted(index: OrgIndex, s: Scratch, w: Walk, o: number, messagesLimit: number): void {
   w.count++;
   if (w.newest < 0) w.newest = o;
   w.oldest = o;
   const conv = index.msgConversation[o];
-  if (s.conversationStamp[conv] !== s.generation) {
-    s.conversationStamp[conv] = s.generation;
+  if (s.conversationStamp[conv] !== s.conversationGeneration) {
+    s.conversationStamp[conv] = s.conversationGeneration;
     w.conversations++;
   }
   if (w.picked < messagesLimit) s.picked[w.picked++] = o;
@@ -54,6 +65,7 @@ export function walkContact(
   const { mask, hi } = plan;
   w.count = w.conversations = w.picked = 0;
   w.newest = w.oldest = -1;
+  nextConversationGeneration(s);
   const { pos, end } = s;
   if (k === 1) {
     // one term: its list for this contact, no merge
@@ -324,7 +336,7 @@ function walkUnion(
   const convs = s.convs;
   for (let i = 0; i < m; i++) convs[i] = msgConversation[gather[i]];
   const stamp = s.conversationStamp;
-  const gen = s.generation;
+  const gen = s.conversationGeneration;
   let conversations = 0;
   for (let i = 0; i < m; i++) {
     const cv = convs[i];

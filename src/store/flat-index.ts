@@ -233,7 +233,8 @@ export function orgDataOf(flat: FlatIndex): OrgData {
     convString = jsonText(s.conversationIdBytes as Uint8Array);
   const convAt = (c: number): string => convString(convOffsets[c], convOffsets[c + 1]);
   const msgContact = s.msgContact as Uint32Array | undefined,
-    msgConversation = s.msgConversation as Uint32Array;
+    msgConversation = s.msgConversation as Uint16Array | Uint32Array,
+    contactConversationStart = s.contactConversationStart as Uint32Array;
   if (msgContact === undefined) {
     throw new Error(
       `snapshot: organization ${flat.organizationId} has no msgContact section, so its import cannot be given back; publish it again with \`npm run snapshot -- import\``,
@@ -253,7 +254,7 @@ export function orgDataOf(flat: FlatIndex): OrgData {
     const i = order === undefined ? o : order[o];
     id[i] = idAt(o);
     content[i] = contentAt(o);
-    conversationId[i] = convAt(msgConversation[o]);
+    conversationId[i] = convAt(contactConversationStart[msgContact[o]] + msgConversation[o]);
     contact[i] = msgContact[o];
     const combo = msgCombo[o] & COMBO_VALUE; // without its TIED bit
     channel[i] = combo % CHANNEL_COUNT; // comboOf's inverse

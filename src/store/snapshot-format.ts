@@ -24,7 +24,8 @@ import { buildEntrySummaries, SUMMARY_MIN_DEFAULT, SUMMARY_SECTIONS, SUMMARY_WID
 import { markTies, noInbound, rankMask, TOP_MODES } from '../index/layout.js';
 import { rowsOf } from '../index/message-rows.js';
 import { blockStartsFit, encodeBlockStarts } from '../index/block-starts.js';
-import { contactColumnType } from '../index/org-index.js';
+import { conversationsFit, numberByContact } from '../index/conversations.js';
+import { contactColumnType, conversationColumnType } from '../index/org-index.js';
 import { decodeSeparatePostStarts, encodePostStarts, postStartsFit } from '../index/post-starts.js';
 import { OlderFormatError, type LoadFlatOptions } from './snapshot-store.js';
 import { CHANNELS, DIRECTIONS, type Contact, type OrgData } from '../model/records.js';
@@ -637,6 +638,15 @@ class SectionsDecoder {
     // the layout before starts in the entry words: its entry words are re-encoded on load, so
     // they go in ordinary memory too (in the one shared buffer, they stayed for the index's life)
     const separatePosts = manifest.sections!.some((e) => Array.isArray(e) && e[0] === 'entryPostOffset');
+    // the layout before conversations numbered by contact (conversations.ts): renumbered on load
+    // from the messages' contacts (an export section), so its conversation columns and those go in
+    // ordinary memory and are let go once renumbered
+    const globalConversations = !manifest.sections!.some(
+      (e) => Array.isArray(e) && e[0] === 'contactConversationStart',
+    );
+    const renumbered = (name: string): boolean =>
+      globalConversations &&
+      (name === 'msgConversation' || name === 'conversationIdBytes' || name === 'conversationIdOffsets');
     for (const entry of manifest.sections!) {
       const [name, type, length] = (Array.isArray(entry) ? entry : []) as [unknown, unknown, unknown];
       if (
@@ -652,13 +662,19 @@ class SectionsDecoder {
       }
       names.add(name);
       // entryContact's width follows the contact count (contactColumnType): hold the manifest to it
+      // (and msgConversation's follows the most conversations of one contact: either, checked on
+      // load against contactConversationStart; 32 bits in the layout before)
       const want =
         name === 'entryContact'
           ? contactColumnType(manifest.contacts)
-          : (expected.get(name) ??
-            TWO_COLUMN_SECTIONS[name] ??
-            WHOLE_START_SECTIONS[name] ??
-            SEPARATE_POST_SECTIONS[name]);
+          : name === 'msgConversation'
+            ? !globalConversations && type === 'Uint16Array'
+              ? 'Uint16Array'
+              : 'Uint32Array'
+            : (expected.get(name) ??
+              TWO_COLUMN_SECTIONS[name] ??
+              WHOLE_START_SECTIONS[name] ??
+              SEPARATE_POST_SECTIONS[name]);
       const exportOnly = isExportSection(name);
       if (exportOnly ? type !== 'Uint32Array' : want !== type) {
         const known = exportOnly || want !== undefined;
@@ -670,14 +686,15 @@ class SectionsDecoder {
       const Ctor = SECTION_TYPES[type as SectionType];
       // A manifest cannot make us allocate more than its chunks could fill.
       if (length * Ctor.BYTES_PER_ELEMENT > total) throw new Error(`snapshot: malformed manifest for ${this.what}`);
-      if (exportOnly && !keepExport) {
+      if (exportOnly && !keepExport && !(globalConversations && name === 'msgContact')) {
         this.skipped.set(name, length * Ctor.BYTES_PER_ELEMENT);
       } else if (
         exportOnly ||
         Object.hasOwn(TWO_COLUMN_SECTIONS, name) ||
         Object.hasOwn(WHOLE_START_SECTIONS, name) ||
         Object.hasOwn(SEPARATE_POST_SECTIONS, name) ||
-        (name === 'entryNewestIn' && separatePosts)
+        (name === 'entryNewestIn' && separatePosts) ||
+        renumbered(name)
       ) {
         // Export sections only serve finishData, the two columns only give the rows their bytes,
         // and whole or separate starts (and the words of the latter) are encoded: ordinary memory,
@@ -715,9 +732,15 @@ class SectionsDecoder {
         !names.has(name) &&
         !DERIVED_SECTIONS.includes(name) &&
         !(twoColumns === 4 && ROW_SECTIONS.includes(name)) &&
-        !wholeStarts(name)
+        !wholeStarts(name) &&
+        !(name === 'contactConversationStart' && globalConversations)
       )
         throw new Error(`snapshot: ${this.what} has no section ${name} (another index layout); ${UPGRADE}`);
+    }
+    if (globalConversations && !names.has('msgContact')) {
+      throw new Error(
+        `snapshot: ${this.what} has neither contactConversationStart nor msgContact to number its conversations by (another index layout); ${UPGRADE}`,
+      );
     }
     // a group of derived sections comes all together (written by a layout with it) or not at all
     for (const group of DERIVED_GROUPS) {
@@ -882,6 +905,54 @@ class SectionsDecoder {
     this.sections.delete('entryNewestIn');
   }
 
+  /**
+   * The conversations numbered by contact (conversations.ts): renumbered from the layout before
+   * (its columns checked, then let go; its contacts from the export section msgContact) or checked
+   * as stored.
+   */
+  private conversations(sections: Record<string, Section>, n: number): void {
+    const contacts = this.manifest.contacts;
+    const bad = (): Error => this.corrupt('the conversation sections disagree with the counts');
+    const idBytes = sections.conversationIdBytes as Uint8Array,
+      idOffsets = sections.conversationIdOffsets as Uint32Array;
+    const count = idOffsets.length - 1;
+    if (count < 0 || !offsetsFit(idOffsets, idBytes, count)) throw bad();
+    if (sections.contactConversationStart !== undefined) {
+      const start = sections.contactConversationStart as Uint32Array;
+      if (!conversationsFit(sections.msgConversation as Uint16Array | Uint32Array, start, n, count, contacts))
+        throw bad();
+      return;
+    }
+    const contactOf = this.sections.get('msgContact')?.array as Uint32Array;
+    const x = numberByContact(sections.msgConversation as Uint32Array, contactOf, count, contacts);
+    if (x === null) throw bad();
+    const global = sections.msgConversation as Uint32Array;
+    const out = allocateShared([
+      ['msgConversation', conversationColumnType(x.most), n],
+      ['contactConversationStart', 'Uint32Array', contacts + 1],
+      ['conversationIdOffsets', 'Uint32Array', count + 1],
+      ['conversationIdBytes', 'Uint8Array', idBytes.length],
+    ]);
+    const local = out.msgConversation as Uint16Array | Uint32Array;
+    for (let o = 0; o < n; o++) local[o] = x.number[global[o]];
+    (out.contactConversationStart as Uint32Array).set(x.start);
+    // the ids in their new order: each one's length first, then the bytes where its offset says
+    const offsets = out.conversationIdOffsets as Uint32Array,
+      bytes = out.conversationIdBytes as Uint8Array;
+    for (let g = 0; g < count; g++) offsets[x.ordinal[g] + 1] = idOffsets[g + 1] - idOffsets[g];
+    for (let k = 0; k < count; k++) offsets[k + 1] += offsets[k];
+    // (a byte loop: a subarray a conversation grew the young generation to 16 MB semi-spaces, which
+    // a server then kept: RSS +20 MB at 1M messages)
+    for (let g = 0; g < count; g++) {
+      let to = offsets[x.ordinal[g]];
+      for (let k = idOffsets[g], end = idOffsets[g + 1]; k < end; k++) bytes[to++] = idBytes[k];
+    }
+    Object.assign(sections, out);
+    for (const name of ['msgConversation', 'conversationIdBytes', 'conversationIdOffsets']) this.sections.delete(name);
+    // (read only for this, unless an export keeps it)
+    if (!this.keepContacts) this.sections.delete('msgContact');
+  }
+
   finish(withSourceOrder: boolean): FlatIndex {
     const m = this.manifest;
     if (this.seen.some((s) => !s)) throw this.corrupt('missing chunks');
@@ -904,6 +975,7 @@ class SectionsDecoder {
     if (sections.msgRowBytes === undefined) Object.assign(sections, this.rowsFromTwoColumns(sections));
     for (const g of WHOLE_STARTS) this.blockStarts(sections, g, n + 1);
     this.postStarts(sections, n);
+    this.conversations(sections, n);
     // the TIED bits (layout.ts) from the times themselves, whatever the snapshot's bytes say
     markTies(sections.msgSentAt as Float64Array, sections.msgCombo as Uint8Array);
     if (sections.summaryMin === undefined) Object.assign(sections, deriveSummaries(sections, n));

@@ -23,6 +23,7 @@ import {
 import { resolveTerms } from '../../../src/request/terms.js';
 import { parseRfc3339 } from '../../../src/time/rfc3339.js';
 import { formatRfc3339, generateDataset } from '../../../scripts/gen-lib.js';
+import { toGlobalConversations } from '../../helpers/global-conversations.js';
 import { toTwoColumns } from '../../helpers/two-columns.js';
 import { referenceSearch, referenceTerms, referenceTokens } from '../../reference/brute-force.js';
 
@@ -453,6 +454,8 @@ function loadedIndexOf(org: Pick<Org, 'contacts' | 'messages'>, format: 1 | 2, o
     }
     // the layout before message rows (ids and contents in two columns): the loader derives the rows
     if (twoColumnVariant++ % 2 === 1) toTwoColumns(flat);
+    // the layout before conversations numbered by contact: the loader renumbers them
+    if (conversationVariant++ % 4 >= 2) toGlobalConversations(flat);
     prepared = { format: 2, flat };
   }
   const enc = encodeSnapshot(prepared, 3);
@@ -480,6 +483,7 @@ function utf8RoundTrip<T>(records: T): T {
 }
 let previousLayoutVariant = 0;
 let twoColumnVariant = 0;
+let conversationVariant = 0;
 
 describe('product vs brute-force reference', () => {
   it(`the body bytes equal JSON.stringify of referenceSearch (${SEARCH_RUNS} organizations x 1 request)`, () => {

@@ -30,6 +30,7 @@ import { parseSearchParams } from '../../../src/request/parse-params.js';
 import { exportColumns, type FlatIndex, flattenIndex, type Section, wrapIndex } from '../../../src/store/flat-index.js';
 import { encodeSnapshot, parseManifest, SnapshotDecoder } from '../../../src/store/snapshot-format.js';
 import { parseRfc3339 } from '../../../src/time/rfc3339.js';
+import { toGlobalConversations } from '../../helpers/global-conversations.js';
 import { toSeparatePostStarts } from '../../helpers/separate-post-starts.js';
 import { toTwoColumns } from '../../helpers/two-columns.js';
 import { toWholeStarts } from '../../helpers/whole-starts.js';
@@ -466,6 +467,105 @@ describe('a snapshot written before posting starts in the entry words', () => {
       const flat = flattenIndex(buildIndex(data));
       change(flat.sections as unknown as Record<string, Uint32Array | Int32Array>);
       assertCorrupt(orgId, flat, 'the posting starts disagree with the entries');
+    }
+  });
+});
+
+/** The sections of the conversations numbered by contact (src/index/conversations.ts). */
+const CONVERSATION_NAMES = [
+  'msgConversation',
+  'contactConversationStart',
+  'conversationIdBytes',
+  'conversationIdOffsets',
+] as const;
+
+describe('a snapshot written before conversations numbered by contact', () => {
+  it('loads with its conversations renumbered, equal to the built ones, and answers the same', () => {
+    for (const [messages, contacts, seed] of [
+      [3000, 40, 31],
+      [2000, 3, 32],
+    ] as const) {
+      const { orgId, data } = generatedOrg(messages, contacts, seed);
+      const { built, order } = builtWithOrder(data);
+      for (const purpose of ['serve', 'export'] as const) {
+        const flat = flattenIndex(built, exportColumns(data, order));
+        toGlobalConversations(flat);
+        const loaded = roundTrip(orgId, flat, 2, purpose);
+        assertSectionsAsBuilt(loaded, built, CONVERSATION_NAMES);
+        // read to renumber, then let go (an index to serve has no contact a message)
+        assert.equal(loaded.sections.msgContact, undefined);
+        assertSameAnswers(built, wrapIndex(loaded), orgId, [
+          'q=the&messages_limit=20',
+          'q=que&direction=all&messages_limit=20',
+          'keywords=que,de,para,com&match=all&direction=all',
+          'keywords=que,de,%22para%20o%22,com,the&direction=all&limit=100&messages_limit=20',
+          'q=de&from=2024-03-01&to=2024-09-30&channel=email',
+        ]);
+      }
+    }
+  });
+
+  it('gives an export its messages back with their conversation ids', () => {
+    const { orgId, data } = generatedOrg(1500, 20, 33);
+    const { built, order } = builtWithOrder(data);
+    const flat = flattenIndex(built, exportColumns(data, order));
+    toGlobalConversations(flat);
+    const enc = encodeSnapshot({ format: 2, flat }, 4);
+    const chunks = [...enc.chunks];
+    const decoder = new SnapshotDecoder(
+      parseManifest(enc.manifest(), { organizationId: orgId, version: 4 }),
+      {},
+      'export',
+    );
+    for (const [i, chunk] of chunks.entries()) decoder.add(i, chunk);
+    assert.deepEqual(decoder.finishData().messages.conversationId, data.messages.conversationId);
+  });
+
+  it('is refused, naming the command, when it has no contact a message to renumber by', () => {
+    const { orgId, data } = generatedOrg(300, 4, 34);
+    const { built, order } = builtWithOrder(data);
+    const flat = flattenIndex(built, exportColumns(data, order));
+    toGlobalConversations(flat);
+    delete flat.sections.msgContact;
+    delete flat.sections.sourceOrder;
+    assert.throws(() => roundTrip(orgId, flat, 9, 'serve'), {
+      message: `snapshot: organization ${orgId} version 9 has neither contactConversationStart nor msgContact to number its conversations by (another index layout); publish it again with \`npm run snapshot -- import\``,
+    });
+  });
+
+  it('conversations of two contacts, or out of range, are refused as corrupt', () => {
+    const { orgId, data } = generatedOrg(300, 4, 35);
+    const { built, order } = builtWithOrder(data);
+    const cases: Array<(s: Record<string, Uint32Array>) => void> = [
+      // message 0's conversation given to another contact's message
+      (s) => {
+        const o = s.msgContact.findIndex((c) => c !== s.msgContact[0]);
+        s.msgConversation[o] = s.msgConversation[0];
+      },
+      (s) => (s.msgConversation[7] = s.conversationIdOffsets.length - 1),
+      (s) => (s.msgContact[3] = 4),
+    ];
+    for (const change of cases) {
+      const flat = flattenIndex(built, exportColumns(data, order));
+      toGlobalConversations(flat);
+      change(flat.sections as unknown as Record<string, Uint32Array>);
+      assertCorrupt(orgId, flat, 'the conversation sections disagree with the counts');
+    }
+  });
+
+  it('stored numbers of the wrong shape are refused as corrupt', () => {
+    const { orgId, data } = generatedOrg(300, 4, 36);
+    const cases: Array<(s: Record<string, Uint32Array | Uint16Array>) => void> = [
+      (s) => (s.contactConversationStart = s.contactConversationStart.subarray(1)),
+      (s) => (s.contactConversationStart[2] = s.contactConversationStart[3] + 1),
+      (s) => (s.contactConversationStart[4] += 1),
+      (s) => (s.msgConversation[5] = 60000),
+      (s) => (s.msgConversation = Uint32Array.from(s.msgConversation)),
+    ];
+    for (const change of cases) {
+      const flat = flattenIndex(buildIndex(data));
+      change(flat.sections as unknown as Record<string, Uint32Array | Uint16Array>);
+      assertCorrupt(orgId, flat, 'the conversation sections disagree with the counts');
     }
   });
 });
