@@ -112,7 +112,7 @@ export interface OrgIndex extends EntrySummaries, ChannelBits {
   readonly topSlot: Int32Array;
   readonly topStart: Uint32Array;
   readonly topCount: Uint32Array;
-  readonly topEntries: Uint32Array;
+  readonly topOffsets: ContactColumn;
   readonly topBits: Uint32Array;
 }
 
@@ -190,7 +190,7 @@ export const TYPED_ARRAY_FIELDS = [
   'topSlot',
   'topStart',
   'topCount',
-  'topEntries',
+  'topOffsets',
   'topBits',
   'inboundChannelBits',
   'inboundChannelStart',

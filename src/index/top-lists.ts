@@ -7,7 +7,7 @@ import {
   TOP_MODES,
 } from './layout.js';
 import { lowerBound } from './lower-bound.js';
-import type { ContactColumn } from './org-index.js';
+import { type ContactColumn, contactColumn } from './org-index.js';
 import { offerKey } from './select.js';
 
 /**
@@ -16,16 +16,18 @@ import { offerKey } from './select.js';
  * the token (17k for a common word at 1M messages) and choosing the page among them.
  *
  * Slot s of token t = topSlot[t] (or -1: the token is rare enough to scan). For mode m (0 inbound,
- * 1 outbound, 2 both), topEntries[topStart[s * 3 + m] .. topStart[s * 3 + m + 1]) are entry
- * positions in answer order (newest time rank first, then contact id rank), and topCount[s * 3 + m]
- * is how many contacts match in all (the page's `count`). A list holds at most `length` entries, so
- * it answers a page only when offset + limit fits in it (or the list is whole).
+ * 1 outbound, 2 both), topOffsets[topStart[s * 3 + m] .. topStart[s * 3 + m + 1]) are entries of t
+ * (entryStart[t] + the offset) in answer order (newest time rank first, then contact id rank), and
+ * topCount[s * 3 + m] is how many contacts match in all (the page's `count`). A list holds at most
+ * `length` entries, so it answers a page only when offset + limit fits in it (or the list is whole).
+ * An offset is below the token's entry count, so below the contact count: 16 bits when
+ * entryContact is (1 MiB less at 1M than whole entry positions; a snapshot with those converts on load).
  */
 export interface TopLists {
   topSlot: Int32Array;
   topStart: Uint32Array;
   topCount: Uint32Array;
-  topEntries: Uint32Array;
+  topOffsets: ContactColumn;
   /**
    * per slot, two bitmaps over contact ordinals (ceil(contactCount / 32) words each): the contacts
    * with an inbound message with the token (words (2s) * W ..), then with an outbound one: the
@@ -105,7 +107,7 @@ export function buildTopLists(
       const list = new Uint32Array(need);
       for (let i = 0; i < need; i++) {
         const c = contactByIdRank[top[i] % contactCount];
-        list[i] = lowerBound(entryContact, from, to, c);
+        list[i] = lowerBound(entryContact, from, to, c) - from;
       }
       lists.push(list);
       topCount[s * TOP_MODES + m] = n;
@@ -113,11 +115,72 @@ export function buildTopLists(
       topStart[s * TOP_MODES + m + 1] = filled;
     }
   }
-  const topEntries = new Uint32Array(filled);
+  const topOffsets = contactColumn(contactCount, filled);
   let at = 0;
   for (const list of lists) {
-    topEntries.set(list, at);
+    topOffsets.set(list, at);
     at += list.length;
   }
-  return { topSlot, topStart, topCount, topEntries, topBits };
+  return { topSlot, topStart, topCount, topOffsets, topBits };
+}
+
+/**
+ * The list offsets of top lists stored as whole entry positions (the layout before topOffsets),
+ * into `out` (as long as `entries`); false when the lists disagree with the entries: see
+ * topOffsetsFit. A loader converts such a snapshot with it, so it keeps loading.
+ */
+export function offsetsOfEntries(
+  x: { entryStart: Uint32Array; topSlot: Int32Array; topStart: Uint32Array; topCount: Uint32Array },
+  entries: Uint32Array,
+  out: ContactColumn,
+): boolean {
+  return eachListEntry(x, entries.length, (p, from, to) => {
+    const e = entries[p];
+    if (e < from || e >= to) return false;
+    out[p] = e - from;
+    return true;
+  });
+}
+
+/**
+ * Whether stored top lists have their shape: one slot number a listed token, the slots' lists
+ * starting at 0 and running up to the offsets' end, never down, and every offset below its
+ * token's entry count (a query reads them without checks).
+ */
+export function topOffsetsFit(
+  x: { entryStart: Uint32Array; topSlot: Int32Array; topStart: Uint32Array; topCount: Uint32Array },
+  offsets: ContactColumn,
+): boolean {
+  return eachListEntry(x, offsets.length, (p, from, to) => offsets[p] < to - from);
+}
+
+/** Calls `check(p, from, to)` for every list position p, with its token's entries [from, to); false when the lists' shape or a check fails. */
+function eachListEntry(
+  x: { entryStart: Uint32Array; topSlot: Int32Array; topStart: Uint32Array; topCount: Uint32Array },
+  length: number,
+  check: (p: number, from: number, to: number) => boolean,
+): boolean {
+  const { entryStart, topSlot, topStart } = x;
+  const slots = x.topCount.length / TOP_MODES;
+  const keys = entryStart.length - 1;
+  if (!Number.isInteger(slots) || topSlot.length !== keys || topStart.length !== slots * TOP_MODES + 1) return false;
+  if (topStart[0] !== 0 || topStart[slots * TOP_MODES] !== length) return false;
+  const tokenOf = new Int32Array(slots).fill(-1);
+  for (let t = 0; t < keys; t++) {
+    const s = topSlot[t];
+    if (s < 0) continue;
+    if (s >= slots || tokenOf[s] >= 0) return false;
+    tokenOf[s] = t;
+  }
+  for (let s = 0; s < slots; s++) {
+    const t = tokenOf[s];
+    if (t < 0) return false;
+    const from = entryStart[t],
+      to = entryStart[t + 1];
+    for (let l = s * TOP_MODES; l < (s + 1) * TOP_MODES; l++) {
+      if (topStart[l + 1] < topStart[l]) return false;
+      for (let p = topStart[l]; p < topStart[l + 1]; p++) if (!check(p, from, to)) return false;
+    }
+  }
+  return true;
 }

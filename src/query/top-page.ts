@@ -32,7 +32,7 @@ export function topPage(
   s: Scratch,
 ): number {
   const k = views.length;
-  const { topSlot, topStart, topCount, topEntries, entryContact } = index;
+  const { topSlot, topStart, topCount, topOffsets, entryStart, entryContact } = index;
   const { pos, end, heads } = s;
   for (let j = 0; j < k; j++) {
     const t = views[j].token;
@@ -55,7 +55,8 @@ export function topPage(
     pos[j] = topStart[list];
     end[j] = topStart[list + 1];
     if (end[j] - pos[j] < topCount[list]) shortened |= 1 << j;
-    heads[j] = pos[j] < end[j] ? keyOf(index, direction, topEntries[pos[j]], idRank, contactCount) : Infinity;
+    const first = entryStart[views[j].token];
+    heads[j] = pos[j] < end[j] ? keyOf(index, direction, first + topOffsets[pos[j]], idRank, contactCount) : Infinity;
   }
   const stamp = s.contactStamp;
   const gen = s.generation;
@@ -78,10 +79,12 @@ export function topPage(
       }
     }
     if (best < 0) break;
-    const e = topEntries[pos[best]];
+    // (a list holds its token's entries as offsets from its first)
+    const first = entryStart[views[best].token];
+    const e = first + topOffsets[pos[best]];
     const c = entryContact[e];
     const p = ++pos[best];
-    heads[best] = p < end[best] ? keyOf(index, direction, topEntries[p], idRank, contactCount) : Infinity;
+    heads[best] = p < end[best] ? keyOf(index, direction, first + topOffsets[p], idRank, contactCount) : Infinity;
     if (stamp[c] === gen) continue;
     stamp[c] = gen;
     if (all && k > 1 && ((bits[c >>> 5] >>> (c & 31)) & 1) === 0) continue;

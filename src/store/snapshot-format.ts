@@ -25,7 +25,8 @@ import { markTies, noInbound, rankMask, TOP_MODES } from '../index/layout.js';
 import { rowsOf } from '../index/message-rows.js';
 import { blockStartsFit, encodeBlockStarts } from '../index/block-starts.js';
 import { conversationsFit, numberByContact } from '../index/conversations.js';
-import { contactColumnType, conversationColumnType } from '../index/org-index.js';
+import { type ContactColumn, contactColumn, contactColumnType, conversationColumnType } from '../index/org-index.js';
+import { offsetsOfEntries, topOffsetsFit } from '../index/top-lists.js';
 import { decodeSeparatePostStarts, encodePostStarts, postStartsFit } from '../index/post-starts.js';
 import { OlderFormatError, type LoadFlatOptions } from './snapshot-store.js';
 import { CHANNELS, DIRECTIONS, type Contact, type OrgData } from '../model/records.js';
@@ -556,6 +557,12 @@ const WHOLE_START_SECTIONS: Readonly<Record<string, SectionType>> = Object.fromE
  * few passes over the entries), so it keeps loading without being published again.
  */
 const SEPARATE_POST_SECTIONS: Readonly<Record<string, SectionType>> = { entryPostOffset: 'Uint16Array' };
+/**
+ * The top lists of the layout before their offsets (top-lists.ts): whole entry positions, a Uint32
+ * each. Such a snapshot's lists are checked and converted on load, so it keeps loading.
+ */
+const WHOLE_TOP_SECTIONS: Readonly<Record<string, SectionType>> = { topEntries: 'Uint32Array' };
+
 /** The previous layout's NO_INBOUND: the top bit of the word. */
 const SEPARATE_NO_INBOUND = 0x80000000;
 
@@ -661,11 +668,12 @@ class SectionsDecoder {
         throw new Error(`snapshot: malformed manifest for ${this.what}`);
       }
       names.add(name);
-      // entryContact's width follows the contact count (contactColumnType): hold the manifest to it
+      // entryContact's and topOffsets' width follows the contact count (contactColumnType): hold
+      // the manifest to it
       // (and msgConversation's follows the most conversations of one contact: either, checked on
       // load against contactConversationStart; 32 bits in the layout before)
       const want =
-        name === 'entryContact'
+        name === 'entryContact' || name === 'topOffsets'
           ? contactColumnType(manifest.contacts)
           : name === 'msgConversation'
             ? !globalConversations && type === 'Uint16Array'
@@ -674,7 +682,8 @@ class SectionsDecoder {
             : (expected.get(name) ??
               TWO_COLUMN_SECTIONS[name] ??
               WHOLE_START_SECTIONS[name] ??
-              SEPARATE_POST_SECTIONS[name]);
+              SEPARATE_POST_SECTIONS[name] ??
+              WHOLE_TOP_SECTIONS[name]);
       const exportOnly = isExportSection(name);
       if (exportOnly ? type !== 'Uint32Array' : want !== type) {
         const known = exportOnly || want !== undefined;
@@ -693,6 +702,7 @@ class SectionsDecoder {
         Object.hasOwn(TWO_COLUMN_SECTIONS, name) ||
         Object.hasOwn(WHOLE_START_SECTIONS, name) ||
         Object.hasOwn(SEPARATE_POST_SECTIONS, name) ||
+        Object.hasOwn(WHOLE_TOP_SECTIONS, name) ||
         (name === 'entryNewestIn' && separatePosts) ||
         renumbered(name)
       ) {
@@ -733,9 +743,13 @@ class SectionsDecoder {
         !DERIVED_SECTIONS.includes(name) &&
         !(twoColumns === 4 && ROW_SECTIONS.includes(name)) &&
         !wholeStarts(name) &&
-        !(name === 'contactConversationStart' && globalConversations)
+        !(name === 'contactConversationStart' && globalConversations) &&
+        !(name === 'topOffsets' && names.has('topEntries'))
       )
         throw new Error(`snapshot: ${this.what} has no section ${name} (another index layout); ${UPGRADE}`);
+    }
+    if (names.has('topEntries') && names.has('topOffsets')) {
+      throw new Error(`snapshot: ${this.what} has both layouts of the top lists (another index layout); ${UPGRADE}`);
     }
     if (globalConversations && !names.has('msgContact')) {
       throw new Error(
@@ -953,6 +967,30 @@ class SectionsDecoder {
     if (!this.keepContacts) this.sections.delete('msgContact');
   }
 
+  /**
+   * The top lists' offsets (top-lists.ts): converted from the layout before (whole entry
+   * positions: checked, then let go) or checked as stored.
+   */
+  private topOffsets(sections: Record<string, Section>): void {
+    const x = {
+      entryStart: sections.entryStart as Uint32Array,
+      topSlot: sections.topSlot as Int32Array,
+      topStart: sections.topStart as Uint32Array,
+      topCount: sections.topCount as Uint32Array,
+    };
+    const bad = (): Error => this.corrupt('the top list sections disagree with the entries');
+    const whole = sections.topEntries as Uint32Array | undefined;
+    if (whole === undefined) {
+      if (!topOffsetsFit(x, sections.topOffsets as ContactColumn)) throw bad();
+      return;
+    }
+    const out = contactColumn(this.manifest.contacts, whole.length);
+    if (!offsetsOfEntries(x, whole, out)) throw bad();
+    Object.assign(sections, shareSections([['topOffsets', out]]));
+    delete sections.topEntries;
+    this.sections.delete('topEntries');
+  }
+
   finish(withSourceOrder: boolean): FlatIndex {
     const m = this.manifest;
     if (this.seen.some((s) => !s)) throw this.corrupt('missing chunks');
@@ -976,6 +1014,7 @@ class SectionsDecoder {
     for (const g of WHOLE_STARTS) this.blockStarts(sections, g, n + 1);
     this.postStarts(sections, n);
     this.conversations(sections, n);
+    this.topOffsets(sections);
     // the TIED bits (layout.ts) from the times themselves, whatever the snapshot's bytes say
     markTies(sections.msgSentAt as Float64Array, sections.msgCombo as Uint8Array);
     if (sections.summaryMin === undefined) Object.assign(sections, deriveSummaries(sections, n));

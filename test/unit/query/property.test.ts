@@ -25,6 +25,7 @@ import { parseRfc3339 } from '../../../src/time/rfc3339.js';
 import { formatRfc3339, generateDataset } from '../../../scripts/gen-lib.js';
 import { toGlobalConversations } from '../../helpers/global-conversations.js';
 import { toTwoColumns } from '../../helpers/two-columns.js';
+import { toWholeTopEntries } from '../../helpers/whole-top-entries.js';
 import { referenceSearch, referenceTerms, referenceTokens } from '../../reference/brute-force.js';
 
 const SEED = process.env.PROPERTY_SEED !== undefined ? Number(process.env.PROPERTY_SEED) : Date.now() % 2 ** 31;
@@ -456,6 +457,8 @@ function loadedIndexOf(org: Pick<Org, 'contacts' | 'messages'>, format: 1 | 2, o
     if (twoColumnVariant++ % 2 === 1) toTwoColumns(flat);
     // the layout before conversations numbered by contact: the loader renumbers them
     if (conversationVariant++ % 4 >= 2) toGlobalConversations(flat);
+    // the layout before top-list offsets: the loader converts the whole entry positions
+    if (wholeTopVariant++ % 2 === 1) toWholeTopEntries(flat);
     prepared = { format: 2, flat };
   }
   const enc = encodeSnapshot(prepared, 3);
@@ -484,6 +487,7 @@ function utf8RoundTrip<T>(records: T): T {
 let previousLayoutVariant = 0;
 let twoColumnVariant = 0;
 let conversationVariant = 0;
+let wholeTopVariant = 0;
 
 describe('product vs brute-force reference', () => {
   it(`the body bytes equal JSON.stringify of referenceSearch (${SEARCH_RUNS} organizations x 1 request)`, () => {

@@ -34,6 +34,7 @@ import { toGlobalConversations } from '../../helpers/global-conversations.js';
 import { toSeparatePostStarts } from '../../helpers/separate-post-starts.js';
 import { toTwoColumns } from '../../helpers/two-columns.js';
 import { toWholeStarts } from '../../helpers/whole-starts.js';
+import { toWholeTopEntries } from '../../helpers/whole-top-entries.js';
 
 const SUMMARIES = SUMMARY_SECTIONS;
 
@@ -566,6 +567,67 @@ describe('a snapshot written before conversations numbered by contact', () => {
       const flat = flattenIndex(buildIndex(data));
       change(flat.sections as unknown as Record<string, Uint32Array | Uint16Array>);
       assertCorrupt(orgId, flat, 'the conversation sections disagree with the counts');
+    }
+  });
+});
+
+describe('a snapshot written before top-list offsets', () => {
+  it('loads with its lists converted to offsets, equal to the built ones, and answers the same', () => {
+    const { orgId, data } = generatedOrg(6000, 40, 41);
+    // lists for every token in 20 entries or more, of 8 entries: pages that fit in them, and not
+    const built = buildIndex(data, { topLists: { minEntries: 20, length: 8 } });
+    assert.ok(built.topOffsets.length > 0);
+    for (const purpose of ['serve', 'export'] as const) {
+      const flat = flattenIndex(built);
+      toWholeTopEntries(flat);
+      const loaded = roundTrip(orgId, flat, 2, purpose);
+      assertSectionsAsBuilt(loaded, built, ['topOffsets']);
+      assert.equal(loaded.sections.topEntries, undefined, 'topEntries is let go');
+      assertSameAnswers(built, wrapIndex(loaded), orgId, [
+        'q=que',
+        'q=que&direction=all&limit=5',
+        'q=de&direction=outbound&limit=3&offset=2',
+        'keywords=que,de,para&limit=4',
+        'keywords=que,de&match=all&limit=6&direction=all',
+      ]);
+    }
+  });
+
+  it('is refused when it has both layouts of the top lists, naming the command', () => {
+    const { orgId, data } = generatedOrg(300, 4, 42);
+    const flat = flattenIndex(buildIndex(data, { topLists: { minEntries: 1, length: 4 } }));
+    const offsets = flat.sections.topOffsets;
+    toWholeTopEntries(flat);
+    flat.sections.topOffsets = offsets;
+    assert.throws(() => roundTrip(orgId, flat, 9, 'serve'), {
+      message: `snapshot: organization ${orgId} version 9 has both layouts of the top lists (another index layout); publish it again with \`npm run snapshot -- import\``,
+    });
+  });
+
+  it('entries outside their token, and stored offsets or starts of the wrong shape, are refused as corrupt', () => {
+    const { orgId, data } = generatedOrg(300, 4, 43);
+    const built = buildIndex(data, { topLists: { minEntries: 1, length: 4 } });
+    const whole: Array<(s: Record<string, Uint32Array | Int32Array | Uint16Array>) => void> = [
+      (s) => (s.topEntries[0] = s.entryStart[s.entryStart.length - 1]),
+      (s) => (s.topEntries[1] += 10_000),
+      (s) => (s.topStart[1] = s.topStart[2] + 1),
+      (s) => (s.topSlot[s.topSlot.findIndex((x) => x >= 0)] = -1),
+    ];
+    for (const change of whole) {
+      const flat = flattenIndex(built);
+      toWholeTopEntries(flat);
+      change(flat.sections as unknown as Record<string, Uint32Array | Int32Array | Uint16Array>);
+      assertCorrupt(orgId, flat, 'the top list sections disagree with the entries');
+    }
+    const stored: Array<(s: Record<string, Uint32Array | Int32Array | Uint16Array>) => void> = [
+      (s) => (s.topOffsets[0] = 60_000),
+      (s) => (s.topStart = s.topStart.subarray(1)),
+      (s) => (s.topOffsets = s.topOffsets.subarray(1)),
+    ];
+    for (const change of stored) {
+      const flat = flattenIndex(built);
+      change(flat.sections as unknown as Record<string, Uint32Array | Int32Array | Uint16Array>);
+      assertCorrupt(orgId, flat, 'the top list sections disagree with the entries');
     }
   });
 });
