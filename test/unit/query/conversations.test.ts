@@ -58,3 +58,46 @@ test('conversations_count of contacts with up to 80 conversations equals the ref
   // the pages did hold such contacts
   assert.ok(many > 10, `${many} page contacts with more than 16 conversations`);
 });
+
+test('a contact of more than 65,536 conversations: 32-bit numbers, answers equal to the reference', () => {
+  const d = generateDataset({ messages: 10, contacts: 2, organizations: 1, seed: 12 });
+  const [a, b] = d.contacts;
+  const base = Date.parse('2024-01-01T00:00:00Z');
+  const messages: MessageLine[] = [];
+  for (let i = 0; i < 70_000; i++) {
+    messages.push({
+      id: `m${i}`,
+      organization_id: a.organization_id,
+      contact_id: i % 50 === 0 ? b.id : a.id,
+      // contact a: one conversation a message; contact b: three
+      conversation_id: i % 50 === 0 ? `b${i % 3}` : `a${i}`,
+      channel: i % 7 === 0 ? 'email' : 'whatsapp',
+      direction: i % 3 === 0 ? 'outbound' : 'inbound',
+      content: i % 2 === 0 ? `que ${i}` : `pedido de ${i % 11}`,
+      sent_at: new Date(base + i * 60_000).toISOString(),
+    });
+  }
+  const orgId = a.organization_id;
+  const builder = new OrgDataBuilder(orgId);
+  for (const c of d.contacts) builder.addContact(c);
+  for (const m of messages) builder.addMessage(m, parseRfc3339(m.sent_at)!);
+  const index = buildIndex(builder.build());
+  assert.ok(index.msgConversation instanceof Uint32Array, 'numbers past 65,535 take 32 bits');
+  const loaded = wrapIndex(throughSnapshot(flattenIndex(index), orgId));
+  assert.ok(loaded.msgConversation instanceof Uint32Array);
+  for (const q of [
+    'q=que&direction=all&messages_limit=20',
+    'keywords=que,pedido&direction=all&messages_limit=20',
+    'q=pedido&channel=whatsapp',
+  ]) {
+    const parsed = parseSearchParams(`organization_id=${orgId}&${q}`);
+    assert.ok(parsed.ok, q);
+    const expected = referenceSearch(d.contacts, messages, parsed.request);
+    assert.ok(
+      expected.data.some((item) => item.conversations_count > 10_000),
+      q,
+    );
+    assert.deepStrictEqual(executeSearch(index, parsed.request), expected, q);
+    assert.deepStrictEqual(executeSearch(loaded, parsed.request), expected, `${q} (loaded)`);
+  }
+});
