@@ -31,8 +31,9 @@ export interface Scratch {
   /**
    * per conversation number within a contact (msgConversation): the conversationGeneration of the
    * walk that last counted it. Sized by the organization's conversations, but a walk touches only
-   * the first few entries (one contact's): a stamp over every conversation of the organization,
-   * read at scattered places, cost a walk 3-7% more (bench/RESULTS.md, session 27).
+   * the first few entries (one contact's): with a stamp over every conversation of the
+   * organization, read at scattered places, multi-term pages took 1-4% longer (bench/RESULTS.md,
+   * session 27).
    */
   conversationStamp: Uint32Array;
   /** one a walk of a contact (nextConversationGeneration in walk.ts) */

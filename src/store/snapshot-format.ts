@@ -669,9 +669,8 @@ class SectionsDecoder {
       }
       names.add(name);
       // entryContact's and topOffsets' width follows the contact count (contactColumnType): hold
-      // the manifest to it
-      // (and msgConversation's follows the most conversations of one contact: either, checked on
-      // load against contactConversationStart; 32 bits in the layout before)
+      // the manifest to it. msgConversation's follows the most conversations of one contact: either
+      // width, checked on load against contactConversationStart (32 bits in the layout before).
       const want =
         name === 'entryContact' || name === 'topOffsets'
           ? contactColumnType(manifest.contacts)
@@ -706,9 +705,10 @@ class SectionsDecoder {
         (name === 'entryNewestIn' && separatePosts) ||
         renumbered(name)
       ) {
-        // Export sections only serve finishData, the two columns only give the rows their bytes,
-        // and whole or separate starts (and the words of the latter) are encoded: ordinary memory,
-        // not shared, dropped once loaded.
+        // Export sections only serve finishData (msgContact also a renumbering), the two columns
+        // only give the rows their bytes, whole or separate starts (and the words of the latter)
+        // and whole top-list entries are encoded, and the layout before's conversation columns
+        // renumbered: ordinary memory, not shared, dropped once loaded.
         const array = new (Ctor as unknown as new (n: number) => Section)(length);
         this.sections.set(name, { bytes: new Uint8Array(array.buffer), array, filled: 0 });
       } else {
