@@ -18,7 +18,8 @@ import {
   TOP_MODES,
   timeRanks,
 } from './layout.js';
-import { contactColumn, conversationColumn, type OrgIndex } from './org-index.js';
+import { contactColumn, narrowColumn, type OrgIndex } from './org-index.js';
+import { numberByContact } from './conversations.js';
 import { buildEntrySummaries, SUMMARY_MIN_DEFAULT } from './entry-summaries.js';
 import { rowsLength, rowStartsOf, writePrefix } from './message-rows.js';
 import { encodeBlockStarts } from './block-starts.js';
@@ -197,10 +198,6 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   const conversationRank = new Uint32Array(conversationCount).fill(NONE);
   const conversationByRank = new Uint32Array(conversationCount);
   let conversations = 0;
-  // each conversation's contact, and its number among the contact's (by first message in answer order)
-  const conversationContact = new Uint32Array(conversationCount);
-  const conversationLocal = new Uint32Array(conversationCount);
-  const contactConversations = new Uint32Array(contactCount);
   const tokenRenumber = new Uint32Array(interner.size).fill(NONE);
   let vocabulary = 0;
   // the token sequences in answer order; let go once encoded (below), before the postings exist
@@ -230,8 +227,6 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     if (rank === NONE) {
       rank = conversationRank[conv] = conversations++;
       conversationByRank[rank] = conv;
-      conversationContact[rank] = contact;
-      conversationLocal[rank] = contactConversations[contact]++;
     }
     msgRank[o] = rank;
     seqStart[o] = k;
@@ -254,24 +249,21 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   // the prepared content and tokens are copied: the caller's data lets go of them now, not after
   // the snapshot is written (they are ~100 MB at 1M messages; the interner is read below, held here)
   if (consume) data.prepared = undefined;
-  // conversations numbered contact by contact: ordinal contactConversationStart[contact] + local
-  const contactConversationStart = new Uint32Array(contactCount + 1);
-  let most = 0;
-  for (let c = 0; c < contactCount; c++) {
-    contactConversationStart[c + 1] = contactConversationStart[c] + contactConversations[c];
-    if (contactConversations[c] > most) most = contactConversations[c];
-  }
+  // conversations numbered contact by contact (conversations.ts), as a loader renumbers a
+  // snapshot of the layout before: the ordinal is contactConversationStart[contact] + the number
+  const numbering = numberByContact(msgRank, msgContact, conversationCount, contactCount);
+  if (numbering === null) throw new Error('index: a conversation of two contacts'); // interned per contact: cannot happen
+  const contactConversationStart = numbering.start;
   const byOrdinal = new Uint32Array(conversationCount);
-  for (let r = 0; r < conversationCount; r++)
-    byOrdinal[contactConversationStart[conversationContact[r]] + conversationLocal[r]] = conversationByRank[r];
+  for (let r = 0; r < conversationCount; r++) byOrdinal[numbering.ordinal[r]] = conversationByRank[r];
   const conversationIds = new StringColumnBuilder();
   const convIds = conversationTable.ids.view();
   for (let g = 0; g < conversationCount; g++) {
     const c = byOrdinal[g];
     conversationIds.pushBytes(convIds.bytes, convIds.offsets[c], convIds.offsets[c + 1]);
   }
-  const msgConversation = conversationColumn(most, n);
-  for (let o = 0; o < n; o++) msgConversation[o] = conversationLocal[msgRank[o]];
+  const msgConversation = narrowColumn(numbering.most, n);
+  for (let o = 0; o < n; o++) msgConversation[o] = numbering.number[msgRank[o]];
   const tokenOf: string[] = new Array(vocabulary);
   interner.tokens().forEach((token, t) => {
     tokenOf[tokenRenumber[t]] = token;

@@ -6,7 +6,7 @@
  * message; its snapshots are renumbered on load (numberByContact) from their export section
  * msgContact, so they keep loading without being published again.
  */
-import { type ConversationColumn, conversationColumnType } from './org-index.js';
+import { type ConversationColumn, narrowColumnType } from './org-index.js';
 
 /** The numbering of the layout before, by contact: what a loader needs to renumber it. */
 export interface ContactNumbering {
@@ -80,7 +80,7 @@ export function conversationsFit(
     if (start[c + 1] < start[c]) return false;
     if (start[c + 1] - start[c] > most) most = start[c + 1] - start[c];
   }
-  if (conversationColumnType(most) !== (local instanceof Uint16Array ? 'Uint16Array' : 'Uint32Array')) return false;
+  if (narrowColumnType(most) !== (local instanceof Uint16Array ? 'Uint16Array' : 'Uint32Array')) return false;
   for (let o = 0; o < messages; o++) if (local[o] >= most) return false;
   return true;
 }

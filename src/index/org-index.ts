@@ -40,7 +40,7 @@ export interface OrgIndex extends EntrySummaries, ChannelBits {
    * conversation's ordinal is contactConversationStart[contact] + this. A walk counts a contact's
    * conversations with a stamp of a few entries (in L1, where a stamp over every conversation of
    * the organization was scattered), and the column takes 16 bits a message when every contact
-   * has at most 65,536 conversations (see conversationColumnType): 2 MiB less at 1M messages.
+   * has at most 65,536 conversations (ConversationColumn): 2 MiB less at 1M messages.
    */
   readonly msgConversation: ConversationColumn;
   /** the ordinal of each contact's first conversation, one more than the number of contacts: conversations are numbered contact by contact */
@@ -116,8 +116,21 @@ export interface OrgIndex extends EntrySummaries, ChannelBits {
   readonly topBits: Uint32Array;
 }
 
+/** A column of values below some count: 16 bits when every value fits (narrowColumnType), else 32. */
+export type NarrowColumn = Uint16Array | Uint32Array;
+
+/** The element type of a column of values below `count`: 16 bits up to 65,536, else 32. */
+export function narrowColumnType(count: number): 'Uint16Array' | 'Uint32Array' {
+  return count <= 0x10000 ? 'Uint16Array' : 'Uint32Array';
+}
+
+/** A zeroed column of `length` values below `count` (narrowColumnType). */
+export function narrowColumn(count: number, length: number): NarrowColumn {
+  return narrowColumnType(count) === 'Uint16Array' ? new Uint16Array(length) : new Uint32Array(length);
+}
+
 /** Contact ordinals of the entries: 16 bits when every ordinal fits (most organizations), else 32. */
-export type ContactColumn = Uint16Array | Uint32Array;
+export type ContactColumn = NarrowColumn;
 
 /**
  * The element type of entryContact for an organization of `contactCount` contacts: 16 bits save
@@ -125,30 +138,20 @@ export type ContactColumn = Uint16Array | Uint32Array;
  * The snapshot loader holds a manifest to this rule, so a column of the wrong width is refused.
  */
 export function contactColumnType(contactCount: number): 'Uint16Array' | 'Uint32Array' {
-  return contactCount <= 0x10000 ? 'Uint16Array' : 'Uint32Array';
+  return narrowColumnType(contactCount);
 }
 
 /** A zeroed contact column of `length` for an organization of `contactCount` contacts. */
 export function contactColumn(contactCount: number, length: number): ContactColumn {
-  return contactColumnType(contactCount) === 'Uint16Array' ? new Uint16Array(length) : new Uint32Array(length);
+  return narrowColumn(contactCount, length);
 }
-
-/** A message's conversation within its contact's: 16 bits when every contact's fit (see conversationColumnType), else 32. */
-export type ConversationColumn = Uint16Array | Uint32Array;
 
 /**
- * The element type of msgConversation for an organization whose contacts have at most `most`
- * conversations each. The snapshot loader accepts either width, and checks the numbers against
+ * A message's conversation within its contact's: narrowColumnType of the most conversations of one
+ * contact. The snapshot loader accepts either width, and checks the numbers against
  * contactConversationStart.
  */
-export function conversationColumnType(most: number): 'Uint16Array' | 'Uint32Array' {
-  return most <= 0x10000 ? 'Uint16Array' : 'Uint32Array';
-}
-
-/** A zeroed msgConversation of `length` for contacts of at most `most` conversations each. */
-export function conversationColumn(most: number, length: number): ConversationColumn {
-  return conversationColumnType(most) === 'Uint16Array' ? new Uint16Array(length) : new Uint32Array(length);
-}
+export type ConversationColumn = NarrowColumn;
 
 /** Messages of token t in the whole organization (its document frequency). */
 export function tokenFrequency(index: OrgIndex, t: number): number {

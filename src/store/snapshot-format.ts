@@ -25,7 +25,13 @@ import { markTies, noInbound, rankMask, TOP_MODES } from '../index/layout.js';
 import { rowsOf } from '../index/message-rows.js';
 import { blockStartsFit, encodeBlockStarts } from '../index/block-starts.js';
 import { conversationsFit, numberByContact } from '../index/conversations.js';
-import { type ContactColumn, contactColumn, contactColumnType, conversationColumnType } from '../index/org-index.js';
+import {
+  type ContactColumn,
+  type ConversationColumn,
+  contactColumn,
+  contactColumnType,
+  narrowColumnType,
+} from '../index/org-index.js';
 import { offsetsOfEntries, topOffsetsFit } from '../index/top-lists.js';
 import { decodeSeparatePostStarts, encodePostStarts, postStartsFit } from '../index/post-starts.js';
 import { OlderFormatError, type LoadFlatOptions } from './snapshot-store.js';
@@ -585,7 +591,7 @@ function deriveSummaries(s: Record<string, Section>, messageCount: number): Reco
       entryNewestIn: s.entryNewestIn as Uint32Array,
       storedPostings: s.storedPostings as Uint32Array,
       msgCombo: s.msgCombo as Uint8Array,
-      msgConversation: s.msgConversation as Uint32Array,
+      msgConversation: s.msgConversation as ConversationColumn,
       conversationCount: s.conversationIdOffsets.length - 1,
     },
     SUMMARY_MIN_DEFAULT,
@@ -942,7 +948,7 @@ class SectionsDecoder {
     if (x === null) throw bad();
     const global = sections.msgConversation as Uint32Array;
     const out = allocateShared([
-      ['msgConversation', conversationColumnType(x.most), n],
+      ['msgConversation', narrowColumnType(x.most), n],
       ['contactConversationStart', 'Uint32Array', contacts + 1],
       ['conversationIdOffsets', 'Uint32Array', count + 1],
       ['conversationIdBytes', 'Uint8Array', idBytes.length],
