@@ -1,10 +1,11 @@
 # uWebSockets.js ships glibc binaries only: a Debian-based image, not Alpine.
-# Build stage: all dependencies, `npm ci` runs `prepare` (tsc to dist/), then the dev
-# dependencies (TypeScript, tsx, Biome) are pruned away.
+# Build stage: all dependencies, `npm ci` runs `prepare` (tsc to dist/, then the server's
+# bundles), then the dev dependencies (TypeScript, tsx, esbuild, Biome) are pruned away.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 COPY src ./src
+COPY scripts/bundle-server.mjs ./scripts/
 RUN npm ci --no-audit --no-fund && npm prune --omit=dev --no-audit --no-fund && npm cache clean --force
 
 # Runtime stage: compiled JavaScript and production dependencies only; no TypeScript at run time.

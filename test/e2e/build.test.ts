@@ -1,8 +1,10 @@
 /**
  * Production runs the `npm run build` output: the compiled CLIs import a snapshot and create a
- * key, the compiled server builds an older format-1 snapshot's index in the worker thread
- * (build-worker.js, no tsx; a format-2 snapshot is the built index and needs no worker), and its
- * answers are byte for byte those of the TypeScript server on the same data.
+ * key, the bundled server (dist/main.js, scripts/bundle-server.mjs) builds an older format-1
+ * snapshot's index in its worker thread (dist/build-worker.js, no tsx; a format-2 snapshot is the
+ * built index and needs no worker), and its answers are byte for byte those of the TypeScript
+ * server on the same data, on the embedded store and on Redis (whose modules are a chunk of their
+ * own, loaded only then).
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -25,15 +27,14 @@ let org: string;
 let key: CreatedKey;
 
 before(async () => {
-  const built = spawnSync(
-    process.execPath,
+  // `npm run build`'s two steps: tsc (the CLIs), then the server's bundles (scripts/bundle-server.mjs)
+  for (const step of [
     [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
-    {
-      cwd: ROOT,
-      encoding: 'utf8',
-    },
-  );
-  assert.equal(built.status, 0, `npm run build failed:\n${built.stdout}${built.stderr}`);
+    [path.join(ROOT, 'scripts', 'bundle-server.mjs')],
+  ]) {
+    const built = spawnSync(process.execPath, step, { cwd: ROOT, encoding: 'utf8' });
+    assert.equal(built.status, 0, `npm run build failed:\n${built.stdout}${built.stderr}`);
+  }
   input = tempDir('build-input-');
   await gen(input.dir, { messages: 3000, contacts: 120, organizations: 1, seed: 15 });
   const d = loadDataset(input.dir);
@@ -100,6 +101,41 @@ test('the compiled server builds in the worker and answers exactly as the TypeSc
     // request_id differs per request; everything else must be identical
     const strip = (t: string) => t.replace(/"request_id":"[^"]*"/, '"request_id":"-"');
     assert.equal(strip(compiled[i].text), strip(source[i].text), `answers differ for ${queries[i]}`);
+  }
+});
+
+test('the bundled server on Redis, with two serving threads, answers exactly as the TypeScript server', async () => {
+  const r = await openHarness('redis');
+  try {
+    const d = loadDataset(input.dir);
+    const imp = await runCompiled(
+      'cli/snapshot.js',
+      ['import', '--contacts', d.contactsFile, '--messages', d.messagesFile],
+      r.env,
+    );
+    assert.equal(imp.code, 0, `compiled import into Redis failed: ${imp.stderr}`);
+    const created = await runCompiled(
+      'cli/keys.js',
+      ['create', '--organization-id', org, '--scopes', 'contacts:read,messages:read', '--json'],
+      r.env,
+    );
+    assert.equal(created.code, 0, `compiled keys create failed: ${created.stderr}`);
+    const redisKey = (JSON.parse(created.stdout) as CreatedKey).key;
+    const q = `organization_id=${org}&keywords=entrega,pago&match=any&direction=all&messages_limit=3&limit=7`;
+    const answers: { status: number; text: string }[] = [];
+    for (const compiled of [true, false]) {
+      const server = await startServer({ ...r.serverEnv, SERVER_THREADS: '2' }, { compiled });
+      try {
+        answers.push(await search(server.url, redisKey, q));
+      } finally {
+        assert.equal(await server.stop(), 0);
+      }
+    }
+    assert.equal(answers[0].status, 200);
+    const strip = (t: string) => t.replace(/"request_id":"[^"]*"/, '"request_id":"-"');
+    assert.equal(strip(answers[0].text), strip(answers[1].text));
+  } finally {
+    await r.cleanup();
   }
 });
 
