@@ -13,7 +13,8 @@
  * import in store/open-store.ts only when REDIS_URL is set. Entries and chunks sit side by side in
  * dist/, so a worker entry resolved beside its caller (runtime/module-worker.ts) is found from
  * any of them. Source maps map stack traces back to src/ (`npm start` runs with
- * --enable-source-maps).
+ * --enable-source-maps, which parses every map at start and keeps it): without the sources' text
+ * in them (2.5 MB of maps -> 0.7 MB), a server started so settles 1.5 MiB lower at 1M.
  *
  * Plain JavaScript, run by node itself: the Docker build runs it without tsx.
  */
@@ -45,6 +46,7 @@ await build({
   minify: true,
   keepNames: true,
   sourcemap: true,
+  sourcesContent: false,
   legalComments: 'none',
   external: ['uWebSockets.js', 'msgpackr'],
   // the CommonJS packages bundled here (pino, prom-client, ioredis) require Node's own modules
