@@ -276,8 +276,11 @@ export async function startServer(
   // nodeArgs: e.g. a preload such as bench/gc-observer.ts. BENCH_SERVER_JS=dist/main.js runs the
   // compiled server instead (`npm run build` first), as `npm start` does: its worker threads
   // load compiled modules, not tsx's, which changes their memory.
+  // A TypeScript preload (the GC observer) still needs tsx's loader before a compiled entry.
   const entry = process.env.BENCH_SERVER_JS;
-  const args = entry ? [...(opts.nodeArgs ?? []), entry] : ['--import', 'tsx', ...(opts.nodeArgs ?? []), 'src/main.ts'];
+  const nodeArgs = opts.nodeArgs ?? [];
+  const tsx = !entry || nodeArgs.some((a) => a.endsWith('.ts')) ? ['--import', 'tsx'] : [];
+  const args = [...tsx, ...nodeArgs, entry ?? 'src/main.ts'];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env,
