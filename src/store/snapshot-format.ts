@@ -18,7 +18,7 @@ import { createHash } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { endianness } from 'node:os';
 import { Packr, Unpackr } from 'msgpackr';
-import { contactsPartAt, skipValue } from './msgpack-skip.js';
+import { type ContactsPart, contactsPartAt, skipValue } from './msgpack-skip.js';
 import { buildIndex } from '../index/build.js';
 import { buildChannelBits, CHANNEL_BITS_SECTIONS, type ChannelBits, channelBitsFit } from '../index/channel-bits.js';
 import { buildEntrySummaries, SUMMARY_MIN_DEFAULT, SUMMARY_SECTIONS, SUMMARY_WIDTH } from '../index/entry-summaries.js';
@@ -192,7 +192,10 @@ function* partsV2(flat: FlatIndex): Generator<PartV2> {
 
 /**
  * Chunk `index` checked against the manifest (known, not seen before, length and CRC32), then
- * unpacked into its parts; marks it seen. Both formats' decoders use it.
+ * unpacked into its parts; marks it seen. Both formats' decoders use it. With `skippedContacts`
+ * (a load that keeps no contact records: a server's), each contacts part is stepped over without
+ * decoding its rows (msgpack-skip.ts) and its header pushed there instead; the other parts are
+ * decoded one by one.
  */
 function verifiedParts<T>(
   manifest: Manifest,
@@ -200,10 +203,24 @@ function verifiedParts<T>(
   index: number,
   chunk: Uint8Array,
   corrupt: (detail: string) => Error,
+  skippedContacts?: ContactsPart[],
 ): T[] {
   verifyChunk(manifest, seen, index, chunk, corrupt);
   try {
-    return unpackr.unpackMultiple(chunk) as T[];
+    if (skippedContacts === undefined) return unpackr.unpackMultiple(chunk) as T[];
+    const parts: T[] = [];
+    for (let at = 0; at < chunk.length; ) {
+      const contacts = contactsPartAt(chunk, at);
+      if (contacts !== null) {
+        skippedContacts.push(contacts);
+        at = contacts.end;
+        continue;
+      }
+      const end = skipValue(chunk, at);
+      parts.push(unpackr.unpack(chunk.subarray(at, end)) as T);
+      at = end;
+    }
+    return parts;
   } catch (err) {
     throw corrupt(`chunk ${index}: ${(err as Error).message}`);
   } finally {
@@ -778,83 +795,51 @@ class SectionsDecoder {
   }
 
   add(index: number, chunk: Uint8Array): void {
-    if (!this.keepContacts) {
-      this.addSkippingContacts(index, chunk);
-      return;
-    }
-    const decoded = verifiedParts<PartV2>(this.manifest, this.seen, index, chunk, (d) => this.corrupt(d));
-    for (const p of decoded) this.addPart(index, p);
-  }
-
-  /**
-   * A chunk of a load that keeps no contact records (a server's): its contacts parts are checked
-   * and counted without decoding their rows (msgpack-skip.ts), the other parts decoded one by one.
-   */
-  private addSkippingContacts(index: number, chunk: Uint8Array): void {
-    verifyChunk(this.manifest, this.seen, index, chunk, (d) => this.corrupt(d));
-    const parts: unknown[] = [];
-    try {
-      for (let at = 0; at < chunk.length; ) {
-        const contacts = contactsPartAt(chunk, at);
-        if (contacts !== null) {
-          if (contacts.start + contacts.rows > this.manifest.contacts)
-            throw this.corrupt(`chunk ${index}: malformed part`);
-          this.contactsFilled += contacts.rows;
-          at = contacts.end;
-          continue;
-        }
-        const end = skipValue(chunk, at);
-        parts.push(unpackr.unpack(chunk.subarray(at, end)));
-        at = end;
-      }
-    } catch (err) {
-      if (err instanceof Error && err.message.startsWith('snapshot:')) throw err;
-      throw this.corrupt(`chunk ${index}: ${(err as Error).message}`);
-    } finally {
-      releaseSource();
-    }
-    for (const p of parts) this.addPart(index, p as PartV2);
-  }
-
-  private addPart(index: number, p: PartV2): void {
+    // a server's load steps over the contact records (it renders contactJsonBytes); an export decodes them
+    const skipped: ContactsPart[] | undefined = this.keepContacts ? undefined : [];
+    const decoded = verifiedParts<PartV2>(this.manifest, this.seen, index, chunk, (d) => this.corrupt(d), skipped);
     const bad = (): Error => this.corrupt(`chunk ${index}: malformed part`);
-    if (!Array.isArray(p)) throw bad();
-    if (p[0] === 'c') {
-      const [, start, rows] = p;
-      if (
-        !Array.isArray(rows) ||
-        !Number.isSafeInteger(start) ||
-        start < 0 ||
-        start + rows.length > this.manifest.contacts
-      )
-        throw bad();
-      // only an export gives the contacts back; serving renders contactJsonBytes
-      if (this.keepContacts) {
+    for (const c of skipped ?? []) {
+      if (c.start + c.rows > this.manifest.contacts) throw bad();
+      this.contactsFilled += c.rows;
+    }
+    for (const p of decoded) {
+      if (!Array.isArray(p)) throw bad();
+      if (p[0] === 'c') {
+        const [, start, rows] = p;
+        if (
+          !Array.isArray(rows) ||
+          !Number.isSafeInteger(start) ||
+          start < 0 ||
+          start + rows.length > this.manifest.contacts
+        )
+          throw bad();
+        // decoded only for an export (a server's load steps over them, above)
         const org = this.manifest.organizationId;
         for (let i = 0; i < rows.length; i++) {
           const [id, name, phone, email, avatar_url, source] = rows[i];
           this.contacts[start + i] = { id, organization_id: org, name, phone, email, avatar_url, source };
         }
-      }
-      this.contactsFilled += rows.length;
-    } else if (p[0] === 'a') {
-      const [, name, offset, bytes] = p;
-      const s = this.sections.get(name);
-      const length = s !== undefined ? s.bytes.length : this.skipped.get(name);
-      if (
-        length === undefined ||
-        !(bytes instanceof Uint8Array) ||
-        !Number.isSafeInteger(offset) ||
-        offset < 0 ||
-        offset + bytes.length > length
-      )
+        this.contactsFilled += rows.length;
+      } else if (p[0] === 'a') {
+        const [, name, offset, bytes] = p;
+        const s = this.sections.get(name);
+        const length = s !== undefined ? s.bytes.length : this.skipped.get(name);
+        if (
+          length === undefined ||
+          !(bytes instanceof Uint8Array) ||
+          !Number.isSafeInteger(offset) ||
+          offset < 0 ||
+          offset + bytes.length > length
+        )
+          throw bad();
+        if (s === undefined) continue; // an export section this decoder does not keep
+        // The one copy: from the chunk (msgpackr's view into it) into the section's own memory.
+        s.bytes.set(bytes, offset);
+        s.filled += bytes.length;
+      } else {
         throw bad();
-      if (s === undefined) return; // an export section this decoder does not keep
-      // The one copy: from the chunk (msgpackr's view into it) into the section's own memory.
-      s.bytes.set(bytes, offset);
-      s.filled += bytes.length;
-    } else {
-      throw bad();
+      }
     }
   }
 

@@ -126,6 +126,17 @@ export function snapshotStoreCases(store: () => SnapshotStore, tamper: Tamper): 
       assert.equal((await store().loadFlatIndex(old)).messageCount, 40);
     });
 
+    test('a manifest counting fewer contacts than its chunks hold is refused, by a load that steps over the contact records too', async () => {
+      const ref = await store().publishSnapshot(orgData(generate(15, 4, 120, 1)));
+      await tamper.setFormat(ref, (m) => ({ ...m, contacts: m.contacts - 1 }));
+      const corrupt = new RegExp(
+        `^Error: snapshot: corrupt snapshot of organization ${uuid(15, 0)} version ${ref.version}: chunk \\d+: malformed part`,
+      );
+      // loadFlatIndex serves (the rows are walked, not decoded); loadSnapshot exports (decoded)
+      await assert.rejects(store().loadFlatIndex(ref), corrupt);
+      await assert.rejects(store().loadSnapshot(ref), corrupt);
+    });
+
     test('the export sections give the import back but are not in the served index', async () => {
       const data = orgData(generate(14, 4, 120, 1));
       const ref = await store().publishSnapshot(data);
