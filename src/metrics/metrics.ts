@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type * as Prom from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from './prom.js';
 
 /** One organization's loaded index, as the metrics report it. */
 export interface OrgStat {
@@ -132,11 +133,11 @@ export class Metrics {
 
   // prom-client's labelled children, made once: `inc({ listener, status })` hashes its labels on
   // every call (~1.5 µs of a request's ~50 under load, measured with a rare term)
-  private readonly counted = new Map<number, Counter.Internal>();
-  private readonly timed = new Map<string, Histogram.Internal<'listener'>>();
+  private readonly counted = new Map<number, Prom.Counter.Internal>();
+  private readonly timed = new Map<string, Prom.Histogram.Internal<'listener'>>();
 
   /** The request counter of one listener and status. */
-  private counterOf(listener: 'public' | 'admin', status: number): Counter.Internal {
+  private counterOf(listener: 'public' | 'admin', status: number): Prom.Counter.Internal {
     const key = (listener === 'public' ? 0 : 1000) + status;
     let child = this.counted.get(key);
     if (child === undefined) {
@@ -147,7 +148,7 @@ export class Metrics {
   }
 
   /** The latency histogram of one listener. */
-  private latencyOf(listener: 'public' | 'admin'): Histogram.Internal<'listener'> {
+  private latencyOf(listener: 'public' | 'admin'): Prom.Histogram.Internal<'listener'> {
     let child = this.timed.get(listener);
     if (child === undefined) {
       child = this.latency.labels({ listener });
