@@ -315,7 +315,12 @@ async function main(): Promise<void> {
     service = await startServer(store, {
       logLevel: LOG_LEVEL,
       logFile: path.join(tmp.dir, 'server.log'),
-      nodeArgs: ['--import', './bench/gc-observer.ts'],
+      // BENCH_NODE_ARGS: more node or V8 flags for the service (e.g. to compare GC settings)
+      nodeArgs: [
+        '--import',
+        './bench/gc-observer.ts',
+        ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
+      ],
       // The goals are for one serving thread (the default is one a core).
       env: { GC_LOG_FILE: gcLog, SERVER_THREADS: String(flagNumber('threads', 1)) },
     });

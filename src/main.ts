@@ -15,6 +15,7 @@ import { openStores } from './store/open-store.js';
 import { ThreadPool } from './server/thread-pool.js';
 import type { ServingState } from './server/thread-protocol.js';
 import { within } from './runtime/within.js';
+import { scavengeOnOneThread } from './runtime/gc-flags.js';
 
 /** Prints start-up problems as plain lines (no stack trace) and exits 1. */
 function refuse(lines: string[]): never {
@@ -79,6 +80,7 @@ function checkArguments(args: readonly string[]): void {
 
 async function main(): Promise<void> {
   checkArguments(process.argv.slice(2));
+  scavengeOnOneThread();
   let config: Config;
   try {
     config = loadConfig();
