@@ -24,10 +24,10 @@ export interface ReloadStat {
 /** The Prometheus registry of one server process and the instruments the HTTP layer feeds. */
 export class Metrics {
   readonly registry = new Registry();
-  readonly requests: Counter<'listener' | 'status'>;
-  readonly latency: Histogram<'listener'>;
-  readonly reloads: Counter<'result'>;
-  readonly reloadSeconds: Histogram;
+  readonly requests: Prom.Counter<'listener' | 'status'>;
+  readonly latency: Prom.Histogram<'listener'>;
+  readonly reloads: Prom.Counter<'result'>;
+  readonly reloadSeconds: Prom.Histogram;
 
   /** `orgStats` is read at scrape time, so the numbers are never stale. */
   constructor(readOrgStats: () => OrgStat[]) {
