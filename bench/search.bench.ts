@@ -18,6 +18,7 @@ import type { Contact, MessageLine, OrgData } from '../src/model/records.js';
 import { OrgDataBuilder } from '../src/model/org-data-builder.js';
 import * as execute from '../src/query/execute.js';
 import { parseSearchParams } from '../src/request/parse-params.js';
+import { sentAtOf } from '../src/index/sent-times.js';
 import type { SearchRequest } from '../src/request/search-request.js';
 import { parseRfc3339 } from '../src/time/rfc3339.js';
 import { referenceSearch } from '../test/reference/brute-force.js';
@@ -104,8 +105,8 @@ async function main(): Promise<void> {
   for (const [t, id] of tokenIds) inverse[id] = t;
   const [p0, p1] = messageTokenIds(index, 0);
   const phrase = `${inverse[p0]} ${inverse[p1]}`;
-  const dateFrom = new Date(index.msgSentAt[Math.floor(MESSAGES * 0.6)]).toISOString().slice(0, 10);
-  const dateTo = new Date(index.msgSentAt[Math.floor(MESSAGES * 0.4)]).toISOString().slice(0, 10);
+  const dateFrom = new Date(sentAtOf(index, Math.floor(MESSAGES * 0.6))).toISOString().slice(0, 10);
+  const dateTo = new Date(sentAtOf(index, Math.floor(MESSAGES * 0.4))).toISOString().slice(0, 10);
   const enc = encodeURIComponent;
   const classes: Record<string, string> = {
     'common term': `q=${enc(common)}`,

@@ -25,6 +25,7 @@ import { rowsLength, rowStartsOf, writePrefix } from './message-rows.js';
 import { encodeBlockStarts } from './block-starts.js';
 import { PACKED_LENGTH, packUuid, UUID_TEXT_LENGTH, uuidCase } from './packed-uuid.js';
 import { encodePostStarts } from './post-starts.js';
+import { encodeSentTimes } from './sent-times.js';
 import { jsonEscaped, StringColumnBuilder } from './string-column.js';
 import { buildChannelBits } from './channel-bits.js';
 import { buildTopLists, TOP_LIST_DEFAULTS, type TopListOptions } from './top-lists.js';
@@ -124,7 +125,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   // each message's conversation by first occurrence in answer order, until msgConversation is made from it
   const msgRank = new Uint32Array(n);
   const msgCombo = new Uint8Array(n);
-  const msgSentAt = new Float64Array(n);
+  let msgSentAt: Float64Array | null = new Float64Array(n);
   // Pass 1, in import order: the per-message work that reads the messages' strings (escaping and
   // encoding, conversations, tokens). The heap holds those strings in import order, so this pass
   // reads them in sequence; in answer order every read was a cache miss (at 10M messages the
@@ -238,6 +239,9 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     }
   }
   msgRowOffsets[n] = rowAt;
+  // seconds and milliseconds apart (sent-times.ts); the epoch-ms column is let go here
+  const sentTimes = encodeSentTimes(msgSentAt);
+  msgSentAt = null;
   const rowStarts = rowStartsOf(encodeBlockStarts(msgRowOffsets));
   // The bytes, read in import order (in sequence) and written where answer order puts them: a
   // scattered write does not stall the loop as a scattered read does, and a byte loop costs less
@@ -317,7 +321,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   // The time rank of ordinal o is the first ordinal with the same sent_at, so equal times tie.
   // One linear pass (build scratch, not kept): walking back per entry was quadratic when many
   // messages share one sent_at (bulk-migrated data stamped with a date).
-  const timeRank = timeRanks(msgSentAt);
+  const timeRank = timeRanks(sentTimes);
   const messageCursor = contactMessages.slice(0, contactCount);
   const keyCursor = contactKeys.slice(0, contactCount);
   const pairIds = new Map<number, number>();
@@ -508,7 +512,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
       messageCount: n,
       storedPostings,
       msgCombo,
-      msgSentAt,
+      ...sentTimes,
       contactIdRank,
       contactByIdRank,
     },
@@ -517,7 +521,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
   const channelBits = buildChannelBits(entryStart, entryFlags, top.topSlot, top.topCount.length / TOP_MODES);
 
   // last: every use above reads msgCombo as the combo alone
-  markTies(msgSentAt, msgCombo);
+  markTies(sentTimes, msgCombo);
   return {
     organizationId: data.organizationId,
     messageCount: n,
@@ -528,7 +532,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     msgConversation,
     contactConversationStart,
     msgCombo,
-    msgSentAt,
+    ...sentTimes,
     msgRowBytes,
     ...rowStarts,
     ...columns('conversationId', conversationIds),

@@ -4,6 +4,7 @@
  */
 import { CHANNELS } from '../model/records.js';
 import { type PostStarts, postStart, rankBits } from './post-starts.js';
+import { type SentTimes, sameSentAt, sentAtOf } from './sent-times.js';
 
 /** The "nothing" of a Uint32Array column: no newest message in a direction, no pair, not seen. */
 export const NONE = 0xffffffff;
@@ -18,23 +19,23 @@ export function comboOf(direction: number, channel: number): number {
 
 /**
  * msgCombo's bit 7: message o's sent_at equals message o - 1's, so its time rank is not its own
- * ordinal (timeRank). Set on every load from msgSentAt (markTies), so a snapshot's own bits are
+ * ordinal (timeRank). Set on every load from the sent times (markTies), so a snapshot's own bits are
  * never trusted. A filter's test `(1 << msgCombo[o]) & mask` ignores it: a shift count is taken
  * modulo 32. Reads of the combo as a number take COMBO_VALUE of it.
  */
 export const TIED = 0x80;
 export const COMBO_VALUE = 0x7f;
 
-/** Sets TIED in combo[o] exactly where sentAt[o] equals sentAt[o - 1] (sentAt non-increasing). */
-export function markTies(sentAt: Float64Array, combo: Uint8Array): void {
+/** Sets TIED in combo[o] exactly where message o's sent_at equals message o - 1's (non-increasing). */
+export function markTies(times: SentTimes, combo: Uint8Array): void {
   const n = combo.length;
   if (n > 0) combo[0] &= COMBO_VALUE;
-  for (let o = 1; o < n; o++) combo[o] = (combo[o] & COMBO_VALUE) | (sentAt[o] === sentAt[o - 1] ? TIED : 0);
+  for (let o = 1; o < n; o++) combo[o] = (combo[o] & COMBO_VALUE) | (sameSentAt(times, o, o - 1) ? TIED : 0);
 }
 
 /** Time rank of message o whose combo (TIED bit included) is `combo`: its ordinal unless tied. */
-export function rankOf(sentAt: Float64Array, o: number, combo: number): number {
-  return (combo & TIED) === 0 ? o : timeRank(sentAt, o);
+export function rankOf(times: SentTimes, o: number, combo: number): number {
+  return (combo & TIED) === 0 ? o : timeRank(times, o);
 }
 
 /** Bits of the inbound combos in a combo mask (entryFlags, a filter mask); the rest are outbound. */
@@ -82,11 +83,10 @@ export function rankMask(messageCount: number): number {
 }
 
 /** The columns newestOutbound and newestOfEntry read (an OrgIndex has them; the build passes its own). */
-export interface EntryNewestColumns extends PostStarts {
+export interface EntryNewestColumns extends PostStarts, SentTimes {
   readonly entryFlags: Uint16Array;
   readonly storedPostings: Uint32Array;
   readonly msgCombo: Uint8Array;
-  readonly msgSentAt: Float64Array;
 }
 
 /** Ordinal of entry e's first message when its flags have HEAD_INLINE (not in storedPostings). */
@@ -133,7 +133,7 @@ export function newestOutbound(x: EntryNewestColumns, e: number): number {
     }
     o = postings[p];
   }
-  return (f & OUT_UNTIED) !== 0 ? o : timeRank(x.msgSentAt, o);
+  return (f & OUT_UNTIED) !== 0 ? o : timeRank(x, o);
 }
 
 /** Time rank of entry e's newest message in either direction (every entry has one). */
@@ -170,31 +170,31 @@ export function bitmapWords(contactCount: number): number {
  * a binary search: one read when o's time is unique (the common case, and cache-friendly),
  * O(log k) for a tie of k messages however long.
  */
-export function timeRank(sentAt: Float64Array, o: number): number {
-  const t = sentAt[o];
-  if (o === 0 || sentAt[o - 1] !== t) return o;
-  let hi = o - 1; // sentAt[hi] === t
+export function timeRank(times: SentTimes, o: number): number {
+  if (o === 0 || !sameSentAt(times, o - 1, o)) return o;
+  const t = sentAtOf(times, o);
+  let hi = o - 1; // sent at t
   let step = 1;
   let lo = hi - step;
-  while (lo > 0 && sentAt[lo] === t) {
+  while (lo > 0 && sentAtOf(times, lo) === t) {
     hi = lo;
     step *= 2;
     lo = hi - step;
   }
   if (lo < 0) lo = 0;
-  // sentAt[lo] > t or lo === 0; the answer is in [lo, hi]
+  // lo sent after t, or lo === 0; the answer is in [lo, hi]
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (sentAt[mid] > t) lo = mid + 1;
+    if (sentAtOf(times, mid) > t) lo = mid + 1;
     else hi = mid;
   }
   return lo;
 }
 
 /** timeRank of every ordinal in one linear pass (for the build, which needs them all). */
-export function timeRanks(sentAt: Float64Array): Uint32Array {
-  const n = sentAt.length;
+export function timeRanks(times: SentTimes): Uint32Array {
+  const n = times.msgSentSec.length;
   const rank = new Uint32Array(n);
-  for (let o = 1; o < n; o++) rank[o] = sentAt[o - 1] === sentAt[o] ? rank[o - 1] : o;
+  for (let o = 1; o < n; o++) rank[o] = sameSentAt(times, o - 1, o) ? rank[o - 1] : o;
   return rank;
 }

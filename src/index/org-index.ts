@@ -13,9 +13,11 @@
  */
 import type { ChannelBits } from './channel-bits.js';
 import type { EntrySummaries } from './entry-summaries.js';
+import type { SentTimes } from './sent-times.js';
 import type { PairLookup, TokenLookup } from './shared-dictionary.js';
 
-export interface OrgIndex extends EntrySummaries, ChannelBits {
+/** The sent times (sent-times.ts: epoch seconds in 32 bits from a base, milliseconds apart) are non-increasing with the ordinal. */
+export interface OrgIndex extends EntrySummaries, ChannelBits, SentTimes {
   readonly organizationId: string;
   readonly messageCount: number;
   readonly contactCount: number;
@@ -47,8 +49,6 @@ export interface OrgIndex extends EntrySummaries, ChannelBits {
   readonly contactConversationStart: Uint32Array;
   /** direction * CHANNEL_COUNT + channel (comboOf, layout.ts): one bit position of a filter mask */
   readonly msgCombo: Uint8Array;
-  /** epoch ms, non-increasing with the ordinal */
-  readonly msgSentAt: Float64Array;
   /**
    * message ids and contents, and conversation ids, as UTF-8, each string already JSON-escaped
    * (the text between the quotes of JSON.stringify): responses copy these bytes as they are, and
@@ -167,7 +167,10 @@ export const TYPED_ARRAY_FIELDS = [
   'msgConversation',
   'contactConversationStart',
   'msgCombo',
-  'msgSentAt',
+  'msgSentBase',
+  'msgSentSec',
+  'msgSentHigh',
+  'msgSentMilli',
   'msgRowBytes',
   'msgRowStartBase',
   'msgRowStartDelta',

@@ -7,14 +7,23 @@
  */
 
 import { HEX_PAIRS } from '../index/packed-uuid.js';
+import { type SentTimes, sentMilliOf, sentSecondsOf } from '../index/sent-times.js';
 import { civilFromDays } from '../time/civil-date.js';
 
-const DAY = 86400000;
+const DAY = 86400; // seconds
 const PER_DAY = 1 / DAY;
 const ISO_MIN = -62167219200000; // 0000-01-01T00:00:00.000Z
 const ISO_MAX = 253402300799999; // 9999-12-31T23:59:59.999Z
+const ISO_MIN_SECONDS = ISO_MIN / 1000;
+const ISO_MAX_SECONDS = Math.floor(ISO_MAX / 1000);
 const ZERO = 48;
-const ONE = new Float64Array(1);
+/** one instant as sent times, for iso() */
+const ONE: SentTimes = {
+  msgSentBase: new Float64Array(1),
+  msgSentSec: new Uint32Array(1),
+  msgSentHigh: new Uint16Array(0),
+  msgSentMilli: new Uint16Array(1),
+};
 const DASH = 0x2d;
 
 /**
@@ -224,25 +233,32 @@ export class BodyWriter {
 
   /** `new Date(ms).toISOString()` as bytes (see isoAt). */
   iso(ms: number): void {
-    ONE[0] = ms;
-    this.isoAt(ONE, 0);
-  }
-
-  /**
-   * `new Date(column[i]).toISOString()` as bytes, without the Date (reserved: up to 27 bytes).
-   * Years outside 0000-9999 and non-integers take toISOString itself. The instant is read here,
-   * not passed: a double argument to a call that is not inlined is boxed, garbage each time.
-   */
-  isoAt(column: Float64Array, i: number): void {
-    const ms = column[i];
     if (!(ms >= ISO_MIN && ms <= ISO_MAX) || ms !== Math.floor(ms)) {
       this.text(new Date(ms).toISOString());
       return;
     }
+    const seconds = Math.floor(ms / 1000);
+    ONE.msgSentBase[0] = seconds;
+    ONE.msgSentMilli[0] = ms - seconds * 1000;
+    this.isoAt(ONE, 0);
+  }
+
+  /**
+   * `toISOString()` of message o's sent_at (sent-times.ts) as bytes, without the Date (reserved:
+   * up to 27 bytes). Years outside 0000-9999 take toISOString itself. The instant is read here,
+   * not passed: a double argument to a call that is not inlined is boxed, garbage each time.
+   */
+  isoAt(times: SentTimes, o: number): void {
+    const seconds = sentSecondsOf(times, o),
+      milli = sentMilliOf(times, o);
+    if (!(seconds >= ISO_MIN_SECONDS && seconds <= ISO_MAX_SECONDS)) {
+      this.text(new Date(seconds * 1000 + milli).toISOString());
+      return;
+    }
     // a multiplication by 1 / DAY, corrected by one where it rounds across midnight: a division
     // costs several times more, and this runs for every timestamp of a page
-    let days = Math.floor(ms * PER_DAY);
-    const since = ms - days * DAY;
+    let days = Math.floor(seconds * PER_DAY);
+    const since = seconds - days * DAY;
     if (since < 0) days--;
     else if (since >= DAY) days++;
     const dv = this.dv;
@@ -254,13 +270,11 @@ export class BodyWriter {
     dv.setUint32(p, dayView.getUint32(from, true), true);
     dv.setUint32(p + 4, dayView.getUint32(from + 4, true), true);
     dv.setUint16(p + 8, dayView.getUint16(from + 8, true), true);
-    let rest = (ms - days * DAY) | 0; // 0 .. 86399999: int32 arithmetic from here
-    const hour = (rest / 3600000) | 0;
-    rest -= hour * 3600000;
-    const minute = (rest / 60000) | 0;
-    rest -= minute * 60000;
-    const second = (rest / 1000) | 0;
-    const milli = rest - second * 1000;
+    let rest = (seconds - days * DAY) | 0; // 0 .. 86399: int32 arithmetic from here
+    const hour = (rest / 3600) | 0;
+    rest -= hour * 3600;
+    const minute = (rest / 60) | 0;
+    const second = rest - minute * 60;
     const mh = (milli / 100) | 0,
       mr = milli - mh * 100;
     // "THH:MM:SS.mmmZ" in four little-endian stores (every byte is ASCII, so no word goes negative)

@@ -6,6 +6,7 @@ import { BOTH, INBOUND, noInbound, OUTBOUND, rankMask } from '../index/layout.js
 import { rankBits } from '../index/post-starts.js';
 import type { OrgIndex } from '../index/org-index.js';
 import { smallestKeys } from '../index/select.js';
+import { type SentTimes, sentAtOf } from '../index/sent-times.js';
 import type { SearchRequest, SearchResponse } from '../request/search-request.js';
 import { filterMask } from './filter-mask.js';
 import { matchContacts } from './match.js';
@@ -16,12 +17,13 @@ import { termView, type TermView } from './term-view.js';
 import { topPage } from './top-page.js';
 
 /** First ordinal whose sent_at is below `ms` (`strict`) or at most `ms`; sent_at is non-increasing. */
-function firstOrdinal(sentAt: Float64Array, ms: number, strict: boolean): number {
+function firstOrdinal(times: SentTimes, ms: number, strict: boolean): number {
   let lo = 0,
-    hi = sentAt.length;
+    hi = times.msgSentSec.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (strict ? sentAt[mid] >= ms : sentAt[mid] > ms) lo = mid + 1;
+    const t = sentAtOf(times, mid);
+    if (strict ? t >= ms : t > ms) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -53,8 +55,8 @@ function topListBody(plan: Plan, s: Scratch, req: SearchRequest): Uint8Array | n
 export function searchBody(index: OrgIndex | null, req: SearchRequest): Uint8Array {
   if (index === null || index.messageCount === 0) return emptyBody(req, 0);
   // the date filter is one contiguous ordinal window, because ordinals follow sent_at descending
-  const lo = req.to === null ? 0 : firstOrdinal(index.msgSentAt, req.to, false);
-  const hi = req.from === null ? index.messageCount : firstOrdinal(index.msgSentAt, req.from, true);
+  const lo = req.to === null ? 0 : firstOrdinal(index, req.to, false);
+  const hi = req.from === null ? index.messageCount : firstOrdinal(index, req.from, true);
   if (lo >= hi) return emptyBody(req, 0);
 
   const all = req.match === 'all';

@@ -66,7 +66,7 @@ function newestRank(plan: Plan, v: TermView, e: number): number {
     return plan.precomputed ? newestOf(plan.index, e, plan.direction) : newestFiltered(plan, e);
   }
   const o = newestCounting(plan, v, e);
-  return o < 0 ? -1 : rankOf(plan.index.msgSentAt, o, plan.index.msgCombo[o]);
+  return o < 0 ? -1 : rankOf(plan.index, o, plan.index.msgCombo[o]);
 }
 
 /**
@@ -97,7 +97,7 @@ function scanFiltered(plan: Plan, e: number): number {
     const o = index.entryNewestIn[e] & plan.headField;
     if (o >= hi) return -1;
     const combo = index.msgCombo[o];
-    if (o >= lo && ((1 << combo) & mask) !== 0) return rankOf(index.msgSentAt, o, combo);
+    if (o >= lo && ((1 << combo) & mask) !== 0) return rankOf(index, o, combo);
   }
   return scanStored(plan, e);
 }
@@ -115,7 +115,7 @@ function scanStored(plan: Plan, e: number): number {
     const o = postings[p];
     if (o >= hi) return -1;
     const combo = msgCombo[o];
-    if (((1 << combo) & mask) !== 0) return rankOf(index.msgSentAt, o, combo);
+    if (((1 << combo) & mask) !== 0) return rankOf(index, o, combo);
   }
   return -1;
 }

@@ -6,6 +6,7 @@ import { CHANNEL_COUNT, COMBO_VALUE } from '../index/layout.js';
 import { contentStart, idStart, rowEnd, rowStart } from '../index/message-rows.js';
 import type { OrgIndex } from '../index/org-index.js';
 import { isPacked, UUID_TEXT_LENGTH } from '../index/packed-uuid.js';
+import { sentMilliOf } from '../index/sent-times.js';
 import { CHANNELS } from '../model/records.js';
 import type { SearchRequest } from '../request/search-request.js';
 import { bodyWriter, type BodyWriter, type Piece, utf8 } from './body-writer.js';
@@ -121,7 +122,7 @@ export function writePage(
   }
   if (s.pageMessages.length < m * MESSAGE_WORDS) s.pageMessages = new Uint32Array(m * MESSAGE_WORDS);
   const msgs = s.pageMessages;
-  const { conversationIdOffsets, contactConversationStart, msgConversation, msgCombo, msgSentAt } = index;
+  const { conversationIdOffsets, contactConversationStart, msgConversation, msgCombo, msgSentSec } = index;
   for (let i = 0, j = 0; i < n; i++) {
     // (a message's conversation is numbered within its contact's)
     const first = contactConversationStart[s.touched[from + i]];
@@ -136,7 +137,8 @@ export function writePage(
       msgs[at + 2] = conversationIdOffsets[conv];
       msgs[at + 3] = conversationIdOffsets[conv + 1];
       msgs[at + 5] = msgCombo[o] & COMBO_VALUE;
-      if (msgSentAt[o] > 0) sink++;
+      if (msgSentSec[o] > 0) sink++;
+      sink ^= sentMilliOf(index, o);
     }
   }
   const { msgRowBytes, conversationIdBytes, contactJsonBytes, contactJsonOffsets } = index;
@@ -154,7 +156,9 @@ export function writePage(
   }
   for (let i = 0; i < n; i++) {
     // the oldest counting message's time (first_matched_at; the newest is a picked one) and the contact
-    if (msgSentAt[items[i * ITEM_WORDS + 3]] > 0) sink++;
+    const oldest = items[i * ITEM_WORDS + 3];
+    if (msgSentSec[oldest] > 0) sink++;
+    sink ^= sentMilliOf(index, oldest);
     const c = s.touched[from + i];
     sink ^= touch(contactJsonBytes, contactJsonOffsets[c], contactJsonOffsets[c + 1]);
   }
@@ -241,7 +245,7 @@ function writeMessageRest(
   out.raw(COMBO[msgs[at + 5]]);
   out.slice(text.msgRow, msgs[at + 1], msgs[at + 4]);
   out.raw(SENT_AT);
-  out.isoAt(index.msgSentAt, o);
+  out.isoAt(index, o);
 }
 
 /** Writes a result item (spec 2.2) up to the opening of its messages. */
@@ -266,9 +270,9 @@ function writeItemHead(
   out.raw(CONVERSATIONS_COUNT);
   out.uint(conversations);
   out.raw(FIRST_MATCHED);
-  out.isoAt(index.msgSentAt, oldest);
+  out.isoAt(index, oldest);
   out.raw(LAST_MATCHED);
-  out.isoAt(index.msgSentAt, newest);
+  out.isoAt(index, newest);
   out.raw(MESSAGES_OPEN);
 }
 

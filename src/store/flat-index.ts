@@ -8,6 +8,7 @@
 import { CHANNEL_COUNT, COMBO_VALUE } from '../index/layout.js';
 import { contentStart, idStart, type RowStarts, rowOffsetsOf } from '../index/message-rows.js';
 import { isPacked, unpackUuid } from '../index/packed-uuid.js';
+import { type SentTimes, sentAtOf } from '../index/sent-times.js';
 import { TYPED_ARRAY_FIELDS, type OrgIndex } from '../index/org-index.js';
 import {
   buildTokenTable,
@@ -241,7 +242,7 @@ export function orgDataOf(flat: FlatIndex): OrgData {
     );
   }
   const msgCombo = s.msgCombo as Uint8Array,
-    msgSentAt = s.msgSentAt as Float64Array;
+    times = s as unknown as SentTimes;
   const order = s.sourceOrder as Uint32Array | undefined;
   const id: string[] = new Array(n),
     conversationId: string[] = new Array(n),
@@ -259,7 +260,7 @@ export function orgDataOf(flat: FlatIndex): OrgData {
     const combo = msgCombo[o] & COMBO_VALUE; // without its TIED bit
     channel[i] = combo % CHANNEL_COUNT; // comboOf's inverse
     direction[i] = Math.floor(combo / CHANNEL_COUNT);
-    sentAt[i] = msgSentAt[o];
+    sentAt[i] = sentAtOf(times, o);
   }
   return {
     organizationId: flat.organizationId,

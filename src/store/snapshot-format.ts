@@ -24,6 +24,7 @@ import { buildChannelBits, CHANNEL_BITS_SECTIONS, type ChannelBits, channelBitsF
 import { buildEntrySummaries, SUMMARY_MIN_DEFAULT, SUMMARY_SECTIONS, SUMMARY_WIDTH } from '../index/entry-summaries.js';
 import { markTies, noInbound, rankMask, TOP_MODES } from '../index/layout.js';
 import { rowsOf } from '../index/message-rows.js';
+import { encodeSentTimes, SENT_TIME_SECTIONS, type SentTimes, sentTimesFit } from '../index/sent-times.js';
 import { blockStartsFit, encodeBlockStarts } from '../index/block-starts.js';
 import { conversationsFit, numberByContact } from '../index/conversations.js';
 import {
@@ -587,6 +588,12 @@ const SEPARATE_POST_SECTIONS: Readonly<Record<string, SectionType>> = { entryPos
  */
 const WHOLE_TOP_SECTIONS: Readonly<Record<string, SectionType>> = { topEntries: 'Uint32Array' };
 
+/**
+ * The sent times of the layout before seconds and milliseconds apart (sent-times.ts): epoch ms, a
+ * Float64 each. Such a snapshot's times are checked and encoded on load, so it keeps loading.
+ */
+const FLOAT_SENT_SECTIONS: Readonly<Record<string, SectionType>> = { msgSentAt: 'Float64Array' };
+
 /** The previous layout's NO_INBOUND: the top bit of the word. */
 const SEPARATE_NO_INBOUND = 0x80000000;
 
@@ -706,7 +713,8 @@ class SectionsDecoder {
               TWO_COLUMN_SECTIONS[name] ??
               WHOLE_START_SECTIONS[name] ??
               SEPARATE_POST_SECTIONS[name] ??
-              WHOLE_TOP_SECTIONS[name]);
+              WHOLE_TOP_SECTIONS[name] ??
+              FLOAT_SENT_SECTIONS[name]);
       const exportOnly = isExportSection(name);
       if (exportOnly ? type !== 'Uint32Array' : want !== type) {
         const known = exportOnly || want !== undefined;
@@ -726,13 +734,14 @@ class SectionsDecoder {
         Object.hasOwn(WHOLE_START_SECTIONS, name) ||
         Object.hasOwn(SEPARATE_POST_SECTIONS, name) ||
         Object.hasOwn(WHOLE_TOP_SECTIONS, name) ||
+        Object.hasOwn(FLOAT_SENT_SECTIONS, name) ||
         (name === 'entryNewestIn' && separatePosts) ||
         renumbered(name)
       ) {
         // Export sections only serve finishData (msgContact also a renumbering), the two columns
         // only give the rows their bytes, whole or separate starts (and the words of the latter)
-        // and whole top-list entries are encoded, and the layout before's conversation columns
-        // renumbered: ordinary memory, not shared, dropped once loaded.
+        // and whole top-list entries and epoch-ms times are encoded, and the layout before's
+        // conversation columns renumbered: ordinary memory, not shared, dropped once loaded.
         const array = new (Ctor as unknown as new (n: number) => Section)(length);
         this.sections.set(name, { bytes: new Uint8Array(array.buffer), array, filled: 0 });
       } else {
@@ -768,12 +777,16 @@ class SectionsDecoder {
         !(twoColumns === 4 && ROW_SECTIONS.includes(name)) &&
         !wholeStarts(name) &&
         !(name === 'contactConversationStart' && globalConversations) &&
-        !(name === 'topOffsets' && names.has('topEntries'))
+        !(name === 'topOffsets' && names.has('topEntries')) &&
+        !(names.has('msgSentAt') && (SENT_TIME_SECTIONS as readonly string[]).includes(name))
       )
         throw new Error(`snapshot: ${this.what} has no section ${name} (another index layout); ${UPGRADE}`);
     }
     if (names.has('topEntries') && names.has('topOffsets')) {
       throw new Error(`snapshot: ${this.what} has both layouts of the top lists (another index layout); ${UPGRADE}`);
+    }
+    if (names.has('msgSentAt') && SENT_TIME_SECTIONS.some((name) => names.has(name))) {
+      throw new Error(`snapshot: ${this.what} has both layouts of the sent times (another index layout); ${UPGRADE}`);
     }
     if (globalConversations && !names.has('msgContact')) {
       throw new Error(
@@ -1019,6 +1032,28 @@ class SectionsDecoder {
     this.sections.delete('topEntries');
   }
 
+  /**
+   * The sent times (sent-times.ts): encoded from the layout before (epoch ms, a Float64 each:
+   * checked, then let go) or checked as stored.
+   */
+  private sentTimes(sections: Record<string, Section>, n: number): void {
+    const bad = (): Error => this.corrupt('the sent times disagree with the counts or go up');
+    const ms = sections.msgSentAt as Float64Array | undefined;
+    if (ms !== undefined) {
+      if (ms.length !== n) throw bad();
+      let times: SentTimes;
+      try {
+        times = encodeSentTimes(ms);
+      } catch {
+        throw bad(); // not an integer instant
+      }
+      Object.assign(sections, shareSections(Object.entries(times)));
+      delete sections.msgSentAt;
+      this.sections.delete('msgSentAt');
+    }
+    if (!sentTimesFit(sections as unknown as SentTimes, n)) throw bad();
+  }
+
   finish(withSourceOrder: boolean): FlatIndex {
     const m = this.manifest;
     if (this.seen.some((s) => !s)) throw this.corrupt('missing chunks');
@@ -1031,11 +1066,7 @@ class SectionsDecoder {
     const n = m.messages;
     // Cheap shape checks, so a bad snapshot fails here and not inside a query.
     const off = sections.tokenOffsets as Uint32Array;
-    if (
-      (sections.msgSentAt !== undefined && sections.msgSentAt.length !== n) ||
-      off.length < 1 ||
-      off[off.length - 1] !== sections.tokenBytes.length
-    ) {
+    if (off.length < 1 || off[off.length - 1] !== sections.tokenBytes.length) {
       throw this.corrupt('sections disagree with the counts');
     }
     if (sections.msgRowBytes === undefined) Object.assign(sections, this.rowsFromTwoColumns(sections));
@@ -1043,8 +1074,9 @@ class SectionsDecoder {
     this.postStarts(sections, n);
     this.conversations(sections, n);
     this.topOffsets(sections);
+    this.sentTimes(sections, n);
     // the TIED bits (layout.ts) from the times themselves, whatever the snapshot's bytes say
-    markTies(sections.msgSentAt as Float64Array, sections.msgCombo as Uint8Array);
+    markTies(sections as unknown as SentTimes, sections.msgCombo as Uint8Array);
     if (sections.summaryMin === undefined) Object.assign(sections, deriveSummaries(sections, n));
     else if (!summariesFit(sections)) throw this.corrupt('the summary sections disagree with the entries');
     const entryStart = sections.entryStart as Uint32Array,

@@ -103,7 +103,7 @@ describe('entry flags', () => {
           const best = [-1, -1];
           for (const o of entryOrdinals(index, e)) {
             const out = (index.msgCombo[o] & COMBO_VALUE) >= CHANNEL_COUNT ? 1 : 0;
-            if (best[out] < 0) best[out] = timeRank(index.msgSentAt, o);
+            if (best[out] < 0) best[out] = timeRank(index, o);
           }
           assert.equal(newestOf(index, e, INBOUND), best[0], `entry ${e} inbound`);
           assert.equal(newestOf(index, e, OUTBOUND), best[1], `entry ${e} outbound`);

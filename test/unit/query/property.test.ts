@@ -26,6 +26,7 @@ import { formatRfc3339, generateDataset } from '../../../scripts/gen-lib.js';
 import { toGlobalConversations } from '../../helpers/global-conversations.js';
 import { toTwoColumns } from '../../helpers/two-columns.js';
 import { toWholeTopEntries } from '../../helpers/whole-top-entries.js';
+import { toFloatSentTimes } from '../../helpers/float-sent-times.js';
 import { referenceSearch, referenceTerms, referenceTokens } from '../../reference/brute-force.js';
 
 const SEED = process.env.PROPERTY_SEED !== undefined ? Number(process.env.PROPERTY_SEED) : Date.now() % 2 ** 31;
@@ -164,6 +165,8 @@ const STEP = 37 * 60 * 1000;
 const SLOTS = 12;
 const OFFSETS = [0, -180, 330, 60, -600];
 const instantOf = (slot: number, ms: number): number => T0 + slot * STEP + ms;
+// a rare message 150 years before or after the others: seconds that need the high column (sent-times.ts)
+const ERA = Date.UTC(2174, 1, 28) - Date.UTC(2024, 1, 28);
 
 const contactArb = (id: string, org: string): fc.Arbitrary<Contact> =>
   fc.record({
@@ -184,6 +187,7 @@ const messageSpecArb = fc.record({
   content: contentArb,
   slot: fc.integer({ min: 0, max: SLOTS - 1 }),
   ms: fc.constantFrom(0, 0, 0, 1, 999),
+  era: fc.integer({ min: 0, max: 39 }).map((v) => (v === 0 ? -1 : v === 1 ? 1 : 0)),
   offset: fc.constantFrom(...OFFSETS),
   millis: fc.boolean(),
   idNum: fc.integer({ min: 0, max: 120 }),
@@ -205,7 +209,7 @@ function materialize(org: string, contacts: Contact[], specs: MessageSpec[], tag
       channel: s.channel,
       direction: s.direction,
       content: s.content,
-      sent_at: formatRfc3339(instantOf(s.slot, s.ms), s.offset, s.millis || s.ms !== 0),
+      sent_at: formatRfc3339(instantOf(s.slot, s.ms) + s.era * ERA, s.offset, s.millis || s.ms !== 0),
     };
   });
 }
@@ -459,6 +463,8 @@ function loadedIndexOf(org: Pick<Org, 'contacts' | 'messages'>, format: 1 | 2, o
     if (conversationVariant++ % 4 >= 2) toGlobalConversations(flat);
     // the layout before top-list offsets: the loader converts the whole entry positions
     if (wholeTopVariant++ % 2 === 1) toWholeTopEntries(flat);
+    // the layout before seconds and milliseconds apart: the loader encodes the epoch-ms times
+    if (floatSentVariant++ % 3 === 1) toFloatSentTimes(flat);
     prepared = { format: 2, flat };
   }
   const enc = encodeSnapshot(prepared, 3);
@@ -488,6 +494,7 @@ let previousLayoutVariant = 0;
 let twoColumnVariant = 0;
 let conversationVariant = 0;
 let wholeTopVariant = 0;
+let floatSentVariant = 0;
 
 describe('product vs brute-force reference', () => {
   it(`the body bytes equal JSON.stringify of referenceSearch (${SEARCH_RUNS} organizations x 1 request)`, () => {

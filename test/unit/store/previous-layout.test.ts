@@ -35,6 +35,8 @@ import { toSeparatePostStarts } from '../../helpers/separate-post-starts.js';
 import { toTwoColumns } from '../../helpers/two-columns.js';
 import { toWholeStarts } from '../../helpers/whole-starts.js';
 import { toWholeTopEntries } from '../../helpers/whole-top-entries.js';
+import { toFloatSentTimes } from '../../helpers/float-sent-times.js';
+import { sentAtOf } from '../../../src/index/sent-times.js';
 
 const SUMMARIES = SUMMARY_SECTIONS;
 
@@ -628,6 +630,87 @@ describe('a snapshot written before top-list offsets', () => {
       const flat = flattenIndex(built);
       change(flat.sections as unknown as Record<string, Uint32Array | Int32Array | Uint16Array>);
       assertCorrupt(orgId, flat, 'the top list sections disagree with the entries');
+    }
+  });
+});
+
+/** The records an export decodes from `flat`, as version 4. */
+function exportedData(orgId: string, flat: FlatIndex): OrgData {
+  const enc = encodeSnapshot({ format: 2, flat }, 4);
+  const chunks = [...enc.chunks]; // (the manifest counts them as they are written)
+  const decoder = new SnapshotDecoder(
+    parseManifest(enc.manifest(), { organizationId: orgId, version: 4 }),
+    {},
+    'export',
+  );
+  for (const [i, chunk] of chunks.entries()) decoder.add(i, chunk);
+  return decoder.finishData();
+}
+
+describe('a snapshot written before sent times in seconds and milliseconds', () => {
+  it('loads with its times encoded, equal to the built ones, and answers the same', () => {
+    const { orgId, data } = generatedOrg(4000, 30, 44);
+    const { built, order } = builtWithOrder(data);
+    assert.equal(built.msgSentMilli.length, 4000, 'the generator stamps milliseconds');
+    for (const purpose of ['serve', 'export'] as const) {
+      const flat = flattenIndex(built, exportColumns(data, order));
+      toFloatSentTimes(flat);
+      const loaded = roundTrip(orgId, flat, 2, purpose);
+      assertSectionsAsBuilt(loaded, built, ['msgSentBase', 'msgSentSec', 'msgSentHigh', 'msgSentMilli', 'msgCombo']);
+      assert.equal(loaded.sections.msgSentAt, undefined, 'msgSentAt is let go');
+      const index = wrapIndex(loaded);
+      const from = new Date(sentAtOf(built, 2500)).toISOString();
+      const to = new Date(sentAtOf(built, 1200)).toISOString();
+      assertSameAnswers(built, index, orgId, [
+        'q=que',
+        'q=que&direction=all&limit=5',
+        `q=de&direction=outbound&limit=3&from=${from}&to=${to}`,
+        'keywords=que,de,para&limit=4&messages_limit=5',
+      ]);
+      if (purpose === 'export') {
+        assert.deepEqual(exportedData(orgId, flat).messages.sentAt, data.messages.sentAt);
+      }
+    }
+  });
+
+  it('is refused when it has both layouts of the sent times, naming the command', () => {
+    const { orgId, data } = generatedOrg(300, 4, 45);
+    const flat = flattenIndex(buildIndex(data));
+    const sec = flat.sections.msgSentSec;
+    toFloatSentTimes(flat);
+    flat.sections.msgSentSec = sec;
+    assert.throws(() => roundTrip(orgId, flat, 9, 'serve'), {
+      message: `snapshot: organization ${orgId} version 9 has both layouts of the sent times (another index layout); publish it again with \`npm run snapshot -- import\``,
+    });
+  });
+
+  it('times that are not integers, go up or miss a message, and stored times of the wrong shape, are refused as corrupt', () => {
+    const { orgId, data } = generatedOrg(300, 4, 46);
+    const built = buildIndex(data);
+    const float: Array<(s: Record<string, Float64Array>) => void> = [
+      (s) => (s.msgSentAt[3] += 0.5),
+      (s) => (s.msgSentAt[4] = Number.NaN),
+      (s) => (s.msgSentAt[5] = s.msgSentAt[0] + 1),
+      (s) => (s.msgSentAt = s.msgSentAt.subarray(1)),
+    ];
+    for (const change of float) {
+      const flat = flattenIndex(built);
+      toFloatSentTimes(flat);
+      change(flat.sections as unknown as Record<string, Float64Array>);
+      assertCorrupt(orgId, flat, 'the sent times disagree with the counts or go up');
+    }
+    const stored: Array<(s: Record<string, Float64Array | Uint32Array | Uint16Array>) => void> = [
+      (s) => (s.msgSentMilli[7] = 1000),
+      (s) => (s.msgSentSec[9] = s.msgSentSec[0] + 1),
+      (s) => (s.msgSentSec = s.msgSentSec.subarray(1)),
+      (s) => (s.msgSentMilli = s.msgSentMilli.subarray(1)),
+      (s) => (s.msgSentHigh = new Uint16Array(3)),
+      (s) => (s.msgSentBase = Float64Array.of(0.5)),
+    ];
+    for (const change of stored) {
+      const flat = flattenIndex(built);
+      change(flat.sections as unknown as Record<string, Float64Array | Uint32Array | Uint16Array>);
+      assertCorrupt(orgId, flat, 'the sent times disagree with the counts or go up');
     }
   });
 });

@@ -1,0 +1,75 @@
+/** Sent times (src/index/sent-times.ts): seconds and milliseconds apart give back every instant. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { decodeSentTimes, encodeSentTimes, sameSentAt, sentAtOf, sentTimesFit } from '../../../src/index/sent-times.js';
+import { timeRank, timeRanks } from '../../../src/index/layout.js';
+
+const MAX = 8.64e15; // a Date's range
+
+/** Non-increasing, as an index orders them. */
+const descending = (a: number[]): Float64Array => Float64Array.from(a.sort((x, y) => y - x));
+
+describe('sent times', () => {
+  it('give back every instant, ties and order, of any integer instants a Date holds', () => {
+    const instant = fc.oneof(
+      fc.integer({ min: -MAX, max: MAX }),
+      fc.integer({ min: 1_600_000_000, max: 1_800_000_000 }).map((s) => s * 1000),
+      fc.integer({ min: 1_700_000_000_000, max: 1_700_000_100_000 }),
+    );
+    fc.assert(
+      fc.property(fc.array(instant, { maxLength: 60 }), (values) => {
+        const ms = descending(values);
+        const x = encodeSentTimes(ms);
+        assert.deepEqual(decodeSentTimes(x), ms);
+        assert.ok(sentTimesFit(x, ms.length));
+        const ranks = timeRanks(x);
+        for (let o = 0; o < ms.length; o++) {
+          assert.equal(sentAtOf(x, o), ms[o]);
+          if (o > 0) assert.equal(sameSentAt(x, o, o - 1), ms[o] === ms[o - 1]);
+          assert.equal(ranks[o], ms.indexOf(ms[o]));
+          assert.equal(timeRank(x, o), ranks[o]);
+        }
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('keep no millisecond column for whole seconds, and no high column within 136 years', () => {
+    const whole = encodeSentTimes(descending([1_700_000_000_000, 1_600_000_000_000, 0]));
+    assert.equal(whole.msgSentMilli.length, 0);
+    assert.equal(whole.msgSentHigh.length, 0);
+    assert.equal(whole.msgSentSec.length, 3);
+    const milli = encodeSentTimes(descending([1_700_000_000_001, 1_600_000_000_000]));
+    assert.equal(milli.msgSentMilli.length, 2);
+    const wide = encodeSentTimes(descending([Date.UTC(2174, 0, 1), Date.UTC(2024, 0, 1)]));
+    assert.equal(wide.msgSentHigh.length, 2);
+    assert.equal(encodeSentTimes(new Float64Array(0)).msgSentSec.length, 0);
+  });
+
+  it('refuse an instant that is not an integer', () => {
+    assert.throws(() => encodeSentTimes(Float64Array.of(1.5)), /message 0 has no integer instant/);
+    assert.throws(() => encodeSentTimes(Float64Array.of(0, Number.NaN)), /message 1 has no integer instant/);
+  });
+
+  it('do not fit when a length, the base, a millisecond or the order is wrong', () => {
+    const good = () => encodeSentTimes(descending([1_700_000_000_123, 1_700_000_000_001, 1_600_000_000_000]));
+    assert.ok(sentTimesFit(good(), 3));
+    assert.equal(sentTimesFit(good(), 4), false);
+    const cases: Array<(x: ReturnType<typeof good>) => unknown> = [
+      (x) => (x.msgSentMilli[1] = 1000),
+      (x) => (x.msgSentBase[0] = 0.5),
+      (x) => (x.msgSentBase[0] = Number.NaN),
+      (x) => (x.msgSentSec[2] = x.msgSentSec[0] + 1), // goes up
+      (x) => (x.msgSentBase[0] = 8.64e12), // past a Date's range
+    ];
+    for (const change of cases) {
+      const x = good();
+      change(x);
+      assert.equal(sentTimesFit(x, 3), false, String(change));
+    }
+    assert.equal(sentTimesFit({ ...good(), msgSentMilli: new Uint16Array(2) }, 3), false);
+    assert.equal(sentTimesFit({ ...good(), msgSentHigh: new Uint16Array(1) }, 3), false);
+    assert.equal(sentTimesFit({ ...good(), msgSentBase: new Float64Array(2) }, 3), false);
+  });
+});
