@@ -4,7 +4,7 @@
  */
 import { CHANNELS } from '../model/records.js';
 import { type PostStarts, postStart, rankBits } from './post-starts.js';
-import { type SentTimes, sameSentAt, sentAtOf } from './sent-times.js';
+import { type SentTimes, sameSentAt, sentAtOf, sentCount } from './sent-times.js';
 
 /** The "nothing" of a Uint32Array column: no newest message in a direction, no pair, not seen. */
 export const NONE = 0xffffffff;
@@ -193,7 +193,7 @@ export function timeRank(times: SentTimes, o: number): number {
 
 /** timeRank of every ordinal in one linear pass (for the build, which needs them all). */
 export function timeRanks(times: SentTimes): Uint32Array {
-  const n = times.msgSentSec.length;
+  const n = sentCount(times);
   const rank = new Uint32Array(n);
   for (let o = 1; o < n; o++) rank[o] = sameSentAt(times, o - 1, o) ? rank[o - 1] : o;
   return rank;

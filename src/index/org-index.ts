@@ -16,7 +16,7 @@ import type { EntrySummaries } from './entry-summaries.js';
 import type { SentTimes } from './sent-times.js';
 import type { PairLookup, TokenLookup } from './shared-dictionary.js';
 
-/** The sent times (sent-times.ts: epoch seconds in 32 bits from a base, milliseconds apart) are non-increasing with the ordinal. */
+/** The sent times (sent-times.ts: seconds from a base and milliseconds, three Uint16 words a message) are non-increasing with the ordinal. */
 export interface OrgIndex extends EntrySummaries, ChannelBits, SentTimes {
   readonly organizationId: string;
   readonly messageCount: number;
@@ -168,9 +168,8 @@ export const TYPED_ARRAY_FIELDS = [
   'contactConversationStart',
   'msgCombo',
   'msgSentBase',
-  'msgSentSec',
+  'msgSentWords',
   'msgSentHigh',
-  'msgSentMilli',
   'msgRowBytes',
   'msgRowStartBase',
   'msgRowStartDelta',

@@ -1,39 +1,46 @@
 /**
- * Every message's sent_at (epoch ms, an integer), by ordinal, in 6 bytes a message or 4 instead of
- * a Float64's 8: the whole seconds since the organization's oldest second in a Uint32, and the
- * milliseconds in a Uint16 column that is empty when every time is a whole second (data stamped
- * by the second). 2 MiB less at 1M messages with milliseconds, 4 MiB less without. A time 136
- * years or more after the oldest (possible, not seen) keeps the seconds' high bits in a third
- * column, empty otherwise, so any instant a Date holds is kept exactly.
+ * Every message's sent_at (epoch ms, an integer), by ordinal, in 6 bytes a message instead of a
+ * Float64's 8: three Uint16 words, side by side, so that a timestamp is one cache line: its whole
+ * seconds since the organization's oldest second (low half, high half), then its milliseconds.
+ * 2 MiB less at 1M messages. (The seconds and the milliseconds in two columns of their own were
+ * 2-3% slower on pages of many messages, a second cache miss a timestamp; bench/RESULTS.md.)
+ * A time 136 years or more after the oldest (possible, not seen) keeps the seconds' bits above 32
+ * in a column of its own, empty otherwise, so any instant a Date holds is kept exactly.
  */
 
 /** The columns of the sent times (an OrgIndex has them; the build and the loader make them). */
 export interface SentTimes {
   /** one value: the oldest message's whole second (epoch seconds, an integer, maybe negative) */
   readonly msgSentBase: Float64Array;
-  /** each message's seconds since msgSentBase[0], low 32 bits */
-  readonly msgSentSec: Uint32Array;
-  /** the seconds' bits above 32, a message each; empty when every message fits in msgSentSec */
+  /** three words a message: seconds since msgSentBase[0] (low 16 bits, next 16), milliseconds (0-999) */
+  readonly msgSentWords: Uint16Array;
+  /** the seconds' bits above 32, a message each; empty when every message fits in its words */
   readonly msgSentHigh: Uint16Array;
-  /** each message's milliseconds within its second (0-999); empty when they are all 0 */
-  readonly msgSentMilli: Uint16Array;
 }
 
 /** The section names of SentTimes, as the snapshot names them. */
-export const SENT_TIME_SECTIONS = ['msgSentBase', 'msgSentSec', 'msgSentHigh', 'msgSentMilli'] as const;
+export const SENT_TIME_SECTIONS = ['msgSentBase', 'msgSentWords', 'msgSentHigh'] as const;
 
+/** Words of msgSentWords a message. */
+export const SENT_WORDS = 3;
 const LOW = 0x100000000;
+
+/** Messages of the sent times. */
+export function sentCount(x: SentTimes): number {
+  return x.msgSentWords.length / SENT_WORDS;
+}
 
 /** Message o's sent_at in epoch seconds (whole), a double. */
 export function sentSecondsOf(x: SentTimes, o: number): number {
-  const high = x.msgSentHigh;
-  return x.msgSentBase[0] + x.msgSentSec[o] + (high.length === 0 ? 0 : high[o] * LOW);
+  const w = x.msgSentWords,
+    high = x.msgSentHigh,
+    at = SENT_WORDS * o;
+  return x.msgSentBase[0] + w[at] + w[at + 1] * 0x10000 + (high.length === 0 ? 0 : high[o] * LOW);
 }
 
 /** Message o's milliseconds within its second. */
 export function sentMilliOf(x: SentTimes, o: number): number {
-  const milli = x.msgSentMilli;
-  return milli.length === 0 ? 0 : milli[o];
+  return x.msgSentWords[SENT_WORDS * o + 2];
 }
 
 /** Message o's sent_at in epoch ms. */
@@ -43,47 +50,44 @@ export function sentAtOf(x: SentTimes, o: number): number {
 
 /** Whether messages a and b were sent at the same instant. */
 export function sameSentAt(x: SentTimes, a: number, b: number): boolean {
-  const high = x.msgSentHigh,
-    milli = x.msgSentMilli;
-  return (
-    x.msgSentSec[a] === x.msgSentSec[b] &&
-    (milli.length === 0 || milli[a] === milli[b]) &&
-    (high.length === 0 || high[a] === high[b])
-  );
+  const w = x.msgSentWords,
+    high = x.msgSentHigh,
+    i = SENT_WORDS * a,
+    j = SENT_WORDS * b;
+  return w[i] === w[j] && w[i + 1] === w[j + 1] && w[i + 2] === w[j + 2] && (high.length === 0 || high[a] === high[b]);
 }
 
 /** The sent times of `sentAt` (integer epoch ms within a Date's range, any order). */
 export function encodeSentTimes(sentAt: Float64Array): SentTimes {
   const n = sentAt.length;
   let min = Infinity,
-    max = -Infinity,
-    whole = true;
+    max = -Infinity;
   for (let o = 0; o < n; o++) {
     const t = sentAt[o];
     if (!Number.isSafeInteger(t)) throw new Error(`sent times: message ${o} has no integer instant (${t})`);
     if (t < min) min = t;
     if (t > max) max = t;
-    if (whole && t % 1000 !== 0) whole = false;
   }
   const base = n === 0 ? 0 : Math.floor(min / 1000);
   const wide = n > 0 && Math.floor(max / 1000) - base >= LOW;
-  const sec = new Uint32Array(n),
-    high = new Uint16Array(wide ? n : 0),
-    milli = new Uint16Array(whole ? 0 : n);
+  const words = new Uint16Array(SENT_WORDS * n),
+    high = new Uint16Array(wide ? n : 0);
   for (let o = 0; o < n; o++) {
     const t = sentAt[o];
     const s = Math.floor(t / 1000);
     const since = s - base;
-    sec[o] = since % LOW;
+    const low = since % LOW;
+    words[SENT_WORDS * o] = low & 0xffff;
+    words[SENT_WORDS * o + 1] = Math.floor(low / 0x10000);
+    words[SENT_WORDS * o + 2] = t - s * 1000;
     if (wide) high[o] = Math.floor(since / LOW);
-    if (!whole) milli[o] = t - s * 1000;
   }
-  return { msgSentBase: Float64Array.of(base), msgSentSec: sec, msgSentHigh: high, msgSentMilli: milli };
+  return { msgSentBase: Float64Array.of(base), msgSentWords: words, msgSentHigh: high };
 }
 
 /** sent_at of every message, as epoch ms (exports, tools). */
 export function decodeSentTimes(x: SentTimes): Float64Array {
-  const n = x.msgSentSec.length;
+  const n = sentCount(x);
   const out = new Float64Array(n);
   for (let o = 0; o < n; o++) out[o] = sentAtOf(x, o);
   return out;
@@ -93,28 +97,28 @@ export function decodeSentTimes(x: SentTimes): Float64Array {
 const DATE_LIMIT = 8.64e15;
 
 /**
- * Whether loaded sent times have their shape: n messages, an integer base, the optional columns
- * empty or n long, milliseconds below 1000, every instant within a Date's range, and non-increasing
- * with the ordinal (binary searches and time ranks rely on it).
+ * Whether loaded sent times have their shape: n messages, an integer base, the high column empty
+ * or n long, milliseconds below 1000, every instant within a Date's range, and non-increasing with
+ * the ordinal (binary searches and time ranks rely on it).
  */
 export function sentTimesFit(x: SentTimes, n: number): boolean {
   const base = x.msgSentBase,
-    sec = x.msgSentSec,
-    high = x.msgSentHigh,
-    milli = x.msgSentMilli;
-  if (base.length !== 1 || !Number.isSafeInteger(base[0]) || sec.length !== n) return false;
-  if ((high.length !== 0 && high.length !== n) || (milli.length !== 0 && milli.length !== n)) return false;
-  for (let o = 0; o < milli.length; o++) if (milli[o] >= 1000) return false;
+    w = x.msgSentWords,
+    high = x.msgSentHigh;
+  if (base.length !== 1 || !Number.isSafeInteger(base[0]) || w.length !== SENT_WORDS * n) return false;
+  if (high.length !== 0 && high.length !== n) return false;
   // the order compared part by part, in small integers: sentAtOf's doubles, a million of them,
   // were garbage (boxed before the loop is optimized) that held the young generation 2.6 MiB larger
-  const wide = high.length !== 0,
-    whole = milli.length === 0;
-  for (let o = 1; o < n; o++) {
+  const wide = high.length !== 0;
+  for (let o = 0; o < n; o++) {
+    const at = SENT_WORDS * o;
+    if (w[at + 2] >= 1000) return false;
+    if (o === 0) continue;
     const h = wide ? high[o] - high[o - 1] : 0;
     if (h > 0) return false;
     if (h < 0) continue;
-    const d = sec[o] - sec[o - 1];
-    if (d > 0 || (d === 0 && !whole && milli[o] > milli[o - 1])) return false;
+    const d = w[at + 1] - w[at - 2] || w[at] - w[at - 3] || w[at + 2] - w[at - 1];
+    if (d > 0) return false;
   }
   // non-increasing: the newest and the oldest bound the rest
   return n === 0 || (sentAtOf(x, 0) <= DATE_LIMIT && sentAtOf(x, n - 1) >= -DATE_LIMIT);

@@ -7,7 +7,7 @@
  */
 
 import { HEX_PAIRS } from '../index/packed-uuid.js';
-import { type SentTimes, sentMilliOf, sentSecondsOf } from '../index/sent-times.js';
+import { SENT_WORDS, type SentTimes, sentMilliOf, sentSecondsOf } from '../index/sent-times.js';
 import { civilFromDays } from '../time/civil-date.js';
 
 const DAY = 86400; // seconds
@@ -20,9 +20,8 @@ const ZERO = 48;
 /** one instant as sent times, for iso() */
 const ONE: SentTimes = {
   msgSentBase: new Float64Array(1),
-  msgSentSec: new Uint32Array(1),
+  msgSentWords: new Uint16Array(SENT_WORDS),
   msgSentHigh: new Uint16Array(0),
-  msgSentMilli: new Uint16Array(1),
 };
 const DASH = 0x2d;
 
@@ -239,7 +238,7 @@ export class BodyWriter {
     }
     const seconds = Math.floor(ms / 1000);
     ONE.msgSentBase[0] = seconds;
-    ONE.msgSentMilli[0] = ms - seconds * 1000;
+    ONE.msgSentWords[2] = ms - seconds * 1000;
     this.isoAt(ONE, 0);
   }
 

@@ -6,7 +6,7 @@ import { BOTH, INBOUND, noInbound, OUTBOUND, rankMask } from '../index/layout.js
 import { rankBits } from '../index/post-starts.js';
 import type { OrgIndex } from '../index/org-index.js';
 import { smallestKeys } from '../index/select.js';
-import { type SentTimes, sentAtOf } from '../index/sent-times.js';
+import { type SentTimes, sentAtOf, sentCount } from '../index/sent-times.js';
 import type { SearchRequest, SearchResponse } from '../request/search-request.js';
 import { filterMask } from './filter-mask.js';
 import { matchContacts } from './match.js';
@@ -19,7 +19,7 @@ import { topPage } from './top-page.js';
 /** First ordinal whose sent_at is below `ms` (`strict`) or at most `ms`; sent_at is non-increasing. */
 function firstOrdinal(times: SentTimes, ms: number, strict: boolean): number {
   let lo = 0,
-    hi = times.msgSentSec.length;
+    hi = sentCount(times);
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
     const t = sentAtOf(times, mid);

@@ -35,16 +35,16 @@ describe('sent times', () => {
     );
   });
 
-  it('keep no millisecond column for whole seconds, and no high column within 136 years', () => {
-    const whole = encodeSentTimes(descending([1_700_000_000_000, 1_600_000_000_000, 0]));
-    assert.equal(whole.msgSentMilli.length, 0);
-    assert.equal(whole.msgSentHigh.length, 0);
-    assert.equal(whole.msgSentSec.length, 3);
-    const milli = encodeSentTimes(descending([1_700_000_000_001, 1_600_000_000_000]));
-    assert.equal(milli.msgSentMilli.length, 2);
+  it('take three words a message, and a high column only past 136 years', () => {
+    const x = encodeSentTimes(descending([1_700_000_000_123, 1_600_000_000_000, 0]));
+    assert.deepEqual([...x.msgSentBase], [0]);
+    assert.equal(x.msgSentWords.length, 9);
+    // 1_700_000_000 seconds = 25939 * 65536 + 61696, then 123 ms
+    assert.deepEqual([...x.msgSentWords.subarray(0, 3)], [61696, 25939, 123]);
+    assert.equal(x.msgSentHigh.length, 0);
     const wide = encodeSentTimes(descending([Date.UTC(2174, 0, 1), Date.UTC(2024, 0, 1)]));
     assert.equal(wide.msgSentHigh.length, 2);
-    assert.equal(encodeSentTimes(new Float64Array(0)).msgSentSec.length, 0);
+    assert.equal(encodeSentTimes(new Float64Array(0)).msgSentWords.length, 0);
   });
 
   it('refuse an instant that is not an integer', () => {
@@ -57,10 +57,10 @@ describe('sent times', () => {
     assert.ok(sentTimesFit(good(), 3));
     assert.equal(sentTimesFit(good(), 4), false);
     const cases: Array<(x: ReturnType<typeof good>) => unknown> = [
-      (x) => (x.msgSentMilli[1] = 1000),
+      (x) => (x.msgSentWords[3 + 2] = 1000),
       (x) => (x.msgSentBase[0] = 0.5),
       (x) => (x.msgSentBase[0] = Number.NaN),
-      (x) => (x.msgSentSec[2] = x.msgSentSec[0] + 1), // goes up
+      (x) => (x.msgSentWords[6 + 1] = x.msgSentWords[1] + 1), // goes up
       (x) => (x.msgSentBase[0] = 8.64e12), // past a Date's range
     ];
     for (const change of cases) {
@@ -68,7 +68,7 @@ describe('sent times', () => {
       change(x);
       assert.equal(sentTimesFit(x, 3), false, String(change));
     }
-    assert.equal(sentTimesFit({ ...good(), msgSentMilli: new Uint16Array(2) }, 3), false);
+    assert.equal(sentTimesFit({ ...good(), msgSentWords: new Uint16Array(8) }, 3), false);
     assert.equal(sentTimesFit({ ...good(), msgSentHigh: new Uint16Array(1) }, 3), false);
     assert.equal(sentTimesFit({ ...good(), msgSentBase: new Float64Array(2) }, 3), false);
   });
