@@ -115,11 +115,70 @@ function builtWithOrder(data: OrgData): { built: OrgIndex; order: Uint32Array } 
   return { built, order: order! };
 }
 
+/**
+ * Asserts that each change, made to `built` flattened (and first turned into a previous layout by
+ * `toPrevious`, if given), is refused as corrupt for `detail`.
+ */
+function assertChangesCorrupt<S>(
+  orgId: string,
+  built: OrgIndex,
+  toPrevious: ((flat: FlatIndex) => void) | null,
+  changes: ReadonlyArray<(s: S) => void>,
+  detail: string,
+): void {
+  for (const change of changes) {
+    const flat = flattenIndex(built);
+    toPrevious?.(flat);
+    change(flat.sections as unknown as S);
+    assertCorrupt(orgId, flat, detail);
+  }
+}
+
+/**
+ * `data`'s index, flattened with its export sections, turned into a previous layout by
+ * `toPrevious` and loaded, once to serve and once to export: the built index and the two loads.
+ */
+function previousLayoutLoads(
+  orgId: string,
+  data: OrgData,
+  toPrevious: (flat: FlatIndex) => void,
+): { built: OrgIndex; order: Uint32Array; loads: FlatIndex[] } {
+  const { built, order } = builtWithOrder(data);
+  const loads = (['serve', 'export'] as const).map((purpose) => {
+    const flat = flattenIndex(built, exportColumns(data, order));
+    toPrevious(flat);
+    return roundTrip(orgId, flat, 2, purpose);
+  });
+  return { built, order, loads };
+}
+
 /** Asserts that `flat`, as version 9 to serve, is refused as corrupt for `detail`. */
 function assertCorrupt(orgId: string, flat: FlatIndex, detail: string): void {
   assert.throws(() => roundTrip(orgId, flat, 9, 'serve'), {
     message: `snapshot: corrupt snapshot of organization ${orgId} version 9: ${detail}`,
   });
+}
+
+/** Asserts that `flat`, as version 9 to serve, is refused as another layout for `detail`, naming the command. */
+function assertAnotherLayout(orgId: string, flat: FlatIndex, detail: string): void {
+  assert.throws(() => roundTrip(orgId, flat, 9, 'serve'), {
+    message: `snapshot: organization ${orgId} version 9 ${detail} (another index layout); publish it again with \`npm run snapshot -- import\``,
+  });
+}
+
+/** Asserts that `built` in a previous layout (`toPrevious`) that kept section `kept` too is refused as having both. */
+function assertBothLayoutsRefused(
+  orgId: string,
+  built: OrgIndex,
+  toPrevious: (flat: FlatIndex) => void,
+  kept: string,
+  what: string,
+): void {
+  const flat = flattenIndex(built);
+  const section = flat.sections[kept];
+  toPrevious(flat);
+  flat.sections[kept] = section;
+  assertAnotherLayout(orgId, flat, `has both layouts of ${what}`);
 }
 
 describe('a snapshot written before message rows', () => {
@@ -351,11 +410,8 @@ describe('a snapshot written before packed message ids', () => {
 describe('a snapshot written before block starts', () => {
   it('loads with its starts encoded, equal to the built ones, and answers the same', () => {
     const { orgId, data } = generatedOrg(3000, 40, 15);
-    const { built, order } = builtWithOrder(data);
-    for (const purpose of ['serve', 'export'] as const) {
-      const flat = flattenIndex(built, exportColumns(data, order));
-      toWholeStarts(flat);
-      const loaded = roundTrip(orgId, flat, 2, purpose);
+    const { built, loads } = previousLayoutLoads(orgId, data, toWholeStarts);
+    for (const loaded of loads) {
       assertSectionsAsBuilt(loaded, built, BLOCK_NAMES);
       for (const name of ['msgRowOffsets', 'seqByteStart'])
         assert.equal(loaded.sections[name], undefined, `${name} is let go`);
@@ -372,11 +428,7 @@ describe('a snapshot written before block starts', () => {
     const { orgId, data } = generatedOrg(200, 4, 16);
     const flat = flattenIndex(buildIndex(data));
     flat.sections.seqByteStart = new Uint32Array(201);
-    const enc = encodeSnapshot({ format: 2, flat }, 7);
-    assert.ok([...enc.chunks].length > 0); // the manifest lists the chunks once they are made
-    assert.throws(() => new SnapshotDecoder(parseManifest(enc.manifest(), { organizationId: orgId, version: 7 })), {
-      message: `snapshot: organization ${orgId} version 7 has both layouts of the starts of the token sequences (another index layout); publish it again with \`npm run snapshot -- import\``,
-    });
+    assertAnotherLayout(orgId, flat, 'has both layouts of the starts of the token sequences');
   });
 
   it('whole starts that run past their bytes, or go down, are refused as corrupt', () => {
@@ -489,11 +541,8 @@ describe('a snapshot written before conversations numbered by contact', () => {
       [2000, 3, 32],
     ] as const) {
       const { orgId, data } = generatedOrg(messages, contacts, seed);
-      const { built, order } = builtWithOrder(data);
-      for (const purpose of ['serve', 'export'] as const) {
-        const flat = flattenIndex(built, exportColumns(data, order));
-        toGlobalConversations(flat);
-        const loaded = roundTrip(orgId, flat, 2, purpose);
+      const { built, loads } = previousLayoutLoads(orgId, data, toGlobalConversations);
+      for (const loaded of loads) {
         assertSectionsAsBuilt(loaded, built, CONVERSATION_NAMES);
         // read to renumber, then let go (an index to serve has no contact a message)
         assert.equal(loaded.sections.msgContact, undefined);
@@ -531,9 +580,11 @@ describe('a snapshot written before conversations numbered by contact', () => {
     toGlobalConversations(flat);
     delete flat.sections.msgContact;
     delete flat.sections.sourceOrder;
-    assert.throws(() => roundTrip(orgId, flat, 9, 'serve'), {
-      message: `snapshot: organization ${orgId} version 9 has neither contactConversationStart nor msgContact to number its conversations by (another index layout); publish it again with \`npm run snapshot -- import\``,
-    });
+    assertAnotherLayout(
+      orgId,
+      flat,
+      'has neither contactConversationStart nor msgContact to number its conversations by',
+    );
   });
 
   it('conversations of two contacts, or out of range, are refused as corrupt', () => {
@@ -597,13 +648,8 @@ describe('a snapshot written before top-list offsets', () => {
 
   it('is refused when it has both layouts of the top lists, naming the command', () => {
     const { orgId, data } = generatedOrg(300, 4, 42);
-    const flat = flattenIndex(buildIndex(data, { topLists: { minEntries: 1, length: 4 } }));
-    const offsets = flat.sections.topOffsets;
-    toWholeTopEntries(flat);
-    flat.sections.topOffsets = offsets;
-    assert.throws(() => roundTrip(orgId, flat, 9, 'serve'), {
-      message: `snapshot: organization ${orgId} version 9 has both layouts of the top lists (another index layout); publish it again with \`npm run snapshot -- import\``,
-    });
+    const built = buildIndex(data, { topLists: { minEntries: 1, length: 4 } });
+    assertBothLayoutsRefused(orgId, built, toWholeTopEntries, 'topOffsets', 'the top lists');
   });
 
   it('entries outside their token, and stored offsets or starts of the wrong shape, are refused as corrupt', () => {
@@ -615,22 +661,13 @@ describe('a snapshot written before top-list offsets', () => {
       (s) => (s.topStart[1] = s.topStart[2] + 1),
       (s) => (s.topSlot[s.topSlot.findIndex((x) => x >= 0)] = -1),
     ];
-    for (const change of whole) {
-      const flat = flattenIndex(built);
-      toWholeTopEntries(flat);
-      change(flat.sections as unknown as Record<string, Uint32Array | Int32Array | Uint16Array>);
-      assertCorrupt(orgId, flat, 'the top list sections disagree with the entries');
-    }
+    assertChangesCorrupt(orgId, built, toWholeTopEntries, whole, 'the top list sections disagree with the entries');
     const stored: Array<(s: Record<string, Uint32Array | Int32Array | Uint16Array>) => void> = [
       (s) => (s.topOffsets[0] = 60_000),
       (s) => (s.topStart = s.topStart.subarray(1)),
       (s) => (s.topOffsets = s.topOffsets.subarray(1)),
     ];
-    for (const change of stored) {
-      const flat = flattenIndex(built);
-      change(flat.sections as unknown as Record<string, Uint32Array | Int32Array | Uint16Array>);
-      assertCorrupt(orgId, flat, 'the top list sections disagree with the entries');
-    }
+    assertChangesCorrupt(orgId, built, null, stored, 'the top list sections disagree with the entries');
   });
 });
 
@@ -650,11 +687,8 @@ function exportedData(orgId: string, flat: FlatIndex): OrgData {
 describe('a snapshot written before sent times in seconds and milliseconds', () => {
   it('loads with its times encoded, equal to the built ones, and answers the same', () => {
     const { orgId, data } = generatedOrg(4000, 30, 44);
-    const { built, order } = builtWithOrder(data);
-    for (const purpose of ['serve', 'export'] as const) {
-      const flat = flattenIndex(built, exportColumns(data, order));
-      toFloatSentTimes(flat);
-      const loaded = roundTrip(orgId, flat, 2, purpose);
+    const { built, order, loads } = previousLayoutLoads(orgId, data, toFloatSentTimes);
+    for (const loaded of loads) {
       assertSectionsAsBuilt(loaded, built, ['msgSentBase', 'msgSentWords', 'msgSentHigh', 'msgCombo']);
       assert.equal(loaded.sections.msgSentAt, undefined, 'msgSentAt is let go');
       const index = wrapIndex(loaded);
@@ -666,21 +700,16 @@ describe('a snapshot written before sent times in seconds and milliseconds', () 
         `q=de&direction=outbound&limit=3&from=${from}&to=${to}`,
         'keywords=que,de,para&limit=4&messages_limit=5',
       ]);
-      if (purpose === 'export') {
-        assert.deepEqual(exportedData(orgId, flat).messages.sentAt, data.messages.sentAt);
-      }
     }
+    // an export gives every time back as imported
+    const flat = flattenIndex(built, exportColumns(data, order));
+    toFloatSentTimes(flat);
+    assert.deepEqual(exportedData(orgId, flat).messages.sentAt, data.messages.sentAt);
   });
 
   it('is refused when it has both layouts of the sent times, naming the command', () => {
     const { orgId, data } = generatedOrg(300, 4, 45);
-    const flat = flattenIndex(buildIndex(data));
-    const words = flat.sections.msgSentWords;
-    toFloatSentTimes(flat);
-    flat.sections.msgSentWords = words;
-    assert.throws(() => roundTrip(orgId, flat, 9, 'serve'), {
-      message: `snapshot: organization ${orgId} version 9 has both layouts of the sent times (another index layout); publish it again with \`npm run snapshot -- import\``,
-    });
+    assertBothLayoutsRefused(orgId, buildIndex(data), toFloatSentTimes, 'msgSentWords', 'the sent times');
   });
 
   it('times that are not integers, go up or miss a message, and stored times of the wrong shape, are refused as corrupt', () => {
@@ -692,12 +721,7 @@ describe('a snapshot written before sent times in seconds and milliseconds', () 
       (s) => (s.msgSentAt[5] = s.msgSentAt[0] + 1),
       (s) => (s.msgSentAt = s.msgSentAt.subarray(1)),
     ];
-    for (const change of float) {
-      const flat = flattenIndex(built);
-      toFloatSentTimes(flat);
-      change(flat.sections as unknown as Record<string, Float64Array>);
-      assertCorrupt(orgId, flat, 'the sent times disagree with the counts or go up');
-    }
+    assertChangesCorrupt(orgId, built, toFloatSentTimes, float, 'the sent times disagree with the counts or go up');
     const stored: Array<(s: Record<string, Float64Array | Uint32Array | Uint16Array>) => void> = [
       (s) => (s.msgSentWords[3 * 7 + 2] = 1000),
       (s) => (s.msgSentWords[3 * 9 + 1] = s.msgSentWords[1] + 1),
@@ -706,10 +730,6 @@ describe('a snapshot written before sent times in seconds and milliseconds', () 
       (s) => (s.msgSentHigh = new Uint16Array(3)),
       (s) => (s.msgSentBase = Float64Array.of(0.5)),
     ];
-    for (const change of stored) {
-      const flat = flattenIndex(built);
-      change(flat.sections as unknown as Record<string, Float64Array | Uint32Array | Uint16Array>);
-      assertCorrupt(orgId, flat, 'the sent times disagree with the counts or go up');
-    }
+    assertChangesCorrupt(orgId, built, null, stored, 'the sent times disagree with the counts or go up');
   });
 });
