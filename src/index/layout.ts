@@ -4,7 +4,7 @@
  */
 import { CHANNELS } from '../model/records.js';
 import { type PostStarts, postStart, rankBits } from './post-starts.js';
-import { type SentTimes, sameSentAt, sentAtOf, sentCount } from './sent-times.js';
+import { type SentTimes, sameSentAt, sentCount } from './sent-times.js';
 
 /** The "nothing" of a Uint32Array column: no newest message in a direction, no pair, not seen. */
 export const NONE = 0xffffffff;
@@ -172,20 +172,21 @@ export function bitmapWords(contactCount: number): number {
  */
 export function timeRank(times: SentTimes, o: number): number {
   if (o === 0 || !sameSentAt(times, o - 1, o)) return o;
-  const t = sentAtOf(times, o);
-  let hi = o - 1; // sent at t
+  // every ordinal before o was sent at o's time or later, so "not sent at o's time" is "later":
+  // equality of the stored words is all the search compares (no instant is computed)
+  let hi = o - 1; // sent at o's time
   let step = 1;
   let lo = hi - step;
-  while (lo > 0 && sentAtOf(times, lo) === t) {
+  while (lo > 0 && sameSentAt(times, lo, o)) {
     hi = lo;
     step *= 2;
     lo = hi - step;
   }
   if (lo < 0) lo = 0;
-  // lo sent after t, or lo === 0; the answer is in [lo, hi]
+  // lo sent later than o, or lo === 0; the answer is in [lo, hi]
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (sentAtOf(times, mid) > t) lo = mid + 1;
+    if (!sameSentAt(times, mid, o)) lo = mid + 1;
     else hi = mid;
   }
   return lo;

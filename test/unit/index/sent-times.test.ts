@@ -35,6 +35,27 @@ describe('sent times', () => {
     );
   });
 
+  it('rank long ties at their first ordinal (timeRank gallops back, then searches)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.integer({ min: -5, max: 5 }), fc.integer({ min: 1, max: 300 })), { maxLength: 12 }),
+        (runs) => {
+          // runs of equal times, each a second, a millisecond or 2^32 s apart from the last
+          const values: number[] = [];
+          let t = 1_700_000_000_000;
+          for (const [gap, length] of runs) {
+            t += gap === 5 ? 2 ** 32 * 1000 : gap >= 0 ? gap * 1000 + 1 : gap;
+            for (let k = 0; k < length; k++) values.push(t);
+          }
+          const x = encodeSentTimes(descending(values));
+          const ranks = timeRanks(x);
+          for (let o = 0; o < values.length; o++) assert.equal(timeRank(x, o), ranks[o]);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
   it('take three words a message, and a high column only past 136 years', () => {
     const x = encodeSentTimes(descending([1_700_000_000_123, 1_600_000_000_000, 0]));
     assert.deepEqual([...x.msgSentBase], [0]);
