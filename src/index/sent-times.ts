@@ -23,19 +23,24 @@ export const SENT_TIME_SECTIONS = ['msgSentBase', 'msgSentWords', 'msgSentHigh']
 
 /** Words of msgSentWords a message. */
 export const SENT_WORDS = 3;
-const LOW = 0x100000000;
+/** What a unit of msgSentHigh is worth, in seconds. */
+export const HIGH_UNIT = 0x100000000;
 
 /** Messages of the sent times. */
 export function sentCount(x: SentTimes): number {
   return x.msgSentWords.length / SENT_WORDS;
 }
 
-/** Message o's sent_at in epoch seconds (whole), a double. */
+/**
+ * Message o's sent_at in epoch seconds (whole), a double: above the small-integer range, so a
+ * call that is not inlined returns it boxed (garbage); the body writer's isoAt reads the words
+ * itself.
+ */
 export function sentSecondsOf(x: SentTimes, o: number): number {
   const w = x.msgSentWords,
     high = x.msgSentHigh,
     at = SENT_WORDS * o;
-  return x.msgSentBase[0] + w[at] + w[at + 1] * 0x10000 + (high.length === 0 ? 0 : high[o] * LOW);
+  return x.msgSentBase[0] + ((w[at] | (w[at + 1] << 16)) >>> 0) + (high.length === 0 ? 0 : high[o] * HIGH_UNIT);
 }
 
 /** Message o's milliseconds within its second. */
@@ -69,18 +74,18 @@ export function encodeSentTimes(sentAt: Float64Array): SentTimes {
     if (t > max) max = t;
   }
   const base = n === 0 ? 0 : Math.floor(min / 1000);
-  const wide = n > 0 && Math.floor(max / 1000) - base >= LOW;
+  const wide = n > 0 && Math.floor(max / 1000) - base >= HIGH_UNIT;
   const words = new Uint16Array(SENT_WORDS * n),
     high = new Uint16Array(wide ? n : 0);
   for (let o = 0; o < n; o++) {
     const t = sentAt[o];
     const s = Math.floor(t / 1000);
     const since = s - base;
-    const low = since % LOW;
+    const low = since % HIGH_UNIT;
     words[SENT_WORDS * o] = low & 0xffff;
     words[SENT_WORDS * o + 1] = Math.floor(low / 0x10000);
     words[SENT_WORDS * o + 2] = t - s * 1000;
-    if (wide) high[o] = Math.floor(since / LOW);
+    if (wide) high[o] = Math.floor(since / HIGH_UNIT);
   }
   return { msgSentBase: Float64Array.of(base), msgSentWords: words, msgSentHigh: high };
 }

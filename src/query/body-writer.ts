@@ -7,7 +7,7 @@
  */
 
 import { HEX_PAIRS } from '../index/packed-uuid.js';
-import { SENT_WORDS, type SentTimes, sentMilliOf, sentSecondsOf } from '../index/sent-times.js';
+import { HIGH_UNIT, SENT_WORDS, type SentTimes } from '../index/sent-times.js';
 import { civilFromDays } from '../time/civil-date.js';
 
 const DAY = 86400; // seconds
@@ -248,8 +248,14 @@ export class BodyWriter {
    * not passed: a double argument to a call that is not inlined is boxed, garbage each time.
    */
   isoAt(times: SentTimes, o: number): void {
-    const seconds = sentSecondsOf(times, o),
-      milli = sentMilliOf(times, o);
+    // sentSecondsOf and sentMilliOf, written out: a call that is not inlined returns the seconds
+    // (above the small-integer range) boxed, and isoAt ran at 40 ns instead of 25
+    const w = times.msgSentWords,
+      high = times.msgSentHigh,
+      at = SENT_WORDS * o;
+    const milli = w[at + 2];
+    const seconds =
+      times.msgSentBase[0] + ((w[at] | (w[at + 1] << 16)) >>> 0) + (high.length === 0 ? 0 : high[o] * HIGH_UNIT);
     if (!(seconds >= ISO_MIN_SECONDS && seconds <= ISO_MAX_SECONDS)) {
       this.text(new Date(seconds * 1000 + milli).toISOString());
       return;

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { BodyWriter, bytesOf, utf8 } from '../../../src/query/body-writer.js';
+import { encodeSentTimes } from '../../../src/index/sent-times.js';
 
 const MIN = -62167219200000; // 0000-01-01T00:00:00.000Z
 const MAX = 253402300799999; // 9999-12-31T23:59:59.999Z
@@ -208,5 +209,39 @@ test('jsonStrings writes the bytes of JSON.stringify for any list of strings', (
       },
     ),
     { numRuns: 3000 },
+  );
+});
+
+test('isoAt equals toISOString for every message of sent times spanning the whole range (fast-check)', () => {
+  fc.assert(
+    fc.property(
+      fc.array(fc.integer({ min: MIN - 1e12, max: MAX + 1e12 }), { minLength: 1, maxLength: 40 }),
+      (values) => {
+        const sorted = Float64Array.from(values.sort((a, b) => b - a));
+        const times = encodeSentTimes(sorted);
+        for (let o = 0; o < sorted.length; o++) {
+          assert.equal(
+            written((w) => w.isoAt(times, o)),
+            new Date(sorted[o]).toISOString(),
+          );
+        }
+      },
+    ),
+    { numRuns: 3000 },
+  );
+});
+
+test('isoAt reads seconds past 2^31 from the base without the high column', () => {
+  // 100 years apart: 3.16e9 seconds, above 2^31 and below 2^32
+  const sorted = Float64Array.of(Date.UTC(2070, 5, 1, 12, 30, 15, 999), Date.UTC(1970, 0, 1, 0, 0, 1, 7));
+  const times = encodeSentTimes(sorted);
+  assert.equal(times.msgSentHigh.length, 0);
+  assert.equal(
+    written((w) => w.isoAt(times, 0)),
+    '2070-06-01T12:30:15.999Z',
+  );
+  assert.equal(
+    written((w) => w.isoAt(times, 1)),
+    '1970-01-01T00:00:01.007Z',
   );
 });
