@@ -53,6 +53,28 @@ export function sentAtOf(x: SentTimes, o: number): number {
   return sentSecondsOf(x, o) * 1000 + sentMilliOf(x, o);
 }
 
+/**
+ * The first ordinal sent before `ms`, or at `ms` too when `orAt`: the date window's ends, as
+ * sent_at is non-increasing. A binary search that reads the words itself (sentAtOf's instant,
+ * returned from a call that is not inlined, is a boxed number: garbage a step).
+ */
+export function firstSentBefore(x: SentTimes, ms: number, orAt: boolean): number {
+  const w = x.msgSentWords,
+    high = x.msgSentHigh,
+    base = x.msgSentBase[0];
+  let lo = 0,
+    hi = w.length / SENT_WORDS;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const at = SENT_WORDS * mid;
+    const seconds = base + ((w[at] | (w[at + 1] << 16)) >>> 0) + (high.length === 0 ? 0 : high[mid] * HIGH_UNIT);
+    const t = seconds * 1000 + w[at + 2];
+    if (orAt ? t > ms : t >= ms) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /** Whether messages a and b were sent at the same instant. */
 export function sameSentAt(x: SentTimes, a: number, b: number): boolean {
   const w = x.msgSentWords,

@@ -6,7 +6,7 @@ import { BOTH, INBOUND, noInbound, OUTBOUND, rankMask } from '../index/layout.js
 import { rankBits } from '../index/post-starts.js';
 import type { OrgIndex } from '../index/org-index.js';
 import { smallestKeys } from '../index/select.js';
-import { type SentTimes, sentAtOf, sentCount } from '../index/sent-times.js';
+import { firstSentBefore } from '../index/sent-times.js';
 import type { SearchRequest, SearchResponse } from '../request/search-request.js';
 import { filterMask } from './filter-mask.js';
 import { matchContacts } from './match.js';
@@ -15,19 +15,6 @@ import { emptyBody, openBody, writePage, writeTail } from './render.js';
 import { type Scratch, scratchFor } from './scratch.js';
 import { termView, type TermView } from './term-view.js';
 import { topPage } from './top-page.js';
-
-/** First ordinal whose sent_at is below `ms` (`strict`) or at most `ms`; sent_at is non-increasing. */
-function firstOrdinal(times: SentTimes, ms: number, strict: boolean): number {
-  let lo = 0,
-    hi = sentCount(times);
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    const t = sentAtOf(times, mid);
-    if (strict ? t >= ms : t > ms) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
 
 /**
  * The body from the top lists (see top-page.ts), or null when they cannot answer this query: the
@@ -55,8 +42,8 @@ function topListBody(plan: Plan, s: Scratch, req: SearchRequest): Uint8Array | n
 export function searchBody(index: OrgIndex | null, req: SearchRequest): Uint8Array {
   if (index === null || index.messageCount === 0) return emptyBody(req, 0);
   // the date filter is one contiguous ordinal window, because ordinals follow sent_at descending
-  const lo = req.to === null ? 0 : firstOrdinal(index, req.to, false);
-  const hi = req.from === null ? index.messageCount : firstOrdinal(index, req.from, true);
+  const lo = req.to === null ? 0 : firstSentBefore(index, req.to, true);
+  const hi = req.from === null ? index.messageCount : firstSentBefore(index, req.from, false);
   if (lo >= hi) return emptyBody(req, 0);
 
   const all = req.match === 'all';

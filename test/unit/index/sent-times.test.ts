@@ -1,8 +1,15 @@
-/** Sent times (src/index/sent-times.ts): seconds and milliseconds apart give back every instant. */
+/** Sent times (src/index/sent-times.ts): three words a message give back every instant, its ties and its order. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { decodeSentTimes, encodeSentTimes, sameSentAt, sentAtOf, sentTimesFit } from '../../../src/index/sent-times.js';
+import {
+  decodeSentTimes,
+  encodeSentTimes,
+  firstSentBefore,
+  sameSentAt,
+  sentAtOf,
+  sentTimesFit,
+} from '../../../src/index/sent-times.js';
 import { timeRank, timeRanks } from '../../../src/index/layout.js';
 
 const MAX = 8.64e15; // a Date's range
@@ -53,6 +60,29 @@ describe('sent times', () => {
         },
       ),
       { numRuns: 300 },
+    );
+  });
+
+  it('find the first message sent before an instant, or at it too (the date window)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 1_699_999_990_000, max: 1_700_000_010_000 }), { maxLength: 40 }),
+        fc.integer({ min: 1_699_999_980_000, max: 1_700_000_020_000 }),
+        fc.boolean(),
+        (values, bound, wide) => {
+          if (wide) values.push(Date.UTC(2200, 0, 1)); // the high column in use
+          const ms = descending(values);
+          const x = encodeSentTimes(ms);
+          // every instant itself as a bound too, and one either side
+          for (const b of [bound, ...ms, ...Array.from(ms, (t) => t - 1), ...Array.from(ms, (t) => t + 1)]) {
+            const before = ms.findIndex((t) => t < b);
+            const atOrBefore = ms.findIndex((t) => t <= b);
+            assert.equal(firstSentBefore(x, b, false), before < 0 ? ms.length : before);
+            assert.equal(firstSentBefore(x, b, true), atOrBefore < 0 ? ms.length : atOrBefore);
+          }
+        },
+      ),
+      { numRuns: 500 },
     );
   });
 
