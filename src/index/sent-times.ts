@@ -32,31 +32,22 @@ export function sentCount(x: SentTimes): number {
 }
 
 /**
- * Message o's sent_at in epoch seconds (whole), a double: above the small-integer range, so a
- * call that is not inlined returns it boxed (garbage); the body writer's isoAt reads the words
- * itself.
+ * Message o's sent_at in epoch ms. Above the small-integer range: a call that is not inlined
+ * returns it boxed, a heap number each time, so the request path (the body writer's isoAt, the
+ * date window's firstSentBefore) reads the words in its own body instead.
  */
-export function sentSecondsOf(x: SentTimes, o: number): number {
+export function sentAtOf(x: SentTimes, o: number): number {
   const w = x.msgSentWords,
     high = x.msgSentHigh,
     at = SENT_WORDS * o;
-  return x.msgSentBase[0] + ((w[at] | (w[at + 1] << 16)) >>> 0) + (high.length === 0 ? 0 : high[o] * HIGH_UNIT);
-}
-
-/** Message o's milliseconds within its second. */
-export function sentMilliOf(x: SentTimes, o: number): number {
-  return x.msgSentWords[SENT_WORDS * o + 2];
-}
-
-/** Message o's sent_at in epoch ms. */
-export function sentAtOf(x: SentTimes, o: number): number {
-  return sentSecondsOf(x, o) * 1000 + sentMilliOf(x, o);
+  const seconds =
+    x.msgSentBase[0] + ((w[at] | (w[at + 1] << 16)) >>> 0) + (high.length === 0 ? 0 : high[o] * HIGH_UNIT);
+  return seconds * 1000 + w[at + 2];
 }
 
 /**
  * The first ordinal sent before `ms`, or at `ms` too when `orAt`: the date window's ends, as
- * sent_at is non-increasing. A binary search that reads the words itself (sentAtOf's instant,
- * returned from a call that is not inlined, is a boxed number: garbage a step).
+ * sent_at is non-increasing. A binary search that reads the words itself (see sentAtOf).
  */
 export function firstSentBefore(x: SentTimes, ms: number, orAt: boolean): number {
   const w = x.msgSentWords,
@@ -112,7 +103,7 @@ export function encodeSentTimes(sentAt: Float64Array): SentTimes {
   return { msgSentBase: Float64Array.of(base), msgSentWords: words, msgSentHigh: high };
 }
 
-/** sent_at of every message, as epoch ms (exports, tools). */
+/** sent_at of every message, as epoch ms, by ordinal: encodeSentTimes' inverse (tests write the layout before with it). */
 export function decodeSentTimes(x: SentTimes): Float64Array {
   const n = sentCount(x);
   const out = new Float64Array(n);

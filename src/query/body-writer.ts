@@ -248,8 +248,8 @@ export class BodyWriter {
    * not passed: a double argument to a call that is not inlined is boxed, garbage each time.
    */
   isoAt(times: SentTimes, o: number): void {
-    // sentSecondsOf and sentMilliOf, written out: a call that is not inlined returns the seconds
-    // (above the small-integer range) boxed, and isoAt ran at 40 ns instead of 25
+    // sentAtOf's reads, written out: a call that is not inlined returns the seconds (above the
+    // small-integer range) boxed, and isoAt ran at 40 ns instead of 25
     const w = times.msgSentWords,
       high = times.msgSentHigh,
       at = SENT_WORDS * o;
