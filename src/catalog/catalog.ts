@@ -394,8 +394,9 @@ export class Catalog {
       this.lastReloadSeconds = (performance.now() - t0) / 1000;
     // Every organization listed has now been tried: the start is over, whatever failed.
     if (orgId === null && !this.ready) {
+      // (the start's garbage collected first, so that RSS at ready is the settled figure)
+      await this.builder.started();
       this.ready = true;
-      this.builder.started();
       this.log.info(
         { organizations: this.indexes.size, failed: this.failures.size },
         'catalog: ready (every organization listed at start was tried)',

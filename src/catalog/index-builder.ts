@@ -15,7 +15,7 @@ import { type FlatIndex, wrapIndex } from '../store/flat-index.js';
 import { OlderFormatError, type SnapshotRef, type SnapshotStore } from '../store/snapshot-store.js';
 import type { StoreConfig } from '../store/stores.js';
 import type { WorkerReply, WorkerRequest } from './worker-protocol.js';
-import { collectGarbage } from '../runtime/collect-garbage.js';
+import { collectGarbage, shrinkHeap } from '../runtime/collect-garbage.js';
 import { startModuleWorker } from '../runtime/module-worker.js';
 
 /** Young generation of the build worker's heap, MB (see spawn). */
@@ -110,13 +110,14 @@ export class IndexBuilder {
   }
 
   /**
-   * Call once the start's loads are over: their garbage (decoded chunks, build scratch) is
-   * collected now rather than by V8's memory reducer ~8 s later. Measured at 1M, compiled server,
-   * RSS 1-3 s after ready: 278-280 -> 265-271 MiB with one serving thread, 308 -> 296-300 MiB
-   * with two; settled (after the reducer) 260-261 and ~280 MiB either way.
+   * Call once the start's loads are over, before saying ready: their garbage (decoded chunks,
+   * build scratch) is collected and the young generation, grown during the start, shrunk, now
+   * rather than by V8's memory reducer ~8 s later (shrinkHeap). Measured at 1M, compiled server,
+   * RSS 1-3 s after ready: 278-280 -> 265-271 MiB when this was a plain gc(); with shrinkHeap, RSS
+   * at ready is the settled figure (bench/RESULTS.md, session 31).
    */
-  started(): void {
-    collectGarbage();
+  started(): Promise<void> {
+    return shrinkHeap();
   }
 
   /**

@@ -15,7 +15,7 @@ import { inFlight, SHUTDOWN_GRACE_MS } from '../http/respond.js';
 import { loadUws, type us_listen_socket } from '../http/uws.js';
 import { warmTokenizer } from '../text/analyze.js';
 import { createLogger } from '../log/logger.js';
-import { collectGarbage } from '../runtime/collect-garbage.js';
+import { collectGarbage, shrinkHeap } from '../runtime/collect-garbage.js';
 import { wrapIndex } from '../store/flat-index.js';
 import type { ServingKeyStore } from '../auth/key-store.js';
 import type { FromThread, KeyListingMessage, ServingState, ServingThreadData, ToThread } from './thread-protocol.js';
@@ -173,8 +173,30 @@ function applyIndex(m: Extract<ToThread, { kind: 'index' }>): void {
 }
 
 function ack(seq: number): void {
+  if (heldAcks !== null) heldAcks.push(seq);
+  else sendAck(seq);
+}
+
+function sendAck(seq: number): void {
   installPending(); // a listing sent before this message counts for keysReady
   post({ kind: 'ack', seq, keysReady: keys.ready });
+}
+
+/**
+ * Acks waiting for the collection at the first ready state (in the order of their messages):
+ * the main thread says ready once every thread acked it, so the start's garbage and grown young
+ * generation are gone by then (shrinkHeap), not ~8 s later. null: none held.
+ */
+let heldAcks: number[] | null = null;
+let shrunk = false;
+function shrinkBeforeReady(): void {
+  shrunk = true;
+  heldAcks = [];
+  void shrinkHeap().finally(() => {
+    const held = heldAcks!;
+    heldAcks = null;
+    for (const seq of held) sendAck(seq);
+  });
 }
 
 port.on('message', (m: ToThread) => {
@@ -185,6 +207,7 @@ port.on('message', (m: ToThread) => {
     case 'state':
       state = m.state;
       unavailable = new Map(m.state.unavailable);
+      if (state.ready && !shrunk) shrinkBeforeReady();
       ack(m.seq);
       break;
     case 'store-reply': {
