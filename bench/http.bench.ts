@@ -431,6 +431,16 @@ async function main(): Promise<void> {
     console.log(
       `\nservice / ceiling, same round: ${ratios.map((r) => r.toFixed(3)).join(' / ')} (median ${median(ratios).toFixed(3)})`,
     );
+    // On a 2-core host the ceiling's rate is wrk's (wrk near 100% of a core, the ceiling's server
+    // well below), so the ratio above also moves with the client. Requests a server CPU-second
+    // compares the two servers' own cost a request, whatever bounds the rate.
+    const perCpu = (r: WrkResult) => r.rps / Math.max(r.serverCpu, 1e-9);
+    const cpuRatios = runs[1].map((r, i) => perCpu(r) / perCpu(runs[0][i]));
+    console.log(
+      `requests a server CPU-second, service / ceiling, same round: ${cpuRatios.map((r) => r.toFixed(3)).join(' / ')} ` +
+        `(median ${median(cpuRatios).toFixed(3)}; service ${fmt(Math.round(median(runs[1].map(perCpu))))}, ` +
+        `ceiling ${fmt(Math.round(median(runs[0].map(perCpu))))})`,
+    );
     console.log(
       `\n### GC pauses of the service during its ${loadSeconds.toFixed(0)} s at full load (perf_hooks observer)\n`,
     );
