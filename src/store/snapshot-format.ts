@@ -231,6 +231,8 @@ function verifiedParts<T>(
 
 /** Bytes a piece of copyInto's detour: under glibc's mmap threshold, so kept in its heap, and L2-sized. */
 const BOUNCE_BYTES = 64 * 1024;
+/** Parts shorter than this are copied directly: a few thousand bytes either way, not worth two calls. */
+const DETOUR_MIN_BYTES = 4096;
 let bounce: Uint8Array | null = null;
 
 /**
@@ -238,12 +240,13 @@ let bounce: Uint8Array | null = null;
  * memory with relaxed atomic stores: word by word when source and destination are 8-byte aligned
  * alike, else a byte at a time. A part's bytes sit in its chunk after msgpack's header, at any
  * alignment: 81 ms a 256 MiB copy against 21 ms aligned (bench/RESULTS.md, session 31). Such a
- * part goes through a plain buffer, put at the destination's alignment (an ordinary memmove),
- * then across aligned: 64 KiB at a time, so the detour costs no more memory than that.
+ * part (DETOUR_MIN_BYTES or more) goes through a plain buffer, put at the destination's alignment
+ * (an ordinary memmove), then across aligned: 64 KiB at a time, so the detour costs no more memory
+ * than that.
  */
 export function copyInto(dst: Uint8Array, at: number, src: Uint8Array): void {
   const shift = (dst.byteOffset + at) & 7;
-  if (src.length < 4096 || ((src.byteOffset - shift) & 7) === 0) {
+  if (src.length < DETOUR_MIN_BYTES || ((src.byteOffset - shift) & 7) === 0) {
     dst.set(src, at);
     return;
   }
