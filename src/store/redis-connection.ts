@@ -14,6 +14,7 @@
  */
 import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
 import { within } from '../runtime/within.js';
+import { keySlot, type RespTarget } from './resp-hash-reader.js';
 
 export type RedisClient = Redis | Cluster;
 
@@ -293,6 +294,43 @@ export class RedisConnection {
     } catch (err) {
       throw new Error(`store: redis unavailable at ${redactUrl(url)}: ${(err as Error).message}`);
     }
+  }
+
+  /**
+   * Where readHashFields can read `key` from on a connection of its own: this client's node (or
+   * the cluster node serving the key's slot), its user, password and database. Null when the
+   * client is not ready, uses TLS or a Unix socket: the key is then read through the client.
+   */
+  directTarget(key: string): RespTarget | null {
+    const c = this.client;
+    if (c.status !== 'ready') return null;
+    if (c instanceof Cluster) {
+      const o = c.options.redisOptions ?? {};
+      const node = c.slots[keySlot(key)]?.[0];
+      if (o.tls || node === undefined) return null;
+      const colon = node.lastIndexOf(':');
+      const port = Number(node.slice(colon + 1));
+      if (colon <= 0 || !Number.isInteger(port)) return null;
+      return {
+        host: node.slice(0, colon),
+        port,
+        username: o.username,
+        password: o.password,
+        connectTimeoutMs: o.connectTimeout ?? 3_000,
+        replyTimeoutMs: o.commandTimeout ?? 10_000,
+      };
+    }
+    const o = c.options;
+    if (o.tls || o.path || o.host === undefined || o.port === undefined) return null;
+    return {
+      host: o.host,
+      port: o.port,
+      username: o.username,
+      password: o.password,
+      db: o.db,
+      connectTimeoutMs: o.connectTimeout ?? 3_000,
+      replyTimeoutMs: o.commandTimeout ?? 10_000,
+    };
   }
 
   /** Remembers the last connection error, named in "not connected" messages. */

@@ -15,6 +15,8 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { EmbeddedStore, snapshotFile } from '../../../src/store/embedded-store.js';
 import { RedisStore } from '../../../src/store/redis-store.js';
+import type { RedisConnection } from '../../../src/store/redis-connection.js';
+import { keySlot } from '../../../src/store/resp-hash-reader.js';
 import {
   CHUNK_MAX,
   encodeManifest,
@@ -86,7 +88,15 @@ function redisHarness(cluster = false): Harness {
     async open() {
       redis ??= cluster ? await startCluster() : await startRedis();
       const store = await RedisStore.connect(redis.url);
-      if (cluster) assert.ok(store.client instanceof Cluster, 'REDIS_URL naming one node is detected as a cluster');
+      if (cluster) {
+        assert.ok(store.client instanceof Cluster, 'REDIS_URL naming one node is detected as a cluster');
+        // a server's loads read chunks from the node of their slot, directly (resp-hash-reader.ts)
+        const key = 'snap:{97da2849-d73e-4438-a907-d090402c802d}:v:1';
+        assert.equal(keySlot(key), Number(await store.client.cluster('KEYSLOT', key)));
+        const conn = (store as unknown as { conn: RedisConnection }).conn;
+        const node = store.client.slots[keySlot(key)][0];
+        assert.equal(`${conn.directTarget(key)?.host}:${conn.directTarget(key)?.port}`, node);
+      }
       return store;
     },
     async corruptChunk(s, ref) {
