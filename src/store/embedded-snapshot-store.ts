@@ -375,6 +375,7 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
     } catch (err) {
       throw wrap(`organization ${ref.organizationId} version ${ref.version}`, err);
     }
+    let decoder: SnapshotDecoder | null = null;
     try {
       const size = (await fh.stat()).size;
       const footer = await readAt(fh, size - FOOTER_SIZE, FOOTER_SIZE);
@@ -388,7 +389,7 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
       if (manifestAt < 0)
         throw new Error(`snapshot: bad footer for organization ${ref.organizationId} version ${ref.version}`);
       const manifest = parseManifest(await readAt(fh, manifestAt, manifestLength), ref);
-      const decoder = new SnapshotDecoder(manifest, options, purpose);
+      decoder = new SnapshotDecoder(manifest, options, purpose);
       let at = 0;
       // One buffer reused for every chunk (the decoder copies what it keeps): a fresh 4 MiB
       // buffer a chunk was a whole snapshot of garbage that the C heap seldom gave back.
@@ -405,6 +406,7 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
       }
       return decoder;
     } catch (err) {
+      decoder?.abandon();
       throw wrap(`organization ${ref.organizationId} version ${ref.version}`, err);
     } finally {
       await fh.close();

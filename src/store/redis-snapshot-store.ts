@@ -19,6 +19,7 @@ import type { RedisConnection } from './redis-connection.js';
 import {
   type DecodePurpose,
   encodeSnapshot,
+  type Manifest,
   parseManifest,
   prepareSnapshot,
   SnapshotDecoder,
@@ -284,52 +285,66 @@ export class RedisSnapshotStore implements SnapshotStore {
     options: LoadFlatOptions = {},
     purpose: DecodePurpose = 'export',
   ): Promise<SnapshotDecoder> {
-    {
-      const key = versionKey(ref);
-      const mbytes = await this.conn.client.hgetBuffer(key, 'manifest');
-      if (mbytes === null)
-        throw new Error(`store: no snapshot version ${ref.version} of organization ${ref.organizationId}`);
-      const manifest = parseManifest(mbytes, ref);
-      const decoder = new SnapshotDecoder(manifest, options, purpose);
-      // A sliding window: chunk i + WINDOW is asked for as chunk i is verified, so Redis sends
-      // while this thread checks and copies (before, each batch of 8 waited for the last).
-      const n = manifest.chunks.length;
-      const missing = (i: number) =>
-        new Error(`snapshot: chunk ${i} missing for organization ${ref.organizationId} version ${ref.version}`);
-      // A server's load reads the chunks without a buffer per socket read (resp-hash-reader.ts:
-      // 30-60 MiB less RSS at 1M); what it could not read comes through the client, below.
-      let first = 0;
-      const target = purpose === 'serve' ? this.conn.directTarget(key) : null;
-      if (target !== null) {
-        const fields = manifest.chunks.map((_, i) => String(i));
-        const maxBytes = manifest.chunks.reduce((m, c) => Math.max(m, c.length), 0);
-        const read = await readHashFields(target, {
-          key,
-          fields,
-          maxBytes,
-          window: WINDOW,
-          onValue: (i, v) => {
-            if (v === null) throw missing(i);
-            decoder.add(i, v);
-          },
-        });
-        first = read.delivered;
-      }
-      const pending: Array<Promise<Buffer | null> | null> = [];
-      const ask = (i: number) => {
-        const p = this.conn.client.hgetBuffer(key, String(i));
-        p.catch(() => undefined); // awaited below in order; an early failure must not go unhandled
-        pending[i] = p;
-      };
-      for (let i = first; i < Math.min(first + WINDOW, n); i++) ask(i);
-      for (let i = first; i < n; i++) {
-        const c = await pending[i];
-        pending[i] = null;
-        if (i + WINDOW < n) ask(i + WINDOW);
-        if (c === null) throw missing(i);
-        decoder.add(i, c);
-      }
-      return decoder;
+    const key = versionKey(ref);
+    const mbytes = await this.conn.client.hgetBuffer(key, 'manifest');
+    if (mbytes === null)
+      throw new Error(`store: no snapshot version ${ref.version} of organization ${ref.organizationId}`);
+    const manifest = parseManifest(mbytes, ref);
+    const decoder = new SnapshotDecoder(manifest, options, purpose);
+    try {
+      await this.readChunks(ref, key, manifest, decoder, purpose);
+    } catch (err) {
+      decoder.abandon();
+      throw err;
+    }
+    return decoder;
+  }
+
+  /** Adds every chunk of `key` to `decoder`, in order. */
+  private async readChunks(
+    ref: SnapshotRef,
+    key: string,
+    manifest: Manifest,
+    decoder: SnapshotDecoder,
+    purpose: DecodePurpose,
+  ): Promise<void> {
+    // A sliding window: chunk i + WINDOW is asked for as chunk i is verified, so Redis sends
+    // while this thread checks and copies (before, each batch of 8 waited for the last).
+    const n = manifest.chunks.length;
+    const missing = (i: number) =>
+      new Error(`snapshot: chunk ${i} missing for organization ${ref.organizationId} version ${ref.version}`);
+    // A server's load reads the chunks without a buffer per socket read (resp-hash-reader.ts:
+    // 30-60 MiB less RSS at 1M); what it could not read comes through the client, below.
+    let first = 0;
+    const target = purpose === 'serve' ? this.conn.directTarget(key) : null;
+    if (target !== null) {
+      const fields = manifest.chunks.map((_, i) => String(i));
+      const maxBytes = manifest.chunks.reduce((m, c) => Math.max(m, c.length), 0);
+      const read = await readHashFields(target, {
+        key,
+        fields,
+        maxBytes,
+        window: WINDOW,
+        onValue: (i, v) => {
+          if (v === null) throw missing(i);
+          decoder.add(i, v);
+        },
+      });
+      first = read.delivered;
+    }
+    const pending: Array<Promise<Buffer | null> | null> = [];
+    const ask = (i: number) => {
+      const p = this.conn.client.hgetBuffer(key, String(i));
+      p.catch(() => undefined); // awaited below in order; an early failure must not go unhandled
+      pending[i] = p;
+    };
+    for (let i = first; i < Math.min(first + WINDOW, n); i++) ask(i);
+    for (let i = first; i < n; i++) {
+      const c = await pending[i];
+      pending[i] = null;
+      if (i + WINDOW < n) ask(i + WINDOW);
+      if (c === null) throw missing(i);
+      decoder.add(i, c);
     }
   }
 

@@ -16,6 +16,7 @@
  */
 import { createHash } from 'node:crypto';
 import { crc32 } from 'node:zlib';
+import { type Prefault, prefaultShared } from './prefault.js';
 import { endianness } from 'node:os';
 import { Packr, Unpackr } from 'msgpackr';
 import { type ContactsPart, contactsPartAt, skipValue } from './msgpack-skip.js';
@@ -480,6 +481,11 @@ export class SnapshotDecoder {
     this.v2 = manifest.format === 1 ? null : new SectionsDecoder(manifest, purpose === 'export');
   }
 
+  /** A load given up (a chunk not read): stops what works for it in the background. */
+  abandon(): void {
+    this.v2?.release();
+  }
+
   add(index: number, chunk: Uint8Array): void {
     if (this.unchanged) verifyChunk(this.manifest, this.seen, index, chunk, (d) => this.corrupt(d));
     else (this.v1 ?? this.v2!).add(index, chunk);
@@ -690,6 +696,8 @@ class SectionsDecoder {
 
   /** byte length of each export section not kept: its parts are checked, not copied */
   private readonly skipped = new Map<string, number>();
+  /** the toucher of the shared sections' pages (prefault.ts), while the chunks are copied in */
+  private prefault: Prefault | null = null;
 
   constructor(manifest: Manifest, keepExport: boolean) {
     this.manifest = manifest;
@@ -777,7 +785,10 @@ class SectionsDecoder {
         shared.push([name, type as SectionType, length]);
       }
     }
-    for (const [name, array] of Object.entries(allocateShared(shared))) {
+    const sharedSections = allocateShared(shared);
+    const anyShared = Object.values(sharedSections)[0];
+    if (anyShared !== undefined) this.prefault = prefaultShared(anyShared.buffer as SharedArrayBuffer);
+    for (const [name, array] of Object.entries(sharedSections)) {
       this.sections.set(name, {
         bytes: new Uint8Array(array.buffer, array.byteOffset, array.byteLength),
         array,
@@ -836,7 +847,22 @@ class SectionsDecoder {
     return corruptSnapshot(this.manifest, detail);
   }
 
+  /** Stops the page toucher: the load failed or is complete. */
+  release(): void {
+    this.prefault?.stop();
+    this.prefault = null;
+  }
+
   add(index: number, chunk: Uint8Array): void {
+    try {
+      this.addChunk(index, chunk);
+    } catch (err) {
+      this.release();
+      throw err;
+    }
+  }
+
+  private addChunk(index: number, chunk: Uint8Array): void {
     // a server's load steps over the contact records (it renders contactJsonBytes); an export decodes them
     const skipped: ContactsPart[] | undefined = this.keepContacts ? undefined : [];
     const decoded = verifiedParts<PartV2>(this.manifest, this.seen, index, chunk, (d) => this.corrupt(d), skipped);
@@ -1084,6 +1110,7 @@ class SectionsDecoder {
   }
 
   finish(withSourceOrder: boolean): FlatIndex {
+    this.release(); // every page is written by now
     const m = this.manifest;
     if (this.seen.some((s) => !s)) throw this.corrupt('missing chunks');
     if (this.contactsFilled !== m.contacts) throw this.corrupt('contact count mismatch');

@@ -1,0 +1,78 @@
+/**
+ * First touch of a large load's shared memory, from a second thread.
+ *
+ * On the VMs we run on, a fresh 4 KiB page costs ~3.4 µs at its first write (the guest's fault
+ * and the host's): at 10M messages the 1.9 GB of sections cost ~6 s of a ~10 s cold start in
+ * faults alone, all taken by the thread that copies the chunks in (bench/RESULTS.md, sessions 31
+ * and 32). A worker thread touching the same buffer from its end backwards takes half of them on
+ * the other core while the copy goes on from the start.
+ *
+ * The touch is `Atomics.compareExchange(word, 0, 0)`: it writes (so the page is made present and
+ * private) but only a zero over a zero, atomically, so it never overwrites a byte the copy put
+ * there first. Pages the copy already reached cost it ~20 ns each to pass over.
+ *
+ * Only for buffers of PREFAULT_MIN_BYTES or more: below, the worker's start (~30 ms, a few MiB
+ * while it lives) is not worth it, and the 1M organization's RSS stays as it was.
+ */
+import { Worker } from 'node:worker_threads';
+
+export const PREFAULT_MIN_BYTES = 512 * 1024 * 1024;
+
+let minBytes = PREFAULT_MIN_BYTES;
+
+/** Sets the size from which loads prefault (tests: every load), returning the one before. */
+export function setPrefaultMinBytes(bytes: number): number {
+  const before = minBytes;
+  minBytes = bytes;
+  return before;
+}
+
+const PAGE_WORDS = 1024; // 4 KiB of Int32
+
+// CommonJS, evaluated: no module file to find beside a bundle or under tsx
+const TOUCHER = `
+const { workerData, parentPort } = require('node:worker_threads');
+const words = new Int32Array(workerData.buffer);
+for (let i = words.length - (words.length % ${PAGE_WORDS} || ${PAGE_WORDS}); i >= 0; i -= ${PAGE_WORDS}) Atomics.compareExchange(words, i, 0, 0);
+parentPort.postMessage('done');
+`;
+
+/** A toucher at work; stop() ends it (a load that failed, or finished first). */
+export interface Prefault {
+  stop(): void;
+  /** settles when the worker has touched every page, or was stopped, or failed */
+  readonly ended: Promise<void>;
+}
+
+/**
+ * Starts touching `buffer` from its end in a worker thread, or returns null (too small, or the
+ * worker could not start: the copy then takes every fault itself, as before).
+ */
+export function prefaultShared(buffer: SharedArrayBuffer): Prefault | null {
+  if (buffer.byteLength < minBytes || buffer.byteLength < 4) return null;
+  let worker: Worker;
+  try {
+    worker = new Worker(TOUCHER, {
+      eval: true,
+      workerData: { buffer },
+      // it allocates nothing: the smallest heap V8 takes
+      resourceLimits: { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 8 },
+      stdout: false,
+      stderr: false,
+    });
+  } catch {
+    return null;
+  }
+  worker.unref();
+  let stopped = false;
+  const stop = () => {
+    if (stopped) return;
+    stopped = true;
+    void worker.terminate().catch(() => undefined);
+  };
+  // a worker that fails only loses the head start; its error must not become an uncaught one
+  worker.on('error', stop);
+  worker.on('message', stop);
+  const ended = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+  return { stop, ended };
+}

@@ -1,0 +1,99 @@
+/**
+ * The page toucher (prefault.ts): it makes a buffer's pages resident from another thread, never
+ * changes a byte the copy wrote first (however the two interleave), and a load with it gives the
+ * same sections as one without.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import { prefaultShared, setPrefaultMinBytes, PREFAULT_MIN_BYTES } from '../../../src/store/prefault.js';
+import { EmbeddedStore } from '../../../src/store/embedded-store.js';
+import { generate, orgData } from '../../fixtures/gen-data.js';
+
+after(() => {
+  setPrefaultMinBytes(PREFAULT_MIN_BYTES);
+});
+
+const rssKiB = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))![1]);
+
+test('below the threshold nothing starts', () => {
+  assert.equal(prefaultShared(new SharedArrayBuffer(1 << 20)), null);
+});
+
+test('it makes every page of the buffer resident', async () => {
+  setPrefaultMinBytes(0);
+  try {
+    const bytes = 96 * 1024 * 1024;
+    const buffer = new SharedArrayBuffer(bytes);
+    const before = rssKiB();
+    const p = prefaultShared(buffer)!;
+    assert.ok(p !== null);
+    await p.ended;
+    const grown = rssKiB() - before;
+    assert.ok(grown > 0.9 * (bytes / 1024), `RSS grew ${grown} KiB for a ${bytes / 1024} KiB buffer`);
+  } finally {
+    setPrefaultMinBytes(PREFAULT_MIN_BYTES);
+  }
+});
+
+test('a copy running against it keeps every byte it wrote (odd sizes, both directions met)', async () => {
+  setPrefaultMinBytes(0);
+  try {
+    for (const bytes of [64 * 1024 * 1024 + 12, 4100, 4]) {
+      const buffer = new SharedArrayBuffer(bytes);
+      const u8 = new Uint8Array(buffer);
+      const p = prefaultShared(buffer)!;
+      // non-zero everywhere, zero words too (a zero written over a zero is still a zero)
+      const chunk = Buffer.alloc(1 << 16);
+      for (let i = 0; i < chunk.length; i++) chunk[i] = i % 8192 < 8 ? 0 : (i * 7 + 1) & 255 || 1; // every other page starts with a zero word
+      for (let off = 0; off < bytes; off += chunk.length) {
+        u8.set(chunk.subarray(0, Math.min(chunk.length, bytes - off)), off);
+        if (off % (8 << 20) === 0) await new Promise((r) => setImmediate(r)); // let the toucher overtake
+      }
+      await p.ended;
+      for (let off = 0; off < bytes; off++) {
+        if (u8[off] !== chunk[off % chunk.length]) assert.fail(`byte ${off} of ${bytes} changed`);
+      }
+    }
+  } finally {
+    setPrefaultMinBytes(PREFAULT_MIN_BYTES);
+  }
+});
+
+test('stop() ends it early', async () => {
+  setPrefaultMinBytes(0);
+  try {
+    const p = prefaultShared(new SharedArrayBuffer(256 * 1024 * 1024))!;
+    p.stop();
+    await p.ended;
+  } finally {
+    setPrefaultMinBytes(PREFAULT_MIN_BYTES);
+  }
+});
+
+test('a load with the toucher gives the same sections as one without', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'prefault-'));
+  const store = new EmbeddedStore(dir);
+  try {
+    const g = generate(3, 60, 4000);
+    g.messages.forEach((m, i) => {
+      if (i % 3 === 0) m.content = `${m.content} ${'ação '.repeat(800)}`; // several chunks
+    });
+    const ref = await store.snapshots.publishSnapshot(orgData(g));
+    const bytesOf = async () => {
+      const flat = await store.snapshots.loadFlatIndex(ref);
+      return Object.entries(flat.sections).map(([k, a]) => [k, Buffer.from(a.buffer, a.byteOffset, a.byteLength)]);
+    };
+    const plain = await bytesOf();
+    setPrefaultMinBytes(0);
+    const touched = await bytesOf();
+    setPrefaultMinBytes(PREFAULT_MIN_BYTES);
+    assert.deepEqual(touched, plain);
+  } finally {
+    setPrefaultMinBytes(PREFAULT_MIN_BYTES);
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
