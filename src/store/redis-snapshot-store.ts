@@ -17,6 +17,7 @@ import type { OrgData } from '../model/records.js';
 import type { FlatIndex } from './flat-index.js';
 import type { RedisConnection } from './redis-connection.js';
 import {
+  CHUNK_MAX,
   type DecodePurpose,
   encodeSnapshot,
   type Manifest,
@@ -57,6 +58,13 @@ const CHANGES_KEY = 'snap:changes';
 
 // Chunks in flight at once on read and write: enough to hide latency, bounded memory.
 const WINDOW = 8;
+
+/**
+ * A server's load reads a snapshot of more than this many bytes on a connection of its own
+ * (resp-hash-reader.ts); a smaller one through the shared client, where it costs no connection
+ * (a start over thousands of small organizations would otherwise open one for each).
+ */
+const DIRECT_MIN_BYTES = CHUNK_MAX;
 
 // Moves the pointer forward only: returns the old version, or -current when it is not older.
 const SWITCH_SCRIPT = `
@@ -316,7 +324,8 @@ export class RedisSnapshotStore implements SnapshotStore {
     // A server's load reads the chunks without a buffer per socket read (resp-hash-reader.ts:
     // 30-60 MiB less RSS at 1M); what it could not read comes through the client, below.
     let first = 0;
-    const target = purpose === 'serve' ? this.conn.directTarget(key) : null;
+    const bytes = manifest.chunks.reduce((sum, c) => sum + c.length, 0);
+    const target = purpose === 'serve' && bytes > DIRECT_MIN_BYTES ? this.conn.directTarget(key) : null;
     if (target !== null) {
       const fields = manifest.chunks.map((_, i) => String(i));
       const maxBytes = manifest.chunks.reduce((m, c) => Math.max(m, c.length), 0);
