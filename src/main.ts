@@ -13,6 +13,7 @@ import { Metrics } from './metrics/metrics.js';
 import { catalogOrgStats, catalogReloadStats } from './metrics/catalog-stats.js';
 import { openStores } from './store/open-store.js';
 import { ThreadPool } from './server/thread-pool.js';
+import { setPrefaultHelper } from './store/prefault.js';
 import type { ServingState } from './server/thread-protocol.js';
 import { within } from './runtime/within.js';
 import { scavengeOnOneThread } from './runtime/gc-flags.js';
@@ -152,8 +153,13 @@ async function main(): Promise<void> {
     organizations: config.organizations,
     onLoaded: pool ? (org, version, built) => pool.loaded(org, version, built) : undefined,
   });
+  // The start's large loads have their pages touched by the first serving thread meanwhile,
+  // which has nothing else to do yet (store/prefault.ts); later loads do without.
+  if (pool) setPrefaultHelper((buffer, stop) => pool.prefault(buffer, stop));
   // Loading may take a while; the listeners open now so /readyz can say 503 meanwhile.
   const loading = catalog.start();
+  const noHelper = () => setPrefaultHelper(null);
+  Promise.resolve(loading).then(noHelper, noHelper);
   Promise.resolve(loading).catch((err: unknown) => logger.error({ err }, 'catalog: initial load failed'));
 
   // This thread's cache reads the key set; with serving threads it only passes each listing on.

@@ -17,6 +17,7 @@ import { warmTokenizer } from '../text/analyze.js';
 import { createLogger } from '../log/logger.js';
 import { collectGarbage, shrinkHeap } from '../runtime/collect-garbage.js';
 import { wrapIndex } from '../store/flat-index.js';
+import { touchPages } from '../store/prefault.js';
 import type { ServingKeyStore } from '../auth/key-store.js';
 import type { FromThread, KeyListingMessage, ServingState, ServingThreadData, ToThread } from './thread-protocol.js';
 
@@ -228,6 +229,9 @@ port.on('message', (m: ToThread) => {
     case 'flush':
       flushObserved();
       ack(m.seq);
+      break;
+    case 'prefault':
+      void touchPages(m.buffer, new Int32Array(m.stop));
       break;
     case 'fault':
       if (faultHook)

@@ -102,6 +102,22 @@ export class ThreadPool {
     return this.syncedReady && this.slots.every((s) => s.keysReady);
   }
 
+  /** a prefault asked for before the first thread was started (the start's first load) */
+  private pendingPrefault: ToThread | null = null;
+
+  /**
+   * Has the first serving thread touch `buffer`'s pages (a PrefaultHelper): posted now, or when
+   * that thread starts (the start's load begins before the threads). False while stopping.
+   */
+  prefault(buffer: SharedArrayBuffer, stop: Int32Array): boolean {
+    if (this.stopping) return false;
+    const m: ToThread = { kind: 'prefault', buffer, stop: stop.buffer as SharedArrayBuffer };
+    const first = this.slots[0];
+    if (first !== undefined) first.worker.postMessage(m);
+    else this.pendingPrefault = m;
+    return true;
+  }
+
   /** Shares a newly loaded version with every thread; resolves once each has swapped it in. */
   async loaded(organizationId: string, version: number, built: BuiltIndex): Promise<void> {
     // An index built on this thread (tests' builder) has no shared sections yet: make them once.
@@ -247,6 +263,10 @@ export class ThreadPool {
       worker.postMessage({ kind: 'index', seq: this.seq, organizationId, version, flat } satisfies ToThread);
     }
     worker.postMessage({ kind: 'state', seq: this.seq, state: this.lastState } satisfies ToThread);
+    if (i === 0 && this.pendingPrefault !== null) {
+      worker.postMessage(this.pendingPrefault);
+      this.pendingPrefault = null;
+    }
     return new Promise<void>((resolve, reject) => {
       worker.on('message', (m: FromThread) => {
         switch (m.kind) {

@@ -48,6 +48,8 @@ export type ToThread =
   /** a second SIGTERM/SIGINT: stop waiting for the responses in flight now */
   | { kind: 'hurry' }
   | { kind: 'fault' }
+  /** touch the pages of a load's shared sections (store/prefault.ts) until `stop` [0] is set */
+  | { kind: 'prefault'; buffer: SharedArrayBuffer; stop: SharedArrayBuffer }
   /** send the response counts now (a /metrics scrape waits for them): answered with an ack */
   | { kind: 'flush'; seq: number };
 

@@ -8,7 +8,14 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { prefaultShared, setPrefaultMinBytes, PREFAULT_MIN_BYTES } from '../../../src/store/prefault.js';
+import {
+  HELPER_MIN_BYTES,
+  prefaultShared,
+  setPrefaultHelper,
+  setPrefaultMinBytes,
+  PREFAULT_MIN_BYTES,
+  touchPages,
+} from '../../../src/store/prefault.js';
 import { EmbeddedStore } from '../../../src/store/embedded-store.js';
 import { generate, orgData } from '../../fixtures/gen-data.js';
 
@@ -95,5 +102,52 @@ test('a load with the toucher gives the same sections as one without', async () 
     setPrefaultMinBytes(PREFAULT_MIN_BYTES);
     await store.close();
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a helper thread's touchPages: every page resident, the copy's bytes kept, stopped by its flag", async () => {
+  const bytes = 48 * 1024 * 1024 + 100;
+  const buffer = new SharedArrayBuffer(bytes);
+  const u8 = new Uint8Array(buffer);
+  const before = rssKiB();
+  const stop = new Int32Array(new SharedArrayBuffer(4));
+  const touching = touchPages(buffer, stop);
+  // a copy from the start meanwhile, between the slices
+  for (let off = 0; off < bytes; off += 1 << 20) {
+    u8.fill(9, off, Math.min(bytes, off + (1 << 20)));
+    await new Promise((r) => setImmediate(r));
+  }
+  await touching;
+  assert.ok(rssKiB() - before > 0.9 * (bytes / 1024));
+  assert.ok(u8.every((b) => b === 9));
+  // stopped at once: nothing touched
+  const other = new SharedArrayBuffer(64 * 1024 * 1024);
+  Atomics.store(stop, 0, 1);
+  const at = rssKiB();
+  await touchPages(other, stop);
+  assert.ok(rssKiB() - at < 8 * 1024);
+});
+
+test('a registered helper takes buffers from HELPER_MIN_BYTES on; its stop() sets the flag', () => {
+  const asked: Array<[SharedArrayBuffer, Int32Array]> = [];
+  setPrefaultHelper((buffer, stop) => {
+    asked.push([buffer, stop]);
+    return true;
+  });
+  try {
+    assert.equal(prefaultShared(new SharedArrayBuffer(HELPER_MIN_BYTES - 8)), null, 'smaller: no helper, no worker');
+    const big = new SharedArrayBuffer(HELPER_MIN_BYTES);
+    const p = prefaultShared(big)!;
+    assert.equal(asked.length, 1);
+    assert.equal(asked[0][0], big);
+    assert.equal(p.ended, undefined);
+    assert.equal(Atomics.load(asked[0][1], 0), 0);
+    p.stop();
+    assert.equal(Atomics.load(asked[0][1], 0), 1);
+    // a helper that cannot (no thread) leaves the buffer to the worker rule
+    setPrefaultHelper(() => false);
+    assert.equal(prefaultShared(big), null);
+  } finally {
+    setPrefaultHelper(null);
   }
 });
