@@ -1,7 +1,7 @@
 /**
  * First touch of a large load's shared memory, from a second thread.
  *
- * On the VMs we run on, a fresh 4 KiB page costs ~3.4 µs at its first write (the guest's fault
+ * On the VMs we run on, a fresh 4 KiB page costs ~12 µs at its first write (the guest's fault
  * and the host's): at 10M messages the 1.9 GB of sections cost ~6 s of a ~10 s cold start in
  * faults alone, all taken by the thread that copies the chunks in (bench/RESULTS.md, sessions 31
  * and 32). A worker thread touching the same buffer from its end backwards takes half of them on
