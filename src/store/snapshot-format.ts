@@ -786,8 +786,6 @@ class SectionsDecoder {
       }
     }
     const sharedSections = allocateShared(shared);
-    const anyShared = Object.values(sharedSections)[0];
-    if (anyShared !== undefined) this.prefault = prefaultShared(anyShared.buffer as SharedArrayBuffer);
     for (const [name, array] of Object.entries(sharedSections)) {
       this.sections.set(name, {
         bytes: new Uint8Array(array.buffer, array.byteOffset, array.byteLength),
@@ -841,6 +839,9 @@ class SectionsDecoder {
           `snapshot: ${this.what} has some ${group.what} sections but not all (another index layout); ${UPGRADE}`,
         );
     }
+    // last, once nothing here can throw: a decoder never returned could not stop it
+    const anyShared = Object.values(sharedSections)[0];
+    if (anyShared !== undefined) this.prefault = prefaultShared(anyShared.buffer as SharedArrayBuffer);
   }
 
   private corrupt(detail: string): Error {
