@@ -17,6 +17,7 @@ import {
   touchPages,
 } from '../../../src/store/prefault.js';
 import { EmbeddedStore } from '../../../src/store/embedded-store.js';
+import { encodeSnapshot, parseManifest, prepareSnapshot, SnapshotDecoder } from '../../../src/store/snapshot-format.js';
 import { generate, orgData } from '../../fixtures/gen-data.js';
 
 after(() => {
@@ -149,5 +150,35 @@ test('a registered helper takes buffers from HELPER_MIN_BYTES on; its stop() set
     assert.equal(prefaultShared(big), null);
   } finally {
     setPrefaultHelper(null);
+  }
+});
+
+test('a decoder refused in its constructor starts no toucher; abandon() stops a started one', () => {
+  const g = generate(5, 20, 300);
+  const enc = encodeSnapshot(prepareSnapshot(orgData(g)), 2);
+  for (const _ of enc.chunks); // the manifest counts the chunks once they are made
+  const manifest = parseManifest(enc.manifest(), { organizationId: g.contacts[0].organization_id, version: 2 });
+  const stops: Int32Array[] = [];
+  setPrefaultMinBytes(0);
+  setPrefaultHelper((_buffer, stop) => {
+    stops.push(stop);
+    return true;
+  });
+  try {
+    // another layout: a section missing, found after the shared sections are allocated
+    const lacking = {
+      ...manifest,
+      sections: manifest.sections!.filter((e) => !(Array.isArray(e) && e[0] === 'tokenBytes')),
+    };
+    assert.throws(() => new SnapshotDecoder(lacking, {}, 'serve'), /has no section tokenBytes/);
+    assert.equal(stops.length, 0);
+    const decoder = new SnapshotDecoder(manifest, {}, 'serve');
+    assert.equal(stops.length, 1);
+    assert.equal(Atomics.load(stops[0], 0), 0);
+    decoder.abandon();
+    assert.equal(Atomics.load(stops[0], 0), 1);
+  } finally {
+    setPrefaultHelper(null);
+    setPrefaultMinBytes(PREFAULT_MIN_BYTES);
   }
 });
