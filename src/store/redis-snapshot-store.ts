@@ -34,7 +34,7 @@ import type {
   StagedSnapshot,
 } from './snapshot-store.js';
 import { publishStaged } from './snapshot-store.js';
-import { readHashFields } from './resp-hash-reader.js';
+import { ReplyTimeout, readHashFields } from './resp-hash-reader.js';
 import { isCanonicalOrganizationId } from '../model/organization-id.js';
 import { hostname } from 'node:os';
 import { onThisHost, pidAlive, pidNamespace } from './file-utils.js';
@@ -339,6 +339,9 @@ export class RedisSnapshotStore implements SnapshotStore {
           decoder.add(i, v);
         },
       });
+      // A Redis that did not answer in time would not answer the client either: the load fails
+      // now, as through the client (not after a second timeout there).
+      if (read.failure instanceof ReplyTimeout) throw new Error('Command timed out');
       first = read.delivered;
     }
     const pending: Array<Promise<Buffer | null> | null> = [];

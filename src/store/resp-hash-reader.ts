@@ -44,6 +44,9 @@ export interface HashFieldsRequest {
   onValue(index: number, value: Uint8Array | null): void;
 }
 
+/** The failure of a read that waited its timeout for Redis (paused, busy, a link gone quiet). */
+export class ReplyTimeout extends Error {}
+
 export interface HashFieldsResult {
   /** how many fields were given to onValue (all of them unless `failure`) */
   delivered: number;
@@ -120,7 +123,8 @@ function start(
     if (thrown !== undefined) reject(thrown);
     else resolve({ delivered, failure });
   };
-  const fail = (what: string) => finish(new Error(`redis direct read of ${req.key}: ${what}`));
+  const fail = (what: string, Kind: new (message: string) => Error = Error) =>
+    finish(new Kind(`redis direct read of ${req.key}: ${what}`));
 
   const askMore = () => {
     let out = '';
@@ -222,7 +226,7 @@ function start(
   });
   socket.setTimeout(target.connectTimeoutMs);
   socket.on('timeout', () =>
-    fail(`no reply within ${socket.connecting ? target.connectTimeoutMs : target.replyTimeoutMs} ms`),
+    fail(`no reply within ${socket.connecting ? target.connectTimeoutMs : target.replyTimeoutMs} ms`, ReplyTimeout),
   );
   socket.on('error', (err) => fail(err.message));
   socket.on('close', () => fail('connection closed'));

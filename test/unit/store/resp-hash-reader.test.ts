@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { createServer, connect, type Server } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { keySlot, readHashFields, type RespTarget } from '../../../src/store/resp-hash-reader.js';
+import { keySlot, ReplyTimeout, readHashFields, type RespTarget } from '../../../src/store/resp-hash-reader.js';
 import { RedisStore } from '../../../src/store/redis-store.js';
 import type { RedisConnection } from '../../../src/store/redis-connection.js';
 import { freePort } from '../../helpers/server.js';
@@ -111,6 +111,7 @@ describe('readHashFields', () => {
       const paused = await collect(target({ replyTimeoutMs: 300 }), 'h', ['0'], 10);
       assert.equal(paused.delivered, 0);
       assert.match(paused.failure!.message, /^redis direct read of h: no reply within 300 ms$/);
+      assert.ok(paused.failure instanceof ReplyTimeout);
       assert.ok(Date.now() - t0 < 1000);
     } finally {
       await ctl.call('CLIENT', 'UNPAUSE');
@@ -210,6 +211,32 @@ test('a snapshot load read directly, cut midway or not at all, gives the same in
       cut.close();
     }
   } finally {
+    await store.close();
+  }
+});
+
+test('a direct read that times out fails the load at once, as a timeout through ioredis does', async () => {
+  const store = await RedisStore.connect(redis.url);
+  const silent: Server = createServer(() => {}); // accepts, never answers
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  try {
+    const conn = (store as unknown as { conn: RedisConnection }).conn;
+    const g = generate(8, 40, 3000);
+    g.messages.forEach((m, i) => {
+      if (i % 3 === 0) m.content = `${m.content} ${'ação '.repeat(1000)}`;
+    });
+    const ref = await store.snapshots.publishSnapshot(orgData(g));
+    const original = conn.directTarget.bind(conn);
+    const port = (silent.address() as { port: number }).port;
+    conn.directTarget = (key) => ({ ...original(key)!, port, replyTimeoutMs: 300 });
+    const t0 = Date.now();
+    await assert.rejects(store.snapshots.loadFlatIndex(ref), {
+      message: `store: redis unavailable at ${redis.url}: Command timed out`,
+    });
+    assert.ok(Date.now() - t0 < 3000, 'no second wait through ioredis');
+    conn.directTarget = original;
+  } finally {
+    silent.close();
     await store.close();
   }
 });
