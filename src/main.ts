@@ -13,7 +13,7 @@ import { Metrics } from './metrics/metrics.js';
 import { catalogOrgStats, catalogReloadStats } from './metrics/catalog-stats.js';
 import { openStores } from './store/open-store.js';
 import { ThreadPool } from './server/thread-pool.js';
-import { setPrefaultHelper } from './store/prefault.js';
+import { setPrefaultAtStart, setPrefaultHelper } from './store/prefault.js';
 import type { ServingState } from './server/thread-protocol.js';
 import { within } from './runtime/within.js';
 import { scavengeOnOneThread } from './runtime/gc-flags.js';
@@ -153,13 +153,18 @@ async function main(): Promise<void> {
     organizations: config.organizations,
     onLoaded: pool ? (org, version, built) => pool.loaded(org, version, built) : undefined,
   });
-  // The start's large loads have their pages touched by the first serving thread meanwhile,
-  // which has nothing else to do yet (store/prefault.ts); later loads do without.
+  // The start's large loads have their pages touched by another thread meanwhile: the first
+  // serving thread, which has nothing else to do yet, or one of their own (store/prefault.ts).
+  // Later loads do without.
+  setPrefaultAtStart(true);
   if (pool) setPrefaultHelper((buffer, stop) => pool.prefault(buffer, stop));
   // Loading may take a while; the listeners open now so /readyz can say 503 meanwhile.
   const loading = catalog.start();
-  const noHelper = () => setPrefaultHelper(null);
-  Promise.resolve(loading).then(noHelper, noHelper);
+  const started = () => {
+    setPrefaultHelper(null);
+    setPrefaultAtStart(false);
+  };
+  Promise.resolve(loading).then(started, started);
   Promise.resolve(loading).catch((err: unknown) => logger.error({ err }, 'catalog: initial load failed'));
 
   // This thread's cache reads the key set; with serving threads it only passes each listing on.

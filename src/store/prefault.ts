@@ -18,6 +18,10 @@
  *   ~0.3 s shorter, at no memory cost;
  * - a worker of its own, for buffers of PREFAULT_MIN_BYTES or more that no helper took: its start
  *   (~30 ms) and the ~1.5 MiB its thread leaves behind (measured at 1M) are worth it only there.
+ *
+ * Both only while the server starts (setPrefaultAtStart, main.ts), when nothing is served yet.
+ * A later load (a reload, in the build worker) does without: there the touching would take a
+ * core from the threads answering searches, for a load nobody waits on.
  */
 import { Worker } from 'node:worker_threads';
 
@@ -31,6 +35,12 @@ export const HELPER_MIN_BYTES = 64 * 1024 * 1024;
 export type PrefaultHelper = (buffer: SharedArrayBuffer, stop: Int32Array) => boolean;
 
 let helper: PrefaultHelper | null = null;
+let atStart = false;
+
+/** Whether this thread's loads may prefault: true from the server's start until its first loads are done. */
+export function setPrefaultAtStart(on: boolean): void {
+  atStart = on;
+}
 
 /** Sets (or, with null, removes) the thread that takes the touching of large buffers. */
 export function setPrefaultHelper(h: PrefaultHelper | null): void {
@@ -85,6 +95,7 @@ export async function touchPages(buffer: SharedArrayBuffer, stop: Int32Array): P
  * worker could not start: the copy then takes every fault itself, as before).
  */
 export function prefaultShared(buffer: SharedArrayBuffer): Prefault | null {
+  if (!atStart) return null;
   if (helper !== null && buffer.byteLength >= Math.min(HELPER_MIN_BYTES, minBytes)) {
     const stop = new Int32Array(new SharedArrayBuffer(4));
     if (helper(buffer, stop)) return { stop: () => Atomics.store(stop, 0, 1) };

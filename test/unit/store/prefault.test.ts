@@ -7,10 +7,11 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { after, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import {
   HELPER_MIN_BYTES,
   prefaultShared,
+  setPrefaultAtStart,
   setPrefaultHelper,
   setPrefaultMinBytes,
   PREFAULT_MIN_BYTES,
@@ -20,8 +21,13 @@ import { EmbeddedStore } from '../../../src/store/embedded-store.js';
 import { encodeSnapshot, parseManifest, prepareSnapshot, SnapshotDecoder } from '../../../src/store/snapshot-format.js';
 import { generate, orgData } from '../../fixtures/gen-data.js';
 
+// (as during a server's start: outside it nothing prefaults, see the last test)
+before(() => {
+  setPrefaultAtStart(true);
+});
 after(() => {
   setPrefaultMinBytes(PREFAULT_MIN_BYTES);
+  setPrefaultAtStart(false);
 });
 
 const rssKiB = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))![1]);
@@ -180,5 +186,23 @@ test('a decoder refused in its constructor starts no toucher; abandon() stops a 
   } finally {
     setPrefaultHelper(null);
     setPrefaultMinBytes(PREFAULT_MIN_BYTES);
+  }
+});
+
+test('outside the start, no load prefaults (a reload leaves the cores to the searches)', () => {
+  setPrefaultAtStart(false);
+  setPrefaultMinBytes(0);
+  let asked = 0;
+  setPrefaultHelper(() => {
+    asked++;
+    return true;
+  });
+  try {
+    assert.equal(prefaultShared(new SharedArrayBuffer(HELPER_MIN_BYTES)), null);
+    assert.equal(asked, 0);
+  } finally {
+    setPrefaultHelper(null);
+    setPrefaultMinBytes(PREFAULT_MIN_BYTES);
+    setPrefaultAtStart(true);
   }
 });
