@@ -49,11 +49,9 @@ export function setPrefaultHelper(h: PrefaultHelper | null): void {
 
 let minBytes = PREFAULT_MIN_BYTES;
 
-/** Sets the size from which loads prefault (tests: every load), returning the one before. */
-export function setPrefaultMinBytes(bytes: number): number {
-  const before = minBytes;
+/** Sets the size from which loads prefault (tests: every load). */
+export function setPrefaultMinBytes(bytes: number): void {
   minBytes = bytes;
-  return before;
 }
 
 const PAGE_WORDS = 1024; // 4 KiB of Int32

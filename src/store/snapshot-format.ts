@@ -854,16 +854,8 @@ class SectionsDecoder {
     this.prefault = null;
   }
 
+  // (a chunk refused here fails the load: the store then calls SnapshotDecoder.abandon)
   add(index: number, chunk: Uint8Array): void {
-    try {
-      this.addChunk(index, chunk);
-    } catch (err) {
-      this.release();
-      throw err;
-    }
-  }
-
-  private addChunk(index: number, chunk: Uint8Array): void {
     // a server's load steps over the contact records (it renders contactJsonBytes); an export decodes them
     const skipped: ContactsPart[] | undefined = this.keepContacts ? undefined : [];
     const decoded = verifiedParts<PartV2>(this.manifest, this.seen, index, chunk, (d) => this.corrupt(d), skipped);

@@ -149,6 +149,15 @@ test('keySlot: the slots Redis documents (CLUSTER KEYSLOT)', () => {
   assert.notEqual(keySlot('{}x'), keySlot('x'), 'an empty tag hashes the whole key');
 });
 
+/** Publishes organization `org` with ~12 MB of messages: several 4 MiB chunks, read directly. */
+function publishLarge(store: RedisStore, org: number) {
+  const g = generate(org, 40, 3000);
+  g.messages.forEach((m, i) => {
+    if (i % 3 === 0) m.content = `${m.content} ${'ação '.repeat(1000)}`;
+  });
+  return store.snapshots.publishSnapshot(orgData(g));
+}
+
 /** A TCP proxy to Redis that ends every connection after `cutAfter` bytes from Redis. */
 async function proxy(cutAfter: number): Promise<{ port: number; bytes: () => number; close: () => void }> {
   let bytes = 0;
@@ -175,11 +184,7 @@ test('a snapshot load read directly, cut midway or not at all, gives the same in
   const store = await RedisStore.connect(redis.url);
   try {
     const conn = (store as unknown as { conn: RedisConnection }).conn;
-    const g = generate(7, 40, 3000);
-    g.messages.forEach((m, i) => {
-      if (i % 3 === 0) m.content = `${m.content} ${'ação '.repeat(1000)}`; // several 4 MiB chunks
-    });
-    const ref = await store.snapshots.publishSnapshot(orgData(g));
+    const ref = await publishLarge(store, 7);
     const original = conn.directTarget.bind(conn);
     const sections = async (through: ((key: string) => RespTarget | null) | null) => {
       conn.directTarget = through ?? original;
@@ -221,11 +226,7 @@ test('a direct read that times out fails the load at once, as a timeout through 
   await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
   try {
     const conn = (store as unknown as { conn: RedisConnection }).conn;
-    const g = generate(8, 40, 3000);
-    g.messages.forEach((m, i) => {
-      if (i % 3 === 0) m.content = `${m.content} ${'ação '.repeat(1000)}`;
-    });
-    const ref = await store.snapshots.publishSnapshot(orgData(g));
+    const ref = await publishLarge(store, 8);
     const original = conn.directTarget.bind(conn);
     const port = (silent.address() as { port: number }).port;
     conn.directTarget = (key) => ({ ...original(key)!, port, replyTimeoutMs: 300 });
