@@ -13,7 +13,7 @@ import { Metrics } from './metrics/metrics.js';
 import { catalogOrgStats, catalogReloadStats } from './metrics/catalog-stats.js';
 import { openStores } from './store/open-store.js';
 import { ThreadPool } from './server/thread-pool.js';
-import { setPrefaultAtStart, setPrefaultHelper } from './store/prefault.js';
+import { prefaultDuringStart } from './store/prefault.js';
 import type { ServingState } from './server/thread-protocol.js';
 import { within } from './runtime/within.js';
 import { scavengeOnOneThread } from './runtime/gc-flags.js';
@@ -156,14 +156,9 @@ async function main(): Promise<void> {
   // The start's large loads have their pages touched by another thread meanwhile: the first
   // serving thread, which has nothing else to do yet, or one of their own (store/prefault.ts).
   // Later loads do without.
-  setPrefaultAtStart(true);
-  if (pool) setPrefaultHelper((buffer, stop) => pool.prefault(buffer, stop));
+  const started = prefaultDuringStart(pool ? (buffer, stop) => pool.prefault(buffer, stop) : null);
   // Loading may take a while; the listeners open now so /readyz can say 503 meanwhile.
   const loading = catalog.start();
-  const started = () => {
-    setPrefaultHelper(null);
-    setPrefaultAtStart(false);
-  };
   Promise.resolve(loading).then(started, started);
   Promise.resolve(loading).catch((err: unknown) => logger.error({ err }, 'catalog: initial load failed'));
 

@@ -13,13 +13,13 @@
  *
  * Two ways, both from the end of the buffer backwards:
  * - a thread that exists anyway: while the server starts, its first serving thread (SERVER_THREADS
- *   > 1) takes the touching of buffers of HELPER_MIN_BYTES or more (setPrefaultHelper), in slices
+ *   > 1) takes the touching of buffers of HELPER_MIN_BYTES or more (prefaultDuringStart), in slices
  *   between which it answers its requests (touchPages). At 1M (180 MiB of sections) the start is
  *   ~0.3 s shorter, at no memory cost;
  * - a worker of its own, for buffers of PREFAULT_MIN_BYTES or more that no helper took: its start
  *   (~30 ms) and the ~1.5 MiB its thread leaves behind (measured at 1M) are worth it only there.
  *
- * Both only while the server starts (setPrefaultAtStart, main.ts), when nothing is served yet.
+ * Both only while the server starts (prefaultDuringStart, main.ts), when nothing is served yet.
  * A later load (a reload, in the build worker) does without: there the touching would take a
  * core from the threads answering searches, for a load nobody waits on.
  */
@@ -37,14 +37,17 @@ export type PrefaultHelper = (buffer: SharedArrayBuffer, stop: Int32Array) => bo
 let helper: PrefaultHelper | null = null;
 let atStart = false;
 
-/** Whether this thread's loads may prefault: true from the server's start until its first loads are done. */
-export function setPrefaultAtStart(on: boolean): void {
-  atStart = on;
-}
-
-/** Sets (or, with null, removes) the thread that takes the touching of large buffers. */
-export function setPrefaultHelper(h: PrefaultHelper | null): void {
+/**
+ * Lets this thread's loads prefault from now on, with `h` (when given) taking the touching of large
+ * buffers, until the returned function is called: the server's start, up to its first loads' end.
+ */
+export function prefaultDuringStart(h: PrefaultHelper | null): () => void {
+  atStart = true;
   helper = h;
+  return () => {
+    atStart = false;
+    helper = null;
+  };
 }
 
 let minBytes = PREFAULT_MIN_BYTES;
@@ -54,13 +57,26 @@ export function setPrefaultMinBytes(bytes: number): void {
   minBytes = bytes;
 }
 
-const PAGE_WORDS = 1024; // 4 KiB of Int32
+/**
+ * Touches up to `pages` pages of `words` (4 KiB each) from word `i` down, returning where the next
+ * touch would be (below 0: done). Self-contained, with no name from this module: the dedicated
+ * worker runs its source text (TOUCHER), so both ways run this one loop.
+ */
+function touchDown(words: Int32Array, i: number, pages: number): number {
+  for (let k = 0; k < pages && i >= 0; k++, i -= 1024) Atomics.compareExchange(words, i, 0, 0);
+  return i;
+}
+
+/** The word of the last page's first word: where touchDown starts. */
+function lastPageWord(words: Int32Array): number {
+  return words.length - (words.length % 1024 || 1024);
+}
 
 // CommonJS, evaluated: no module file to find beside a bundle or under tsx
 const TOUCHER = `
 const { workerData, parentPort } = require('node:worker_threads');
 const words = new Int32Array(workerData.buffer);
-for (let i = words.length - (words.length % ${PAGE_WORDS} || ${PAGE_WORDS}); i >= 0; i -= ${PAGE_WORDS}) Atomics.compareExchange(words, i, 0, 0);
+(${touchDown.toString()})(words, workerData.from, Infinity);
 parentPort.postMessage('done');
 `;
 
@@ -80,10 +96,8 @@ const SLICE_PAGES = 512;
  */
 export async function touchPages(buffer: SharedArrayBuffer, stop: Int32Array): Promise<void> {
   const words = new Int32Array(buffer);
-  if (words.length === 0) return;
-  let i = words.length - (words.length % PAGE_WORDS || PAGE_WORDS);
-  while (i >= 0 && Atomics.load(stop, 0) === 0) {
-    for (let k = 0; k < SLICE_PAGES && i >= 0; k++, i -= PAGE_WORDS) Atomics.compareExchange(words, i, 0, 0);
+  for (let i = lastPageWord(words); i >= 0 && Atomics.load(stop, 0) === 0; ) {
+    i = touchDown(words, i, SLICE_PAGES);
     await new Promise((resolve) => setImmediate(resolve));
   }
 }
@@ -103,7 +117,7 @@ export function prefaultShared(buffer: SharedArrayBuffer): Prefault | null {
   try {
     worker = new Worker(TOUCHER, {
       eval: true,
-      workerData: { buffer },
+      workerData: { buffer, from: lastPageWord(new Int32Array(buffer)) },
       // it allocates nothing: the smallest heap V8 takes
       resourceLimits: { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 8 },
       stdout: false,

@@ -11,8 +11,8 @@ import { after, before, test } from 'node:test';
 import {
   HELPER_MIN_BYTES,
   prefaultShared,
-  setPrefaultAtStart,
-  setPrefaultHelper,
+  prefaultDuringStart,
+  type PrefaultHelper,
   setPrefaultMinBytes,
   PREFAULT_MIN_BYTES,
   touchPages,
@@ -22,13 +22,26 @@ import { encodeSnapshot, parseManifest, prepareSnapshot, SnapshotDecoder } from 
 import { generate, orgData } from '../../fixtures/gen-data.js';
 
 // (as during a server's start: outside it nothing prefaults, see the last test)
+let endStart = () => {};
 before(() => {
-  setPrefaultAtStart(true);
+  endStart = prefaultDuringStart(null);
 });
 after(() => {
   setPrefaultMinBytes(PREFAULT_MIN_BYTES);
-  setPrefaultAtStart(false);
+  endStart();
 });
+
+/** A start whose large buffers `helper` takes, for the time of `body`; then a start without one again. */
+function withHelper<T>(helper: PrefaultHelper, body: () => T): T {
+  endStart();
+  endStart = prefaultDuringStart(helper);
+  try {
+    return body();
+  } finally {
+    endStart();
+    endStart = prefaultDuringStart(null);
+  }
+}
 
 const rssKiB = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))![1]);
 
@@ -137,26 +150,28 @@ test("a helper thread's touchPages: every page resident, the copy's bytes kept, 
 
 test('a registered helper takes buffers from HELPER_MIN_BYTES on; its stop() sets the flag', () => {
   const asked: Array<[SharedArrayBuffer, Int32Array]> = [];
-  setPrefaultHelper((buffer, stop) => {
-    asked.push([buffer, stop]);
-    return true;
-  });
-  try {
-    assert.equal(prefaultShared(new SharedArrayBuffer(HELPER_MIN_BYTES - 8)), null, 'smaller: no helper, no worker');
-    const big = new SharedArrayBuffer(HELPER_MIN_BYTES);
-    const p = prefaultShared(big)!;
-    assert.equal(asked.length, 1);
-    assert.equal(asked[0][0], big);
-    assert.equal(p.ended, undefined);
-    assert.equal(Atomics.load(asked[0][1], 0), 0);
-    p.stop();
-    assert.equal(Atomics.load(asked[0][1], 0), 1);
-    // a helper that cannot (no thread) leaves the buffer to the worker rule
-    setPrefaultHelper(() => false);
-    assert.equal(prefaultShared(big), null);
-  } finally {
-    setPrefaultHelper(null);
-  }
+  const big = new SharedArrayBuffer(HELPER_MIN_BYTES);
+  withHelper(
+    (buffer, stop) => {
+      asked.push([buffer, stop]);
+      return true;
+    },
+    () => {
+      assert.equal(prefaultShared(new SharedArrayBuffer(HELPER_MIN_BYTES - 8)), null, 'smaller: no helper, no worker');
+      const p = prefaultShared(big)!;
+      assert.equal(asked.length, 1);
+      assert.equal(asked[0][0], big);
+      assert.equal(p.ended, undefined);
+      assert.equal(Atomics.load(asked[0][1], 0), 0);
+      p.stop();
+      assert.equal(Atomics.load(asked[0][1], 0), 1);
+    },
+  );
+  // a helper that cannot (no thread) leaves the buffer to the worker rule
+  withHelper(
+    () => false,
+    () => assert.equal(prefaultShared(big), null),
+  );
 });
 
 test('a decoder refused in its constructor starts no toucher; abandon() stops a started one', () => {
@@ -166,43 +181,46 @@ test('a decoder refused in its constructor starts no toucher; abandon() stops a 
   const manifest = parseManifest(enc.manifest(), { organizationId: g.contacts[0].organization_id, version: 2 });
   const stops: Int32Array[] = [];
   setPrefaultMinBytes(0);
-  setPrefaultHelper((_buffer, stop) => {
-    stops.push(stop);
-    return true;
-  });
   try {
-    // another layout: a section missing, found after the shared sections are allocated
-    const lacking = {
-      ...manifest,
-      sections: manifest.sections!.filter((e) => !(Array.isArray(e) && e[0] === 'tokenBytes')),
-    };
-    assert.throws(() => new SnapshotDecoder(lacking, {}, 'serve'), /has no section tokenBytes/);
-    assert.equal(stops.length, 0);
-    const decoder = new SnapshotDecoder(manifest, {}, 'serve');
-    assert.equal(stops.length, 1);
-    assert.equal(Atomics.load(stops[0], 0), 0);
-    decoder.abandon();
-    assert.equal(Atomics.load(stops[0], 0), 1);
+    withHelper(
+      (_buffer, stop) => {
+        stops.push(stop);
+        return true;
+      },
+      () => {
+        // another layout: a section missing, found after the shared sections are allocated
+        const lacking = {
+          ...manifest,
+          sections: manifest.sections!.filter((e) => !(Array.isArray(e) && e[0] === 'tokenBytes')),
+        };
+        assert.throws(() => new SnapshotDecoder(lacking, {}, 'serve'), /has no section tokenBytes/);
+        assert.equal(stops.length, 0);
+        const decoder = new SnapshotDecoder(manifest, {}, 'serve');
+        assert.equal(stops.length, 1);
+        assert.equal(Atomics.load(stops[0], 0), 0);
+        decoder.abandon();
+        assert.equal(Atomics.load(stops[0], 0), 1);
+      },
+    );
   } finally {
-    setPrefaultHelper(null);
     setPrefaultMinBytes(PREFAULT_MIN_BYTES);
   }
 });
 
 test('outside the start, no load prefaults (a reload leaves the cores to the searches)', () => {
-  setPrefaultAtStart(false);
   setPrefaultMinBytes(0);
   let asked = 0;
-  setPrefaultHelper(() => {
+  endStart();
+  // a start whose helper is gone with it, as main.ts ends it once the first loads are done
+  prefaultDuringStart(() => {
     asked++;
     return true;
-  });
+  })();
   try {
     assert.equal(prefaultShared(new SharedArrayBuffer(HELPER_MIN_BYTES)), null);
     assert.equal(asked, 0);
   } finally {
-    setPrefaultHelper(null);
     setPrefaultMinBytes(PREFAULT_MIN_BYTES);
-    setPrefaultAtStart(true);
+    endStart = prefaultDuringStart(null);
   }
 });
