@@ -53,6 +53,29 @@ test('prefixes, extensions, the empty string, lone surrogates and long strings a
   assert.equal(dictionary([]).get('a'), undefined);
 });
 
+test('the table is filled to three quarters at most, and every token and miss is answered at the fullest', () => {
+  // 8 slots at the least; 6 and 49,152 tokens fill theirs to three quarters, one more takes the next size
+  for (const [tokens, slots] of [
+    [3, 8],
+    [6, 8],
+    [7, 16],
+    [12, 16],
+    [13, 32],
+    [44_113, 65_536],
+    [49_152, 65_536],
+    [49_153, 131_072],
+  ] as const) {
+    const words = Array.from({ length: tokens }, (_, i) => `w${i}`);
+    const { bytes, offsets } = column(words);
+    const table = buildTokenTable(bytes, offsets);
+    assert.equal(table.length, slots, `${tokens} tokens`);
+    if (tokens > 100) continue;
+    const shared = new SharedTokenDictionary(bytes, offsets, table);
+    for (let i = 0; i < tokens; i++) assert.equal(shared.get(`w${i}`), i);
+    for (let i = tokens; i < tokens + 50; i++) assert.equal(shared.get(`w${i}`), undefined);
+  }
+});
+
 test('the table lives in shared memory, and pairs are found by key after sorting (fast-check)', () => {
   const { bytes, offsets } = column(['a', 'b']);
   assert.ok(buildTokenTable(bytes, offsets).buffer instanceof SharedArrayBuffer);
