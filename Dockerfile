@@ -14,7 +14,7 @@ FROM node:20-bookworm-slim
 # MALLOC_ARENA_MAX=2: glibc gives every thread that mallocs an arena of its own (V8's compiler and
 # GC threads, libuv's pool, the serving threads); two are enough. RSS at ready, 1M messages:
 # ~1.2 MiB less with two serving threads, 0.3-0.7 with one, no change in requests/s measured
-# (bench/RESULTS.md, session 33).
+# (bench/RESULTS.md, session 33; 2 cores). With many serving threads, compare requests/s without it.
 ENV NODE_ENV=production \
     MALLOC_ARENA_MAX=2 \
     DATA_DIR=/data \
