@@ -14,9 +14,32 @@
  */
 import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
 import { within } from '../runtime/within.js';
-import { keySlot, type RespTarget } from './resp-hash-reader.js';
+import calculateSlot from 'cluster-key-slot';
+import type { RespTarget } from './resp-hash-reader.js';
 
 export type RedisClient = Redis | Cluster;
+
+/**
+ * The Redis Cluster hash slot of `key`, by the function ioredis itself routes cluster commands
+ * with (its dependency cluster-key-slot), so a direct read goes to the node ioredis would ask.
+ */
+export function keySlot(key: string): number {
+  return calculateSlot(key);
+}
+
+/** A direct read's target at host:port with the client's credentials and timeouts; null over TLS. */
+function respTarget(host: string, port: number, o: RedisOptions, db: number | null | undefined): RespTarget | null {
+  if (o.tls) return null;
+  return {
+    host,
+    port,
+    username: o.username,
+    password: o.password,
+    db,
+    connectTimeoutMs: o.connectTimeout ?? 3_000,
+    replyTimeoutMs: o.commandTimeout ?? 10_000,
+  };
+}
 
 export interface ConnectionOptions {
   commandTimeoutMs: number;
@@ -305,32 +328,17 @@ export class RedisConnection {
     const c = this.client;
     if (c.status !== 'ready') return null;
     if (c instanceof Cluster) {
-      const o = c.options.redisOptions ?? {};
       const node = c.slots[keySlot(key)]?.[0];
-      if (o.tls || node === undefined) return null;
+      if (node === undefined) return null;
       const colon = node.lastIndexOf(':');
       const port = Number(node.slice(colon + 1));
       if (colon <= 0 || !Number.isInteger(port)) return null;
-      return {
-        host: node.slice(0, colon),
-        port,
-        username: o.username,
-        password: o.password,
-        connectTimeoutMs: o.connectTimeout ?? 3_000,
-        replyTimeoutMs: o.commandTimeout ?? 10_000,
-      };
+      // (a cluster has no database but 0)
+      return respTarget(node.slice(0, colon), port, c.options.redisOptions ?? {}, null);
     }
     const o = c.options;
-    if (o.tls || o.path || o.host === undefined || o.port === undefined) return null;
-    return {
-      host: o.host,
-      port: o.port,
-      username: o.username,
-      password: o.password,
-      db: o.db,
-      connectTimeoutMs: o.connectTimeout ?? 3_000,
-      replyTimeoutMs: o.commandTimeout ?? 10_000,
-    };
+    if (o.path || o.host === undefined || o.port === undefined) return null;
+    return respTarget(o.host, o.port, o, o.db);
   }
 
   /** Remembers the last connection error, named in "not connected" messages. */

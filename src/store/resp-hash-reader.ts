@@ -236,27 +236,3 @@ function start(
     askMore();
   });
 }
-
-/**
- * The Redis Cluster hash slot of `key` (CRC16-XMODEM of its hash tag, or of all of it, mod 16384),
- * to find the node holding it.
- */
-export function keySlot(key: string): number {
-  const bytes = Buffer.from(key);
-  let start = 0;
-  let end = bytes.length;
-  const open = bytes.indexOf(123 /* { */);
-  if (open !== -1) {
-    const close = bytes.indexOf(125 /* } */, open + 1);
-    if (close > open + 1) {
-      start = open + 1;
-      end = close;
-    }
-  }
-  let crc = 0;
-  for (let i = start; i < end; i++) {
-    crc ^= bytes[i] << 8;
-    for (let b = 0; b < 8; b++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
-  }
-  return crc % 16384;
-}

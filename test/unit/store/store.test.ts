@@ -16,7 +16,7 @@ import { runInNewContext } from 'node:vm';
 import { EmbeddedStore, snapshotFile } from '../../../src/store/embedded-store.js';
 import { RedisStore } from '../../../src/store/redis-store.js';
 import type { RedisConnection } from '../../../src/store/redis-connection.js';
-import { keySlot } from '../../../src/store/resp-hash-reader.js';
+import { keySlot } from '../../../src/store/redis-connection.js';
 import {
   CHUNK_MAX,
   encodeManifest,
