@@ -239,7 +239,7 @@ export function buildIndex(data: OrgData, options: BuildOptions = {}): OrgIndex 
     }
   }
   msgRowOffsets[n] = rowAt;
-  // seconds and milliseconds apart (sent-times.ts); the epoch-ms column is let go here
+  // a word a message and a base a block (sent-times.ts); the epoch-ms column is let go here
   const sentTimes = encodeSentTimes(msgSentAt);
   msgSentAt = null;
   const rowStarts = rowStartsOf(encodeBlockStarts(msgRowOffsets));

@@ -16,7 +16,7 @@ import type { EntrySummaries } from './entry-summaries.js';
 import type { SentTimes } from './sent-times.js';
 import type { PairLookup, TokenLookup } from './shared-dictionary.js';
 
-/** The sent times (sent-times.ts: seconds from a base and milliseconds, three Uint16 words a message) are non-increasing with the ordinal. */
+/** The sent times (sent-times.ts: a Uint32 a message of seconds from its block's base and milliseconds) are non-increasing with the ordinal. */
 export interface OrgIndex extends EntrySummaries, ChannelBits, SentTimes {
   readonly organizationId: string;
   readonly messageCount: number;
@@ -167,9 +167,9 @@ export const TYPED_ARRAY_FIELDS = [
   'msgConversation',
   'contactConversationStart',
   'msgCombo',
-  'msgSentBase',
-  'msgSentWords',
-  'msgSentHigh',
+  'msgSentBlock',
+  'msgSentLow',
+  'msgSentFar',
   'msgRowBytes',
   'msgRowStartBase',
   'msgRowStartDelta',

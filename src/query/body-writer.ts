@@ -7,7 +7,7 @@
  */
 
 import { HEX_PAIRS } from '../index/packed-uuid.js';
-import { HIGH_UNIT, SENT_WORDS, type SentTimes } from '../index/sent-times.js';
+import { MILLI_BITS, MILLI_MASK, SENT_BLOCK_SHIFT, type SentTimes } from '../index/sent-times.js';
 import { civilFromDays } from '../time/civil-date.js';
 
 const DAY = 86400; // seconds
@@ -19,9 +19,9 @@ const ISO_MAX_SECONDS = Math.floor(ISO_MAX / 1000);
 const ZERO = 48;
 /** one instant as sent times, for iso() */
 const ONE: SentTimes = {
-  msgSentBase: new Float64Array(1),
-  msgSentWords: new Uint16Array(SENT_WORDS),
-  msgSentHigh: new Uint16Array(0),
+  msgSentBlock: new Float64Array(1),
+  msgSentLow: new Uint32Array(1),
+  msgSentFar: new Float64Array(0),
 };
 const DASH = 0x2d;
 
@@ -237,8 +237,8 @@ export class BodyWriter {
       return;
     }
     const seconds = Math.floor(ms / 1000);
-    ONE.msgSentBase[0] = seconds;
-    ONE.msgSentWords[2] = ms - seconds * 1000;
+    ONE.msgSentBlock[0] = seconds;
+    ONE.msgSentLow[0] = ms - seconds * 1000;
     this.isoAt(ONE, 0);
   }
 
@@ -250,12 +250,18 @@ export class BodyWriter {
   isoAt(times: SentTimes, o: number): void {
     // sentAtOf's reads, written out: a call that is not inlined returns the seconds (above the
     // small-integer range) boxed, and isoAt ran at 40 ns instead of 25
-    const w = times.msgSentWords,
-      high = times.msgSentHigh,
-      at = SENT_WORDS * o;
-    const milli = w[at + 2];
-    const seconds =
-      times.msgSentBase[0] + ((w[at] | (w[at + 1] << 16)) >>> 0) + (high.length === 0 ? 0 : high[o] * HIGH_UNIT);
+    const base = times.msgSentBlock[o >>> SENT_BLOCK_SHIFT],
+      w = times.msgSentLow[o];
+    let seconds: number, milli: number;
+    if (!Number.isNaN(base)) {
+      seconds = base + (w >>> MILLI_BITS);
+      milli = w & MILLI_MASK;
+    } else {
+      // a far block (a NaN base): its instant whole
+      const ms = times.msgSentFar[w];
+      seconds = Math.floor(ms / 1000);
+      milli = ms - seconds * 1000;
+    }
     if (!(seconds >= ISO_MIN_SECONDS && seconds <= ISO_MAX_SECONDS)) {
       this.text(new Date(seconds * 1000 + milli).toISOString());
       return;

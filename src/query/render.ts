@@ -6,7 +6,6 @@ import { CHANNEL_COUNT, COMBO_VALUE } from '../index/layout.js';
 import { contentStart, idStart, rowEnd, rowStart } from '../index/message-rows.js';
 import type { OrgIndex } from '../index/org-index.js';
 import { isPacked, UUID_TEXT_LENGTH } from '../index/packed-uuid.js';
-import { SENT_WORDS } from '../index/sent-times.js';
 import { CHANNELS } from '../model/records.js';
 import type { SearchRequest } from '../request/search-request.js';
 import { bodyWriter, type BodyWriter, type Piece, utf8 } from './body-writer.js';
@@ -122,7 +121,7 @@ export function writePage(
   }
   if (s.pageMessages.length < m * MESSAGE_WORDS) s.pageMessages = new Uint32Array(m * MESSAGE_WORDS);
   const msgs = s.pageMessages;
-  const { conversationIdOffsets, contactConversationStart, msgConversation, msgCombo, msgSentWords } = index;
+  const { conversationIdOffsets, contactConversationStart, msgConversation, msgCombo, msgSentLow } = index;
   for (let i = 0, j = 0; i < n; i++) {
     // (a message's conversation is numbered within its contact's)
     const first = contactConversationStart[s.touched[from + i]];
@@ -137,7 +136,7 @@ export function writePage(
       msgs[at + 2] = conversationIdOffsets[conv];
       msgs[at + 3] = conversationIdOffsets[conv + 1];
       msgs[at + 5] = msgCombo[o] & COMBO_VALUE;
-      if (msgSentWords[SENT_WORDS * o] > 0) sink++;
+      if (msgSentLow[o] > 0) sink++;
     }
   }
   const { msgRowBytes, conversationIdBytes, contactJsonBytes, contactJsonOffsets } = index;
@@ -156,7 +155,7 @@ export function writePage(
   for (let i = 0; i < n; i++) {
     // the oldest counting message's time (first_matched_at; the newest is a picked one) and the contact
     const oldest = items[i * ITEM_WORDS + 3];
-    if (msgSentWords[SENT_WORDS * oldest] > 0) sink++;
+    if (msgSentLow[oldest] > 0) sink++;
     const c = s.touched[from + i];
     sink ^= touch(contactJsonBytes, contactJsonOffsets[c], contactJsonOffsets[c + 1]);
   }

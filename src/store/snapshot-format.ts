@@ -26,6 +26,7 @@ import { buildEntrySummaries, SUMMARY_MIN_DEFAULT, SUMMARY_SECTIONS, SUMMARY_WID
 import { markTies, noInbound, rankMask, TOP_MODES } from '../index/layout.js';
 import { rowsOf } from '../index/message-rows.js';
 import { encodeSentTimes, SENT_TIME_SECTIONS, type SentTimes, sentTimesFit } from '../index/sent-times.js';
+import { decodeWordSentTimes, WORD_SENT_SECTIONS, type WordSentTimes } from '../index/sent-times-words.js';
 import { blockStartsFit, encodeBlockStarts } from '../index/block-starts.js';
 import { conversationsFit, numberByContact } from '../index/conversations.js';
 import {
@@ -628,6 +629,17 @@ const WHOLE_TOP_SECTIONS: Readonly<Record<string, SectionType>> = { topEntries: 
  * Float64 each. Such a snapshot's times are checked and encoded on load, so it keeps loading.
  */
 const FLOAT_SENT_SECTIONS: Readonly<Record<string, SectionType>> = { msgSentAt: 'Float64Array' };
+/**
+ * The layouts of the sent times a snapshot may have, exactly one of them whole: this build's
+ * blocks (sent-times.ts), the three words a message before them (sent-times-words.ts), or epoch ms.
+ * The two older ones are read into ordinary memory, checked, and encoded as blocks on load.
+ */
+const SENT_LAYOUTS: ReadonlyArray<readonly string[]> = [
+  SENT_TIME_SECTIONS,
+  Object.keys(WORD_SENT_SECTIONS),
+  Object.keys(FLOAT_SENT_SECTIONS),
+];
+const OLDER_SENT_SECTIONS: Readonly<Record<string, SectionType>> = { ...WORD_SENT_SECTIONS, ...FLOAT_SENT_SECTIONS };
 
 /** The previous layout's NO_INBOUND: the top bit of the word. */
 const SEPARATE_NO_INBOUND = 0x80000000;
@@ -751,7 +763,7 @@ class SectionsDecoder {
               WHOLE_START_SECTIONS[name] ??
               SEPARATE_POST_SECTIONS[name] ??
               WHOLE_TOP_SECTIONS[name] ??
-              FLOAT_SENT_SECTIONS[name]);
+              OLDER_SENT_SECTIONS[name]);
       const exportOnly = isExportSection(name);
       if (exportOnly ? type !== 'Uint32Array' : want !== type) {
         const known = exportOnly || want !== undefined;
@@ -771,13 +783,13 @@ class SectionsDecoder {
         Object.hasOwn(WHOLE_START_SECTIONS, name) ||
         Object.hasOwn(SEPARATE_POST_SECTIONS, name) ||
         Object.hasOwn(WHOLE_TOP_SECTIONS, name) ||
-        Object.hasOwn(FLOAT_SENT_SECTIONS, name) ||
+        Object.hasOwn(OLDER_SENT_SECTIONS, name) ||
         (name === 'entryNewestIn' && separatePosts) ||
         renumbered(name)
       ) {
         // Export sections only serve finishData (msgContact also a renumbering), the two columns
         // only give the rows their bytes, whole or separate starts (and the words of the latter)
-        // and whole top-list entries and epoch-ms times are encoded, and the layout before's
+        // and whole top-list entries and older sent times are encoded, and the layout before's
         // conversation columns renumbered: ordinary memory, not shared, dropped once loaded.
         const array = new (Ctor as unknown as new (n: number) => Section)(length);
         this.sections.set(name, { bytes: new Uint8Array(array.buffer), array, filled: 0 });
@@ -806,6 +818,14 @@ class SectionsDecoder {
           `snapshot: ${this.what} has both layouts of the starts of ${g.what} (another index layout); ${UPGRADE}`,
         );
     }
+    // the sent times: one layout, whole (its sections all there), and no section of another
+    const sentLayouts = SENT_LAYOUTS.filter((layout) => layout.some((name) => names.has(name)));
+    if (sentLayouts.length > 1)
+      throw new Error(`snapshot: ${this.what} has both layouts of the sent times (another index layout); ${UPGRADE}`);
+    for (const name of sentLayouts[0] ?? []) {
+      if (!names.has(name))
+        throw new Error(`snapshot: ${this.what} has no section ${name} (another index layout); ${UPGRADE}`);
+    }
     const wholeStarts = (name: string): boolean =>
       WHOLE_STARTS.some((g) => names.has(g.whole) && g.names.includes(name));
     for (const name of expected.keys()) {
@@ -816,15 +836,12 @@ class SectionsDecoder {
         !wholeStarts(name) &&
         !(name === 'contactConversationStart' && globalConversations) &&
         !(name === 'topOffsets' && names.has('topEntries')) &&
-        !(names.has('msgSentAt') && (SENT_TIME_SECTIONS as readonly string[]).includes(name))
+        !((SENT_TIME_SECTIONS as readonly string[]).includes(name) && sentLayouts.length === 1)
       )
         throw new Error(`snapshot: ${this.what} has no section ${name} (another index layout); ${UPGRADE}`);
     }
     if (names.has('topEntries') && names.has('topOffsets')) {
       throw new Error(`snapshot: ${this.what} has both layouts of the top lists (another index layout); ${UPGRADE}`);
-    }
-    if (names.has('msgSentAt') && SENT_TIME_SECTIONS.some((name) => names.has(name))) {
-      throw new Error(`snapshot: ${this.what} has both layouts of the sent times (another index layout); ${UPGRADE}`);
     }
     if (globalConversations && !names.has('msgContact')) {
       throw new Error(
@@ -1081,14 +1098,18 @@ class SectionsDecoder {
   }
 
   /**
-   * The sent times (sent-times.ts): encoded from the layout before (epoch ms, a Float64 each:
-   * checked, then let go) or checked as stored.
+   * The sent times (sent-times.ts): encoded from an older layout (three words a message, or epoch
+   * ms a Float64 each: checked, then let go) or checked as stored.
    */
   private sentTimes(sections: Record<string, Section>, n: number): void {
     const bad = (): Error => this.corrupt('the sent times disagree with the counts or go up');
-    const ms = sections.msgSentAt as Float64Array | undefined;
-    if (ms !== undefined) {
-      if (ms.length !== n) throw bad();
+    const older = SENT_LAYOUTS.slice(1).find((layout) => sections[layout[0]] !== undefined);
+    if (older !== undefined) {
+      const ms =
+        sections.msgSentAt !== undefined
+          ? (sections.msgSentAt as Float64Array)
+          : decodeWordSentTimes(sections as unknown as WordSentTimes, n);
+      if (ms === null || ms.length !== n) throw bad();
       let times: SentTimes;
       try {
         times = encodeSentTimes(ms);
@@ -1096,8 +1117,10 @@ class SectionsDecoder {
         throw bad(); // not an integer instant
       }
       Object.assign(sections, shareSections(Object.entries(times)));
-      delete sections.msgSentAt;
-      this.sections.delete('msgSentAt');
+      for (const name of older) {
+        delete sections[name];
+        this.sections.delete(name);
+      }
     }
     if (!sentTimesFit(sections as unknown as SentTimes, n)) throw bad();
   }

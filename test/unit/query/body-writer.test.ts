@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { BodyWriter, bytesOf, utf8 } from '../../../src/query/body-writer.js';
-import { encodeSentTimes } from '../../../src/index/sent-times.js';
+import { encodeSentTimes, SENT_BLOCK } from '../../../src/index/sent-times.js';
 
 const MIN = -62167219200000; // 0000-01-01T00:00:00.000Z
 const MAX = 253402300799999; // 9999-12-31T23:59:59.999Z
@@ -231,17 +231,28 @@ test('isoAt equals toISOString for every message of sent times spanning the whol
   );
 });
 
-test('isoAt reads seconds past 2^31 from the base without the high column', () => {
-  // 100 years apart: 3.16e9 seconds, above 2^31 and below 2^32
-  const sorted = Float64Array.of(Date.UTC(2070, 5, 1, 12, 30, 15, 999), Date.UTC(1970, 0, 1, 0, 0, 1, 7));
+test('isoAt reads a near block from its base past 2^31 s, and a far block its instants whole', () => {
+  // a block of two seconds in 2070 (its base 3.1e9 s: above 2^31), then a far block 100 years apart
+  const sorted = Float64Array.of(
+    ...Array.from({ length: SENT_BLOCK }, (_, k) => Date.UTC(2070, 5, 1, 12, 30, 15, 999) - (k % 2) * 1001),
+    Date.UTC(2070, 5, 1),
+    Date.UTC(1970, 0, 1, 0, 0, 1, 7),
+  );
   const times = encodeSentTimes(sorted);
-  assert.equal(times.msgSentHigh.length, 0);
+  assert.ok(times.msgSentBlock[0] > 2 ** 31);
+  assert.ok(Number.isNaN(times.msgSentBlock[1]), 'the second block is far');
+  const expected = ['2070-06-01T12:30:15.999Z', '2070-06-01T12:30:14.998Z'];
+  for (let o = 0; o < SENT_BLOCK; o++)
+    assert.equal(
+      written((w) => w.isoAt(times, o)),
+      expected[o % 2],
+    );
   assert.equal(
-    written((w) => w.isoAt(times, 0)),
-    '2070-06-01T12:30:15.999Z',
+    written((w) => w.isoAt(times, SENT_BLOCK)),
+    '2070-06-01T00:00:00.000Z',
   );
   assert.equal(
-    written((w) => w.isoAt(times, 1)),
+    written((w) => w.isoAt(times, SENT_BLOCK + 1)),
     '1970-01-01T00:00:01.007Z',
   );
 });

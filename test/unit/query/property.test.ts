@@ -27,6 +27,7 @@ import { toGlobalConversations } from '../../helpers/global-conversations.js';
 import { toTwoColumns } from '../../helpers/two-columns.js';
 import { toWholeTopEntries } from '../../helpers/whole-top-entries.js';
 import { toFloatSentTimes } from '../../helpers/float-sent-times.js';
+import { toWordSentTimes } from '../../helpers/word-sent-times.js';
 import { referenceSearch, referenceTerms, referenceTokens } from '../../reference/brute-force.js';
 
 const SEED = process.env.PROPERTY_SEED !== undefined ? Number(process.env.PROPERTY_SEED) : Date.now() % 2 ** 31;
@@ -463,8 +464,11 @@ function loadedIndexOf(org: Pick<Org, 'contacts' | 'messages'>, format: 1 | 2, o
     if (conversationVariant++ % 4 >= 2) toGlobalConversations(flat);
     // the layout before top-list offsets: the loader converts the whole entry positions
     if (wholeTopVariant++ % 2 === 1) toWholeTopEntries(flat);
-    // the layout before seconds and milliseconds apart: the loader encodes the epoch-ms times
-    if (floatSentVariant++ % 3 === 1) toFloatSentTimes(flat);
+    // the layouts before sent-time blocks (three words a message) and before seconds and
+    // milliseconds apart (epoch ms): the loader encodes them as blocks
+    const sentVariant = floatSentVariant++ % 3;
+    if (sentVariant === 1) toFloatSentTimes(flat);
+    else if (sentVariant === 2) toWordSentTimes(flat);
     prepared = { format: 2, flat };
   }
   const enc = encodeSnapshot(prepared, 3);

@@ -36,6 +36,7 @@ import { toTwoColumns } from '../../helpers/two-columns.js';
 import { toWholeStarts } from '../../helpers/whole-starts.js';
 import { toWholeTopEntries } from '../../helpers/whole-top-entries.js';
 import { toFloatSentTimes } from '../../helpers/float-sent-times.js';
+import { toWordSentTimes } from '../../helpers/word-sent-times.js';
 import { sentAtOf } from '../../../src/index/sent-times.js';
 
 const SUMMARIES = SUMMARY_SECTIONS;
@@ -684,32 +685,40 @@ function exportedData(orgId: string, flat: FlatIndex): OrgData {
   return decoder.finishData();
 }
 
+/**
+ * Asserts that a snapshot whose sent times `toPrevious` wrote in an older layout loads, to serve
+ * and to export, with the built index's blocks, the older `names` let go, the same answers as the
+ * built index (a date window among them), and, exported, every time as imported.
+ */
+function assertSentTimesConverted(toPrevious: (flat: FlatIndex) => void, names: readonly string[], seed: number): void {
+  const { orgId, data } = generatedOrg(4000, 30, seed);
+  const { built, order, loads } = previousLayoutLoads(orgId, data, toPrevious);
+  for (const loaded of loads) {
+    assertSectionsAsBuilt(loaded, built, ['msgSentBlock', 'msgSentLow', 'msgSentFar', 'msgCombo']);
+    for (const name of names) assert.equal(loaded.sections[name], undefined, `${name} is let go`);
+    const index = wrapIndex(loaded);
+    const from = new Date(sentAtOf(built, 2500)).toISOString();
+    const to = new Date(sentAtOf(built, 1200)).toISOString();
+    assertSameAnswers(built, index, orgId, [
+      'q=que',
+      'q=que&direction=all&limit=5',
+      `q=de&direction=outbound&limit=3&from=${from}&to=${to}`,
+      'keywords=que,de,para&limit=4&messages_limit=5',
+    ]);
+  }
+  const flat = flattenIndex(built, exportColumns(data, order));
+  toPrevious(flat);
+  assert.deepEqual(exportedData(orgId, flat).messages.sentAt, data.messages.sentAt);
+}
+
 describe('a snapshot written before sent times in seconds and milliseconds', () => {
   it('loads with its times encoded, equal to the built ones, and answers the same', () => {
-    const { orgId, data } = generatedOrg(4000, 30, 44);
-    const { built, order, loads } = previousLayoutLoads(orgId, data, toFloatSentTimes);
-    for (const loaded of loads) {
-      assertSectionsAsBuilt(loaded, built, ['msgSentBase', 'msgSentWords', 'msgSentHigh', 'msgCombo']);
-      assert.equal(loaded.sections.msgSentAt, undefined, 'msgSentAt is let go');
-      const index = wrapIndex(loaded);
-      const from = new Date(sentAtOf(built, 2500)).toISOString();
-      const to = new Date(sentAtOf(built, 1200)).toISOString();
-      assertSameAnswers(built, index, orgId, [
-        'q=que',
-        'q=que&direction=all&limit=5',
-        `q=de&direction=outbound&limit=3&from=${from}&to=${to}`,
-        'keywords=que,de,para&limit=4&messages_limit=5',
-      ]);
-    }
-    // an export gives every time back as imported
-    const flat = flattenIndex(built, exportColumns(data, order));
-    toFloatSentTimes(flat);
-    assert.deepEqual(exportedData(orgId, flat).messages.sentAt, data.messages.sentAt);
+    assertSentTimesConverted(toFloatSentTimes, ['msgSentAt'], 44);
   });
 
   it('is refused when it has both layouts of the sent times, naming the command', () => {
     const { orgId, data } = generatedOrg(300, 4, 45);
-    assertBothLayoutsRefused(orgId, buildIndex(data), toFloatSentTimes, 'msgSentWords', 'the sent times');
+    assertBothLayoutsRefused(orgId, buildIndex(data), toFloatSentTimes, 'msgSentLow', 'the sent times');
   });
 
   it('times that are not integers, go up or miss a message, and stored times of the wrong shape, are refused as corrupt', () => {
@@ -723,13 +732,49 @@ describe('a snapshot written before sent times in seconds and milliseconds', () 
     ];
     assertChangesCorrupt(orgId, built, toFloatSentTimes, float, 'the sent times disagree with the counts or go up');
     const stored: Array<(s: Record<string, Float64Array | Uint32Array | Uint16Array>) => void> = [
+      (s) => (s.msgSentLow[7] = (s.msgSentLow[7] & ~1023) | 1000),
+      (s) => (s.msgSentLow[9] = s.msgSentLow[0] + (1 << 10)),
+      (s) => (s.msgSentLow = s.msgSentLow.subarray(1)),
+      (s) => (s.msgSentBlock = s.msgSentBlock.subarray(1)),
+      (s) => (s.msgSentBlock[0] = 0.5),
+      (s) => (s.msgSentBlock[0] = Number.NaN), // far, but msgSentFar is empty
+    ];
+    assertChangesCorrupt(orgId, built, null, stored, 'the sent times disagree with the counts or go up');
+  });
+});
+
+describe('a snapshot written before sent-time blocks (three words a message)', () => {
+  it('loads with its times encoded as blocks, equal to the built ones, and answers the same', () => {
+    assertSentTimesConverted(toWordSentTimes, ['msgSentBase', 'msgSentWords', 'msgSentHigh'], 47);
+  });
+
+  it('is refused when it has two layouts of the sent times, or misses a section of its own, naming the command', () => {
+    const { orgId, data } = generatedOrg(300, 4, 48);
+    const built = buildIndex(data);
+    assertBothLayoutsRefused(orgId, built, toWordSentTimes, 'msgSentFar', 'the sent times');
+    // the two older layouts together
+    const both = flattenIndex(built);
+    toWordSentTimes(both);
+    both.sections.msgSentAt = new Float64Array(300);
+    assertAnotherLayout(orgId, both, 'has both layouts of the sent times');
+    for (const name of ['msgSentBase', 'msgSentWords', 'msgSentHigh']) {
+      const flat = flattenIndex(built);
+      toWordSentTimes(flat);
+      delete flat.sections[name];
+      assertAnotherLayout(orgId, flat, `has no section ${name}`);
+    }
+  });
+
+  it('words that go up, miss a message or hold a millisecond of 1000 are refused as corrupt', () => {
+    const { orgId, data } = generatedOrg(300, 4, 49);
+    const built = buildIndex(data);
+    const words: Array<(s: Record<string, Float64Array | Uint16Array>) => void> = [
       (s) => (s.msgSentWords[3 * 7 + 2] = 1000),
       (s) => (s.msgSentWords[3 * 9 + 1] = s.msgSentWords[1] + 1),
       (s) => (s.msgSentWords = s.msgSentWords.subarray(3)),
-      (s) => (s.msgSentWords = s.msgSentWords.subarray(1)),
       (s) => (s.msgSentHigh = new Uint16Array(3)),
       (s) => (s.msgSentBase = Float64Array.of(0.5)),
     ];
-    assertChangesCorrupt(orgId, built, null, stored, 'the sent times disagree with the counts or go up');
+    assertChangesCorrupt(orgId, built, toWordSentTimes, words, 'the sent times disagree with the counts or go up');
   });
 });
