@@ -31,11 +31,17 @@ describe('sent times', () => {
       // up to 3 blocks of 64: times anywhere (far blocks), times within minutes (near ones) and mixed
       fc.property(
         fc.oneof(
-          fc.array(instant, { maxLength: 3 * SENT_BLOCK + 5 }),
-          fc.array(fc.integer({ min: 1_700_000_000_000, max: 1_700_000_600_000 }), { maxLength: 3 * SENT_BLOCK + 5 }),
+          fc.array(instant, { maxLength: 3 * SENT_BLOCK + 5, size: 'max' }),
+          fc.array(fc.integer({ min: 1_700_000_000_000, max: 1_700_000_600_000 }), {
+            maxLength: 3 * SENT_BLOCK + 5,
+            size: 'max',
+          }),
           fc
             .tuple(
-              fc.array(fc.integer({ min: 1_700_000_000_000, max: 1_700_000_600_000 }), { maxLength: 2 * SENT_BLOCK }),
+              fc.array(fc.integer({ min: 1_700_000_000_000, max: 1_700_000_600_000 }), {
+                maxLength: 2 * SENT_BLOCK,
+                size: 'max',
+              }),
               fc.array(instant, { maxLength: 3 }),
             )
             .map(([a, b]) => [...a, ...b]),
@@ -85,11 +91,14 @@ describe('sent times', () => {
   it('find the first message sent before an instant, or at it too (the date window)', () => {
     fc.assert(
       fc.property(
-        fc.array(fc.integer({ min: 1_699_999_990_000, max: 1_700_000_010_000 }), { maxLength: 40 }),
+        fc.array(fc.integer({ min: 1_699_999_990_000, max: 1_700_000_010_000 }), {
+          maxLength: 3 * SENT_BLOCK,
+          size: 'max',
+        }),
         fc.integer({ min: 1_699_999_980_000, max: 1_700_000_020_000 }),
         fc.boolean(),
         (values, bound, wide) => {
-          if (wide) values.push(Date.UTC(2200, 0, 1)); // the high column in use
+          if (wide) values.push(Date.UTC(2200, 0, 1)); // a far block
           const ms = descending(values);
           const x = encodeSentTimes(ms);
           // every instant itself as a bound too, and one either side
