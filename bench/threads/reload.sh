@@ -22,8 +22,10 @@ rss() { grep VmRSS /proc/$SP/status | awk '{print $2}'; }
 STEADY=$(rss)
 echo "threads=$T steady:"
 wrk -t1 -c32 -d10s --latency -s bench/threads/mix.lua http://127.0.0.1:$PORT -- $ORG $KEY | grep -E "Requests/sec|50%|99%|Non-2xx|Socket errors"
-PEAKF=$(mktemp); echo 0 > $PEAKF
-( while [ -e $PEAKF ]; do r=$(rss); p=$(cat $PEAKF 2>/dev/null || echo 0); [ "${r:-0}" -gt "${p:-0}" ] && echo $r > $PEAKF.n && mv $PEAKF.n $PEAKF; sleep 0.05; done ) 2>/dev/null &
+# the sampler runs while $PEAKF.run exists: testing $PEAKF itself raced with its own mv, which
+# could put the file back after the rm below and sample for ever
+PEAKF=$(mktemp); echo 0 > $PEAKF; touch $PEAKF.run
+( while [ -e $PEAKF.run ]; do r=$(rss); p=$(cat $PEAKF 2>/dev/null || echo 0); [ "${r:-0}" -gt "${p:-0}" ] && echo $r > $PEAKF.n && mv $PEAKF.n $PEAKF; sleep 0.05; done ) 2>/dev/null &
 SAMPLER=$!
 ( n=0; end=$(( $(date +%s) + 11 )); flip=0
   while [ $(date +%s) -lt $end ]; do
@@ -36,7 +38,7 @@ sleep 0.5
 echo "threads=$T during back-to-back reloads:"
 wrk -t1 -c32 -d10s --latency -s bench/threads/mix.lua http://127.0.0.1:$PORT -- $ORG $KEY | grep -E "Requests/sec|50%|99%|Non-2xx|Socket errors"
 wait $RL
-PEAK=$(cat $PEAKF); rm -f $PEAKF; wait $SAMPLER 2>/dev/null
+rm -f $PEAKF.run; wait $SAMPLER 2>/dev/null; PEAK=$(cat $PEAKF); rm -f $PEAKF
 sleep 2
 echo "rss_kb steady=$STEADY peak=$PEAK after=$(rss)"
 echo "$ORIG" > $PTR
