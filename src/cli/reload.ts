@@ -1,5 +1,5 @@
 /**
- * `npm run reload [-- --organization-id UUID] [--timeout SECONDS] [--json]`: makes every running
+ * `npm run reload [-- [--organization-id UUID] [--timeout SECONDS] [--json]]`: makes every running
  * server load the newest snapshots; exits 0 only when every one of them did.
  *
  * Servers are found in the store's registry. Redis: a broadcast with a request id, re-sent every
@@ -20,7 +20,7 @@ import { newDataDirNote, repeatedOption } from './args.js';
 import { reloadSummaryText, type ServerReloadSummary } from './reload-summary.js';
 import { endQuietlyOnClosedOutput } from './closed-stdout.js';
 
-const USAGE = `Usage: npm run reload [-- --organization-id UUID] [--timeout SECONDS] [--json]
+const USAGE = `Usage: npm run reload [-- [--organization-id UUID] [--timeout SECONDS] [--json]]
 
 Makes every running server (found in the store's registry) load the newest snapshots, of one
 organization or of all, and waits until each has. Exit code 0 when every running server loaded
