@@ -15,6 +15,13 @@ export interface GenOptions {
    * of their own, so every other field is the same as with the default short ids (`m_0_1`, `cv_0_0`)
    */
   ids?: 'short' | 'uuid';
+  /**
+   * `spread` (the default): times over two years, ~3% of lines sharing the previous line's instant.
+   * `day`: each time moved back to its UTC day's midnight (~730 instants: ties broken by message id
+   * within each day). `one`: every message at one instant (bulk-migrated data stamped with a date).
+   * Every random draw is the same in the three, so only `sent_at` differs.
+   */
+  times?: 'spread' | 'day' | 'one';
 }
 
 export type GenRecord = { kind: 'contact'; contact: Contact } | { kind: 'message'; message: MessageLine };
@@ -290,6 +297,7 @@ export function formatRfc3339(ms: number, offsetMin: number, withMillis: boolean
 
 const START = Date.UTC(2023, 6, 1);
 const SPAN = 2 * 365 * 24 * 3600 * 1000;
+const DAY_MS = 24 * 3600 * 1000;
 
 function makeContact(rng: Rng, orgId: string): Contact {
   const first = pick(rng, FIRST),
@@ -346,6 +354,7 @@ export function* generateRecords(opts: GenOptions): Generator<GenRecord> {
       // About 3% of lines share the previous line's exact instant.
       if (k > 0 && rng() >= 0.03) t += Math.floor(rng() * 6 * 3600 * 1000);
       const offset = rng() < 0.8 ? tz : pick(rng, OFFSETS);
+      const at = opts.times === 'one' ? START : opts.times === 'day' ? t - (t % DAY_MS) : t;
       yield {
         kind: 'message',
         message: {
@@ -356,7 +365,7 @@ export function* generateRecords(opts: GenOptions): Generator<GenRecord> {
           channel,
           direction: inbound ? 'inbound' : 'outbound',
           content: content(rng, lang, inbound),
-          sent_at: formatRfc3339(t, offset, rng() < 0.5),
+          sent_at: formatRfc3339(at, offset, rng() < 0.5),
         },
       };
       emitted++;

@@ -1,5 +1,5 @@
 /**
- * `npm run gen -- --messages N --contacts M --organizations K --seed S [--ids short|uuid] --out DIR`
+ * `npm run gen -- --messages N --contacts M --organizations K --seed S [--ids short|uuid] [--times spread|day|one] --out DIR`
  * Writes DIR/contacts.ndjson and DIR/messages.ndjson (CONTRACT 9), streamed with backpressure.
  */
 import { once } from 'node:events';
@@ -26,6 +26,7 @@ const ArgsSchema = v.pipe(
     organizations: v.optional(count('organizations', 1, 100_000), '1'),
     seed: v.optional(count('seed', 0, 4294967295), '1'),
     ids: v.optional(v.picklist(['short', 'uuid'], 'gen: --ids must be short or uuid'), 'short'),
+    times: v.optional(v.picklist(['spread', 'day', 'one'], 'gen: --times must be spread, day or one'), 'spread'),
     out: v.pipe(v.optional(v.string(), ''), v.minLength(1, 'gen: --out DIR is required')),
   }),
   v.check((a) => a.contacts < 1 || a.contacts >= a.organizations, 'gen: --contacts must be at least --organizations'),
@@ -33,7 +34,7 @@ const ArgsSchema = v.pipe(
 
 function fail(message: string): never {
   process.stderr.write(
-    `${message}\nusage: npm run gen -- --messages N --contacts M --organizations K --seed S [--ids short|uuid] --out DIR\n`,
+    `${message}\nusage: npm run gen -- --messages N --contacts M --organizations K --seed S [--ids short|uuid] [--times spread|day|one] --out DIR\n`,
   );
   process.exit(2);
 }
@@ -74,6 +75,7 @@ async function main(): Promise<void> {
         organizations: { type: 'string' },
         seed: { type: 'string' },
         ids: { type: 'string' },
+        times: { type: 'string' },
         out: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -84,7 +86,7 @@ async function main(): Promise<void> {
   }
   if (raw.help) {
     process.stdout.write(
-      'usage: npm run gen -- --messages N --contacts M --organizations K --seed S [--ids short|uuid] --out DIR\n' +
+      'usage: npm run gen -- --messages N --contacts M --organizations K --seed S [--ids short|uuid] [--times spread|day|one] --out DIR\n' +
         'Writes DIR/contacts.ndjson and DIR/messages.ndjson: synthetic data in the import format.\n',
     );
     process.exit(0);

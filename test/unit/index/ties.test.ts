@@ -64,6 +64,30 @@ describe('ties in sent_at', () => {
     });
   }
 
+  it('20,000 messages stamped with their day (~730 instants, ties across contacts): every answer equals the reference', () => {
+    // the generator's `--times day`: every message at its UTC day's midnight, the rest of the data as generated
+    const d = generateDataset({ messages: 20_000, contacts: 300, organizations: 1, seed: 11, times: 'day' });
+    const orgId = d.contacts[0].organization_id;
+    const b = new OrgDataBuilder(orgId);
+    for (const c of d.contacts) b.addContact(c);
+    for (const m of d.messages) b.addMessage(m, parseRfc3339(m.sent_at)!);
+    const index = buildIndex(b.build(), { pairMinFrequency: 50 });
+    const loaded = wrapIndex(throughSnapshot(flattenIndex(index), orgId));
+    const days = [
+      ...QUERIES,
+      'q=que&from=2024-03-01T00:00:00Z&to=2024-03-02T00:00:00Z&direction=all',
+      'q=que&from=2023-12-31T00:00:00.001Z&to=2024-01-31&limit=50&messages_limit=20',
+      'keywords=de,que&match=any&direction=all&offset=20&limit=30',
+    ];
+    for (const q of days) {
+      const parsed = parseSearchParams(`organization_id=${orgId}&${q}`);
+      assert.ok(parsed.ok, q);
+      const expected = referenceSearch(d.contacts, d.messages, parsed.request);
+      assert.deepStrictEqual(executeSearch(index, parsed.request), expected, q);
+      assert.deepStrictEqual(executeSearch(loaded, parsed.request), expected, `${q} (loaded)`);
+    }
+  });
+
   it('200,000 messages with one sent_at build and answer without a quadratic walk', () => {
     const org = tiedOrg(200_000, 2_000, 1);
     const t0 = performance.now();
