@@ -1,12 +1,14 @@
 /** The embedded key store's listing: the same records while keys.json is the same file. */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { generateKey } from '../../../src/auth/api-key.js';
+import { buildIndex } from '../../../src/index/build.js';
 import { EmbeddedStore } from '../../../src/store/embedded-store.js';
+import { flattenIndex } from '../../../src/store/flat-index.js';
 import { writerPlace } from '../../../src/store/file-utils.js';
 import { generate, orgData } from '../../fixtures/gen-data.js';
 
@@ -148,6 +150,55 @@ test("a publish removes a killed import's version files that no pointer names on
       (await later.snapshots.latest()).find((r) => r.organizationId === a.organizationId)?.version,
       ref.version,
     );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a listing of many organizations names every pointer; small snapshots read whole and a large one a chunk a call load the same', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'many-orgs-'));
+  try {
+    const store = await new EmbeddedStore(dir).open();
+    // more organizations than the listing reads between two turns of the event loop (64)
+    const small = Array.from({ length: 150 }, (_, i) => orgData(generate(i + 1, 2, 6, i + 1)));
+    const published = [];
+    for (const data of small) published.push(await store.snapshots.publishSnapshot(data));
+    // one bad pointer among them is named apart, the others still listed
+    const bad = small[70].organizationId;
+    writeFileSync(path.join(dir, 'snapshots', bad, 'CURRENT'), '{"version":0}');
+    // past the whole-read limit (1 MiB): read a chunk a call
+    const large = orgData(generate(500, 40, 12_000, 7));
+    const largeRef = await store.snapshots.publishSnapshot(large);
+    const file = path.join(
+      dir,
+      'snapshots',
+      large.organizationId,
+      `v${String(largeRef.version).padStart(10, '0')}.snap`,
+    );
+    assert.ok(statSync(file).size > 1 << 20, 'the large snapshot is over 1 MiB');
+
+    const listed = await store.snapshots.listLatest();
+    const byOrg = (refs: { organizationId: string }[]) =>
+      [...refs].sort((a, b) => (a.organizationId < b.organizationId ? -1 : 1));
+    assert.deepEqual(byOrg(listed.refs), byOrg([...published.filter((r) => r.organizationId !== bad), largeRef]));
+    assert.deepEqual(
+      listed.unreadable.map((u) => u.organizationId),
+      [bad],
+    );
+    assert.match(listed.unreadable[0].error, /bad version 0/);
+
+    for (const [data, ref] of [
+      [small[3], published[3]],
+      [small[149], published[149]],
+      [large, largeRef],
+    ] as const) {
+      const flat = await store.snapshots.loadFlatIndex(ref, { build: false });
+      const built = flattenIndex(buildIndex(data));
+      assert.equal(flat.messageCount, data.messages.count);
+      assert.equal(flat.contactCount, data.contacts.length);
+      for (const name of ['msgRowBytes', 'storedPostings', 'entryNewestIn', 'contactJsonBytes'])
+        assert.deepEqual(flat.sections[name], built.sections[name], `${name} of ${ref.organizationId}`);
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
