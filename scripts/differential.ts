@@ -22,6 +22,7 @@ import { createReadStream } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
+import * as v from 'valibot';
 import type { Contact, MessageLine } from '../src/model/records.js';
 import type { SearchResponse } from '../src/request/search-request.js';
 import {
@@ -45,14 +46,34 @@ function usage(problem: string): never {
   process.exit(2);
 }
 
-/** An integer option of at least `min`, or `fallback` when absent. */
-function integer(name: string, raw: string | undefined, fallback: number, min: number): number {
-  if (raw === undefined) return fallback;
-  const n = Number(raw);
-  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min)
-    usage(`--${name} must be an integer of at least ${min}, got ${JSON.stringify(raw)}`);
-  return n;
-}
+/** An integer option of at least `min` (valibot, as every input shape of the project). */
+const integer = (name: string, min: number) =>
+  v.pipe(
+    v.string(),
+    v.check(
+      (raw) => /^\d+$/.test(raw) && Number.isSafeInteger(Number(raw)) && Number(raw) >= min,
+      (issue) => `--${name} must be an integer of at least ${min}, got ${JSON.stringify(issue.input)}`,
+    ),
+    v.transform(Number),
+  );
+
+const ArgsSchema = v.object({
+  data: v.pipe(
+    v.optional(v.string(), ''),
+    v.minLength(1, '--data DIR is required (a folder with contacts.ndjson and messages.ndjson)'),
+  ),
+  requests: v.optional(integer('requests', 1), '200'),
+  // 0 is a seed like any other: the default can draw it, and the reproduce line must replay it
+  seed: v.optional(integer('seed', 0), () => String(Date.now() % 2 ** 31)),
+  threads: v.optional(integer('threads', 1), '1'),
+  store: v.optional(
+    v.picklist(
+      ['embedded', 'redis', 'both'],
+      (issue) => `--store must be embedded, redis or both, got ${JSON.stringify(issue.input)}`,
+    ),
+    'both',
+  ),
+});
 
 const OPTIONS = {
   data: { type: 'string' },
@@ -61,21 +82,16 @@ const OPTIONS = {
   store: { type: 'string' },
   threads: { type: 'string' },
 } as const;
-let values: ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>['values'] = {};
+let raw: Record<string, string | undefined> = {};
 try {
-  ({ values } = parseArgs({ options: OPTIONS }));
+  raw = parseArgs({ options: OPTIONS }).values;
 } catch (err) {
   usage((err as Error).message);
 }
-if (values.data === undefined) usage('--data DIR is required (a folder with contacts.ndjson and messages.ndjson)');
-const requests = integer('requests', values.requests, 200, 1);
-// 0 is a seed like any other: the default can draw it, and the reproduce line must replay it
-const seed = integer('seed', values.seed, Date.now() % 2 ** 31, 0);
-const threads = integer('threads', values.threads, 1, 1);
-const storeArg = values.store ?? 'both';
-if (!['embedded', 'redis', 'both'].includes(storeArg))
-  usage(`--store must be embedded, redis or both, got ${JSON.stringify(storeArg)}`);
-const stores = storeArg === 'both' ? (['embedded', 'redis'] as const) : [storeArg as 'embedded' | 'redis'];
+const parsed = v.safeParse(ArgsSchema, raw, { abortEarly: true });
+if (!parsed.success) usage(parsed.issues[0].message);
+const { data: dataDir, requests, seed, threads, store: storeArg } = parsed.output;
+const stores = storeArg === 'both' ? (['embedded', 'redis'] as const) : [storeArg];
 
 /** An NDJSON file's records, read a line at a time (a 10M export is past one string's size). */
 async function readRecords<T>(file: string): Promise<T[]> {
@@ -85,17 +101,17 @@ async function readRecords<T>(file: string): Promise<T[]> {
   return out;
 }
 
-const contactsFile = path.join(values.data, 'contacts.ndjson'),
-  messagesFile = path.join(values.data, 'messages.ndjson');
+const contactsFile = path.join(dataDir, 'contacts.ndjson'),
+  messagesFile = path.join(dataDir, 'messages.ndjson');
 let data: { contacts: Contact[]; messages: MessageLine[] };
 try {
   data = { contacts: await readRecords<Contact>(contactsFile), messages: await readRecords<MessageLine>(messagesFile) };
 } catch (err) {
-  console.error(`differential: cannot read ${values.data}: ${(err as Error).message}`);
+  console.error(`differential: cannot read ${dataDir}: ${(err as Error).message}`);
   process.exit(2);
 }
 const orgs = organizationsOf(data);
-if (orgs.length === 0) usage(`${values.data} holds no contacts`);
+if (orgs.length === 0) usage(`${dataDir} holds no contacts`);
 console.log(
   `differential: ${data.messages.length} messages, ${data.contacts.length} contacts, ${orgs.length} organization(s); seed ${seed}, ${requests} requests a store, SERVER_THREADS=${threads}`,
 );
@@ -200,6 +216,6 @@ for (const s of stores) {
   }
 }
 console.log(
-  `differential: ${failed === 0 ? 'every answer matched' : `${failed} failure(s)`} (reproduce: npx tsx scripts/differential.ts --data ${values.data} --requests ${requests} --seed ${seed} --store ${storeArg} --threads ${threads})`,
+  `differential: ${failed === 0 ? 'every answer matched' : `${failed} failure(s)`} (reproduce: npx tsx scripts/differential.ts --data ${dataDir} --requests ${requests} --seed ${seed} --store ${storeArg} --threads ${threads})`,
 );
 process.exit(failed === 0 ? 0 : 1);

@@ -390,14 +390,14 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
     const file = snapshotFile(this.dataDir, ref);
     let source: SnapshotSource;
     try {
-      source = await openSnapshotSource(file);
+      source = openSnapshotSource(file);
     } catch (err) {
       throw wrap(`organization ${ref.organizationId} version ${ref.version}`, err);
     }
     let decoder: SnapshotDecoder | null = null;
     try {
       const size = source.size;
-      const footer = await source.readAt(size - FOOTER_SIZE, FOOTER_SIZE);
+      const footer = await copyAt(source, size - FOOTER_SIZE, FOOTER_SIZE);
       if (size < FOOTER_SIZE || !footer.subarray(4).equals(FOOTER_MAGIC)) {
         throw new Error(
           `snapshot: truncated or foreign file for organization ${ref.organizationId} version ${ref.version}`,
@@ -407,7 +407,7 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
       const manifestAt = size - FOOTER_SIZE - manifestLength;
       if (manifestAt < 0)
         throw new Error(`snapshot: bad footer for organization ${ref.organizationId} version ${ref.version}`);
-      const manifest = parseManifest(await source.readAt(manifestAt, manifestLength), ref);
+      const manifest = parseManifest(await copyAt(source, manifestAt, manifestLength), ref);
       decoder = new SnapshotDecoder(manifest, options, purpose);
       let at = 0;
       for (let i = 0; i < manifest.chunks.length; i++) {
@@ -432,32 +432,37 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
 /** A snapshot file's bytes, read whole or a piece a call (see WHOLE_READ_MAX_BYTES). */
 interface SnapshotSource {
   readonly size: number;
-  /** a copy of `length` bytes at `position` (empty when there are none to read) */
-  readAt(position: number, length: number): Promise<Buffer>;
   /** `length` bytes at `position`, valid until the next call (the decoder copies what it keeps) */
   chunk(position: number, length: number): Promise<Buffer>;
   close(): Promise<void>;
 }
 
-async function openSnapshotSource(file: string): Promise<SnapshotSource> {
+/** A copy of `length` bytes at `position`: zeros when there are none to read (a file shorter than its footer). */
+async function copyAt(source: SnapshotSource, position: number, length: number): Promise<Buffer> {
+  if (length <= 0 || position < 0) return Buffer.alloc(Math.max(0, length));
+  return Buffer.from(await source.chunk(position, length));
+}
+
+function openSnapshotSource(file: string): SnapshotSource {
   const fd = openSync(file, 'r');
-  let whole: Buffer | null = null;
-  let size = 0;
+  let chunked = false;
   try {
-    size = fstatSync(fd).size;
-    if (size > WHOLE_READ_MAX_BYTES) return chunkedSource(fd, size);
-    whole = Buffer.allocUnsafe(size);
+    const size = fstatSync(fd).size;
+    if (size > WHOLE_READ_MAX_BYTES) {
+      chunked = true;
+      return chunkedSource(fd, size);
+    }
+    const whole = Buffer.allocUnsafe(size);
     for (let at = 0; at < size; ) {
       const n = readSync(fd, whole, at, size - at, at);
       if (n === 0) throw shortRead(at, size, 0);
       at += n;
     }
-  } catch (err) {
-    closeSync(fd);
-    throw err;
+    return wholeSource(whole);
+  } finally {
+    // (a chunked source reads on, and closes the descriptor with its close())
+    if (!chunked) closeSync(fd);
   }
-  closeSync(fd);
-  return wholeSource(whole);
 }
 
 function shortRead(got: number, length: number, position: number): Error {
@@ -468,13 +473,6 @@ function shortRead(got: number, length: number, position: number): Error {
 function wholeSource(bytes: Buffer): SnapshotSource {
   return {
     size: bytes.length,
-    async readAt(position, length) {
-      const buf = Buffer.alloc(Math.max(0, length));
-      if (length <= 0 || position < 0) return buf;
-      if (position + length > bytes.length) throw shortRead(Math.max(0, bytes.length - position), length, position);
-      bytes.copy(buf, 0, position, position + length);
-      return buf;
-    },
     async chunk(position, length) {
       if (position + length > bytes.length) throw shortRead(Math.max(0, bytes.length - position), length, position);
       return bytes.subarray(position, position + length);
@@ -488,21 +486,14 @@ function chunkedSource(fd: number, size: number): SnapshotSource {
   // One buffer reused for every chunk (the decoder copies what it keeps): a fresh 4 MiB
   // buffer a chunk was a whole snapshot of garbage that the C heap seldom gave back.
   let buf = Buffer.allocUnsafe(0);
-  const readFully = async (into: Buffer, position: number): Promise<Buffer> => {
-    const { bytesRead } = await readAsync(fd, into, 0, into.length, position);
-    if (bytesRead !== into.length) throw shortRead(bytesRead, into.length, position);
-    return into;
-  };
   return {
     size,
-    async readAt(position, length) {
-      const into = Buffer.alloc(Math.max(0, length));
-      if (length <= 0 || position < 0) return into;
-      return readFully(into, position);
-    },
-    chunk(position, length) {
+    async chunk(position, length) {
       if (length > buf.length) buf = Buffer.allocUnsafe(length);
-      return readFully(buf.subarray(0, length), position);
+      const into = buf.subarray(0, length);
+      const { bytesRead } = await readAsync(fd, into, 0, length, position);
+      if (bytesRead !== length) throw shortRead(bytesRead, length, position);
+      return into;
     },
     close: () => closeAsync(fd),
   };

@@ -9,7 +9,7 @@ import { describe, it } from 'node:test';
 import { generateDataset } from '../../../scripts/gen-lib.js';
 import { buildIndex } from '../../../src/index/build.js';
 import { COMBO_VALUE } from '../../../src/index/layout.js';
-import type { MessageLine } from '../../../src/model/records.js';
+import type { Contact, MessageLine } from '../../../src/model/records.js';
 import { OrgDataBuilder } from '../../../src/model/org-data-builder.js';
 import { executeSearch } from '../../../src/query/execute.js';
 import { parseSearchParams } from '../../../src/request/parse-params.js';
@@ -20,15 +20,20 @@ import { referenceSearch } from '../../reference/brute-force.js';
 
 const STAMP = '2024-03-01T00:00:00Z';
 
+/** One organization's records and its data, ready to build. */
+function orgOf(contacts: Contact[], messages: MessageLine[]) {
+  const orgId = contacts[0].organization_id;
+  const b = new OrgDataBuilder(orgId);
+  for (const c of contacts) b.addContact(c);
+  for (const m of messages) b.addMessage(m, parseRfc3339(m.sent_at)!);
+  return { orgId, contacts, messages, data: b.build() };
+}
+
 function tiedOrg(messages: number, contacts: number, tiedShare: number) {
   const d = generateDataset({ messages, contacts, organizations: 1, seed: 7 });
   // most messages get one sent_at; the rest keep theirs, so ties sit among distinct times
   const tied: MessageLine[] = d.messages.map((m, i) => (i % 100 < tiedShare * 100 ? { ...m, sent_at: STAMP } : m));
-  const orgId = d.contacts[0].organization_id;
-  const b = new OrgDataBuilder(orgId);
-  for (const c of d.contacts) b.addContact(c);
-  for (const m of tied) b.addMessage(m, parseRfc3339(m.sent_at)!);
-  return { orgId, contacts: d.contacts, messages: tied, data: b.build() };
+  return orgOf(d.contacts, tied);
 }
 
 const QUERIES = [
@@ -67,11 +72,8 @@ describe('ties in sent_at', () => {
   it('20,000 messages stamped with their day (~730 instants, ties across contacts): every answer equals the reference', () => {
     // the generator's `--times day`: every message at its UTC day's midnight, the rest of the data as generated
     const d = generateDataset({ messages: 20_000, contacts: 300, organizations: 1, seed: 11, times: 'day' });
-    const orgId = d.contacts[0].organization_id;
-    const b = new OrgDataBuilder(orgId);
-    for (const c of d.contacts) b.addContact(c);
-    for (const m of d.messages) b.addMessage(m, parseRfc3339(m.sent_at)!);
-    const index = buildIndex(b.build(), { pairMinFrequency: 50 });
+    const { orgId, data } = orgOf(d.contacts, d.messages);
+    const index = buildIndex(data, { pairMinFrequency: 50 });
     const loaded = wrapIndex(throughSnapshot(flattenIndex(index), orgId));
     const days = [
       ...QUERIES,
