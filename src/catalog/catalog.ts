@@ -54,6 +54,8 @@ export interface CatalogOptions {
   organizations?: ReadonlySet<string> | null;
   /** Called (and awaited) after a new version is swapped in, before the reload counts it: serving threads swap it too. */
   onLoaded?: (organizationId: string, version: number, built: BuiltIndex) => Promise<void>;
+  /** Called once, when every organization listed at start has been tried (ready). */
+  onReady?: () => void;
 }
 
 /** What one reload did; JSON-able, the body of `POST /admin/reload`. */
@@ -125,7 +127,7 @@ export class Catalog {
   private readonly store: Pick<Stores, 'snapshots' | 'fleet' | 'currentRedisUrl'>;
   private readonly log: CatalogLogger;
   private readonly opts: Required<
-    Omit<CatalogOptions, 'logger' | 'adminUrl' | 'build' | 'organizations' | 'onLoaded' | 'storeConfig'>
+    Omit<CatalogOptions, 'logger' | 'adminUrl' | 'build' | 'organizations' | 'onLoaded' | 'onReady' | 'storeConfig'>
   > & { adminUrl: string | null };
   private readonly shard: ReadonlySet<string> | null;
   private readonly builder: IndexBuilder;
@@ -148,10 +150,12 @@ export class Catalog {
   private stopped = false;
 
   private readonly onLoaded: CatalogOptions['onLoaded'];
+  private readonly onReady: CatalogOptions['onReady'];
 
   constructor(store: Pick<Stores, 'snapshots' | 'fleet' | 'currentRedisUrl'>, options: CatalogOptions) {
     this.store = store;
     this.onLoaded = options.onLoaded;
+    this.onReady = options.onReady;
     this.log = options.logger;
     this.opts = {
       adminUrl: options.adminUrl ?? null,
@@ -401,6 +405,7 @@ export class Catalog {
         { organizations: this.indexes.size, failed: this.failures.size },
         'catalog: ready (every organization listed at start was tried)',
       );
+      this.onReady?.();
     }
     return summary;
   }
