@@ -1,0 +1,49 @@
+/**
+ * wrapIndex's index and a loaded flat's sections record are fast-properties objects from the
+ * start, not only once requests reached the organization: in dictionary mode each held ~3.2 KB
+ * of hash table (a thread's and the main thread's, for every organization), and the query code's
+ * field reads were slower. V8 tells which mode an object is in only to `--allow-natives-syntax`
+ * code, so the check runs in a child process.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const url = (p: string) => pathToFileURL(path.join(ROOT, p)).href;
+
+// plain JavaScript (the child parses `%` calls itself); modules loaded through tsx
+const CHILD = `
+const { buildIndex } = await import(${JSON.stringify(url('src/index/build.ts'))});
+const { OrgDataBuilder } = await import(${JSON.stringify(url('src/model/org-data-builder.ts'))});
+const { flattenIndex, shareFlat, deriveDictionaries, wrapIndex } = await import(${JSON.stringify(url('src/store/flat-index.ts'))});
+const org = '0d0d0d0d-0000-4000-8000-000000000001';
+const contact = '3c3c3c3c-0000-4000-8000-000000000001';
+const b = new OrgDataBuilder(org);
+b.addContact({ id: contact, organization_id: org, name: 'Ana', phone: null, email: null, avatar_url: null, source: null });
+for (let i = 0; i < 20; i++) {
+  const sentAt = '2025-01-02T03:04:' + String(10 + i) + 'Z';
+  b.addMessage({ id: 'm' + i, organization_id: org, contact_id: contact, conversation_id: 'c1', channel: 'email',
+    direction: 'outbound', content: 'pedido número ' + i, sent_at: sentAt }, Date.parse(sentAt));
+}
+const flat = shareFlat(flattenIndex(buildIndex(b.build())));
+deriveDictionaries(flat);
+const index = wrapIndex(flat);
+console.log(JSON.stringify({ sections: %HasFastProperties(flat.sections), index: %HasFastProperties(index) }));
+`;
+
+test('the index and its sections record have fast properties once wrapped, before any query', () => {
+  const r = spawnSync(
+    process.execPath,
+    ['--allow-natives-syntax', '--import', 'tsx', '--input-type=module', '-e', CHILD],
+    {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 60_000,
+    },
+  );
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout.trim().split('\n').at(-1)!), { sections: true, index: true });
+});
