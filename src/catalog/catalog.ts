@@ -94,7 +94,6 @@ export interface CatalogStats {
 }
 
 interface Loaded {
-  index: OrgIndex;
   /** the listing's stamp of the version loaded (SnapshotRef.stamp), when the store gives one */
   stamp?: string;
   /** what the builder loaded: kept so that a reload of the same content keeps it (IndexBuilder.load) */
@@ -235,7 +234,7 @@ export class Catalog {
 
   /** The index of `orgId`, or null when the organization has no snapshot loaded. Synchronous: the request path. */
   get(orgId: string): OrgIndex | null {
-    return this.indexes.get(orgId)?.index ?? null;
+    return this.indexes.get(orgId)?.built.index ?? null;
   }
 
   /**
@@ -366,10 +365,9 @@ export class Catalog {
       try {
         const t1 = performance.now();
         const built = await this.builder.load(ref, cur?.built);
-        const { index, messages, contacts } = built;
+        const { messages, contacts } = built;
         // One Map.set: requests already holding the old index finish on it, later ones see this.
         this.indexes.set(org, {
-          index,
           built,
           version: ref.version,
           ...(ref.stamp === undefined ? {} : { stamp: ref.stamp }),

@@ -11,7 +11,7 @@
 import type { Worker } from 'node:worker_threads';
 import type { OrgIndex } from '../index/org-index.js';
 import type { OrgData } from '../model/records.js';
-import { type FlatIndex, wrapIndex } from '../store/flat-index.js';
+import { type FlatIndex, lazyIndex } from '../store/flat-index.js';
 import { OlderFormatError, type SnapshotRef, type SnapshotStore } from '../store/snapshot-store.js';
 import type { StoreConfig } from '../store/stores.js';
 import type { WorkerReply, WorkerRequest } from './worker-protocol.js';
@@ -23,7 +23,8 @@ const BUILD_WORKER_YOUNG_MB = 4;
 
 /** A loaded snapshot's index and the counts the Catalog reports. */
 export interface BuiltIndex {
-  index: OrgIndex;
+  /** (a loaded flat's is wrapped on first read: lazyIndex) */
+  readonly index: OrgIndex;
   /** the shared sections `index` wraps, when it was loaded from them (serving threads wrap them too) */
   flat?: FlatIndex;
   messages: number;
@@ -136,10 +137,10 @@ export class IndexBuilder {
       try {
         const flat = await this.store.loadChangedFlatIndex(ref, unchanged, { build: false });
         if (flat === null) return this.kept(current);
-        const index = wrapIndex(flat);
+        const built = lazyIndex(flat);
         this.where = 'snapshot';
         // `flat` goes along: serving threads get these same shared sections, not a copy of them.
-        return { index, flat, messages: flat.messageCount, contacts: flat.contactCount };
+        return built;
       } catch (err) {
         if (!(err instanceof OlderFormatError)) throw err;
       }
@@ -194,7 +195,7 @@ export class IndexBuilder {
     const flat = await this.store.loadChangedFlatIndex(ref, current?.flat?.digest);
     // (a digest is only given with `current`, so null comes with it)
     if (flat === null) return this.kept(current);
-    return { index: wrapIndex(flat), flat, messages: flat.messageCount, contacts: flat.contactCount };
+    return lazyIndex(flat);
   }
 
   private spawn(): Worker | null {
@@ -261,7 +262,7 @@ export class IndexBuilder {
     }
     const flat = reply.flat;
     try {
-      p.resolve({ index: wrapIndex(flat), flat, messages: flat.messageCount, contacts: flat.contactCount });
+      p.resolve(lazyIndex(flat));
     } catch (err) {
       p.reject(err as Error);
     }

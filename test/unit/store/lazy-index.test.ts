@@ -1,0 +1,71 @@
+/**
+ * lazyIndex: a load checks the flat at once (a snapshot missing a section is refused then, as
+ * before), and wraps its OrgIndex only when something reads it, once.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { buildIndex } from '../../../src/index/build.js';
+import { OrgDataBuilder } from '../../../src/model/org-data-builder.js';
+import { executeSearch } from '../../../src/query/execute.js';
+import { parseSearchParams } from '../../../src/request/parse-params.js';
+import { type FlatIndex, flattenIndex, lazyIndex, shareFlat } from '../../../src/store/flat-index.js';
+
+const ORG = '0e0e0e0e-0000-4000-8000-000000000001';
+const CONTACT = '4c4c4c4c-0000-4000-8000-000000000001';
+
+function flat(): FlatIndex {
+  const b = new OrgDataBuilder(ORG);
+  b.addContact({
+    id: CONTACT,
+    organization_id: ORG,
+    name: 'Ana',
+    phone: null,
+    email: null,
+    avatar_url: null,
+    source: null,
+  });
+  for (let i = 0; i < 5; i++) {
+    const sentAt = `2025-01-02T03:04:1${i}Z`;
+    b.addMessage(
+      {
+        id: `m${i}`,
+        organization_id: ORG,
+        contact_id: CONTACT,
+        conversation_id: 'c1',
+        channel: 'instagram',
+        direction: 'inbound',
+        content: `quero o pedido ${i}`,
+        sent_at: sentAt,
+      },
+      Date.parse(sentAt),
+    );
+  }
+  return shareFlat(flattenIndex(buildIndex(b.build())));
+}
+
+test('lazyIndex wraps once, on first read, and answers as the built index', () => {
+  const f = flat();
+  const built = lazyIndex(f);
+  assert.equal(built.messages, 5);
+  assert.equal(built.contacts, 1);
+  assert.equal(built.flat, f);
+  const first = built.index;
+  assert.equal(built.index, first, 'the same index on every read');
+  const parsed = parseSearchParams(`organization_id=${ORG}&q=pedido&messages_limit=2`);
+  assert.ok(parsed.ok);
+  const answer = executeSearch(first, parsed.request);
+  assert.equal(answer.pagination.count, 1);
+  assert.equal(answer.data[0].match_count, 5);
+  assert.deepEqual(
+    answer.data[0].messages.map((m) => m.id),
+    ['m4', 'm3'],
+  );
+});
+
+test('a flat missing a section is refused by lazyIndex itself, before any read', () => {
+  const f = flat();
+  delete f.sections.msgCombo;
+  assert.throws(() => lazyIndex(f), {
+    message: `snapshot: organization ${ORG} has no section msgCombo`,
+  });
+});
