@@ -200,6 +200,15 @@ async function list(args: string[], store: () => Promise<KeyStore>): Promise<voi
   }
 }
 
+/** The keys of an embedded store whose folder does not exist: none (list and revoke only read). */
+const NO_KEYS: KeyStore = {
+  putKey: () => Promise.reject(new Error('keys: no store to write to')),
+  getKey: () => Promise.resolve(null),
+  listKeys: () => Promise.resolve([]),
+  revokeKey: () => Promise.resolve(false),
+  touchKeys: () => Promise.resolve(),
+};
+
 const COMMANDS: Record<string, (args: string[], store: () => Promise<KeyStore>) => Promise<void>> = {
   create,
   revoke,
@@ -236,10 +245,15 @@ async function main(argv: string[]): Promise<number> {
         if (err instanceof ConfigError) throw new Failure(err.problems.join('\n'));
         throw err;
       }
-      // creating a key makes the folder; listing or revoking in one that is not there says so
+      // creating a key makes the folder; listing or revoking in one that is not there says so,
+      // and answers from no keys without making it (the next run with the same typo would be
+      // silent: an audit)
       if (command !== 'create') {
         const note = newDataDirNote('keys', config);
-        if (note !== null) process.stderr.write(note);
+        if (note !== null) {
+          process.stderr.write(note);
+          return NO_KEYS;
+        }
       }
       holder.stores = await openStores(config, undefined, command === 'list' ? 'read' : 'write');
       return holder.stores.keys;

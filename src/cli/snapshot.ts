@@ -192,9 +192,11 @@ async function runList(json: boolean): Promise<number> {
   const config = loadStoreConfig();
   const note = newDataDirNote('snapshot', config);
   if (note !== null) process.stderr.write(note);
-  const stores = await openStores(config, undefined, 'read');
+  // a folder that is not there lists nothing, and is not made (the next run with the same typo
+  // would be silent: an audit)
+  const stores = note === null ? await openStores(config, undefined, 'read') : null;
   try {
-    const { refs, unreadable } = await stores.snapshots.listLatest();
+    const { refs, unreadable } = stores === null ? { refs: [], unreadable: [] } : await stores.snapshots.listLatest();
     refs.sort((a, b) => (a.organizationId < b.organizationId ? -1 : 1));
     if (json) {
       process.stdout.write(
@@ -207,7 +209,7 @@ async function runList(json: boolean): Promise<number> {
     for (const u of unreadable) process.stderr.write(`snapshot: ${visibleText(u.error)}\n`);
     return unreadable.length > 0 ? 1 : 0;
   } finally {
-    await stores.close();
+    await stores?.close();
   }
 }
 

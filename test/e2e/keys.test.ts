@@ -1,7 +1,7 @@
 /** The keys CLI from outside (CONTRACT 7, 8, 10): output, validation, exit codes, no secrets in list. */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -136,6 +136,21 @@ describe('keys: help, names, a missing store folder', () => {
       r.stderr,
       `keys: note: DATA_DIR ${JSON.stringify(missing)} did not exist (nothing was ever stored there): check the path\n`,
     );
+    // not made either: the next run with the same typo says so again
+    assert.equal(existsSync(missing), false);
+  });
+  it('read-only commands in a DATA_DIR that does not exist leave it absent: keys revoke, snapshot list', async () => {
+    const missing = path.join(data.dir, 'no-such-folder-either');
+    const note = (tool: string) =>
+      `${tool}: note: DATA_DIR ${JSON.stringify(missing)} did not exist (nothing was ever stored there): check the path\n`;
+    const revoke = await keysCli(['revoke', 'abcdefgh'], { ...env, DATA_DIR: missing });
+    assert.equal(revoke.code, 1);
+    assert.equal(revoke.stderr, `${note('keys')}keys: no key with prefix abcdefgh\n`);
+    const list = await runNode('src/cli/snapshot.ts', ['list', '--json'], { ...env, DATA_DIR: missing });
+    assert.equal(list.code, 0, list.stderr);
+    assert.equal(list.stdout, '[]\n');
+    assert.equal(list.stderr, note('snapshot'));
+    assert.equal(existsSync(missing), false);
   });
 });
 
