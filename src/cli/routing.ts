@@ -5,9 +5,9 @@
  * of one shard's replicas, so proxy and replicas read the same assignment.
  * Exit 0 done, 2 bad usage or a bad shards file.
  */
-import { parseArgs } from 'node:util';
 import { renderNginxConf } from '../routing/nginx-conf.js';
 import { readShardsFile } from '../routing/shards-file.js';
+import { parseOptions, UsageError } from './args.js';
 import { endQuietlyOnClosedOutput } from './closed-stdout.js';
 
 const USAGE = `Usage: npm run routing -- nginx --shards FILE [--listen PORT|HOST:PORT] [--workers N]
@@ -28,11 +28,10 @@ Options:
   -h, --help      show this text
 `;
 
-class UsageError extends Error {}
-
 function main(argv: string[]): number {
   try {
-    const { values, positionals } = parseArgs({
+    // (a value option given twice is refused: parseArgs alone keeps the last, silently)
+    const { values, positionals } = parseOptions({
       args: argv,
       allowPositionals: true,
       options: {

@@ -105,6 +105,11 @@ describe('routing CLI: usage and shards file errors', () => {
     const noShard = await routing(['organizations', '--shards', good, '--shard', 'zz']);
     assert.equal(noShard.code, 2);
     assert.match(noShard.stderr, /no shard named "zz"/);
+    // a value option given twice is refused (parseArgs alone kept the last, silently)
+    const repeated = await routing(['nginx', '--shards', file, '--shards', good]);
+    assert.equal(repeated.code, 2);
+    assert.equal(repeated.stdout, '');
+    assert.match(repeated.stderr, /^routing: --shards given more than once\n/);
   });
 });
 
