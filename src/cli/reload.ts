@@ -16,6 +16,7 @@ import { onThisHost, pidAlive, processStopped } from '../store/file-utils.js';
 import { openStores } from '../store/open-store.js';
 import type { Stores } from '../store/stores.js';
 import { parseOrganizationId } from '../model/organization-id.js';
+import { visibleText } from '../text/visible.js';
 import { newDataDirNote, repeatedOption } from './args.js';
 import { reloadSummaryText, type ServerReloadSummary } from './reload-summary.js';
 import { endQuietlyOnClosedOutput } from './closed-stdout.js';
@@ -144,7 +145,8 @@ async function viaAdmin(
       try {
         const res = await fetch(url, { method: 'POST', signal: AbortSignal.timeout(timeoutMs) });
         const text = await res.text();
-        if (res.status !== 200) return { server, status: 'failed', error: `HTTP ${res.status}: ${text.slice(0, 200)}` };
+        // (one line: another service on that port may answer a page of HTML)
+        if (res.status !== 200) return { server, status: 'failed', error: `HTTP ${res.status}: ${oneLine(text)}` };
         return fromAck(server, { ok: true, summary: JSON.parse(text) });
       } catch (err) {
         // killed on this host (connection refused on its admin port), or left the registry and
@@ -159,6 +161,12 @@ async function viaAdmin(
       }
     }),
   );
+}
+
+/** An answer's body for an error line: white space runs as one space, at most 200 characters, control characters escaped. */
+function oneLine(text: string): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return visibleText(line.length > 200 ? `${line.slice(0, 200)}...` : line);
 }
 
 /** Nothing to reload: no server is registered (exit 0). */

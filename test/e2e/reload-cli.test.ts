@@ -3,9 +3,13 @@
  * reloaded in one pass, and the organization flag's misuses (CONTRACT 8, 10).
  */
 import assert from 'node:assert/strict';
-import { rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { hostname } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { EmbeddedFleet } from '../../src/store/embedded-fleet.js';
 import { importCli, reloadCli } from '../helpers/e2e.js';
 import { baseEnv, runNode, startServer, tempDataDir, type RunningServer } from '../helpers/server.js';
 
@@ -215,5 +219,41 @@ describe('reload CLI', () => {
     });
     const ok = await reloadCli(env, ['--organization-id', org(3).toUpperCase()]);
     assert.equal(ok.code, 0, ok.stderr);
+  });
+});
+
+describe('reload CLI: a registered admin URL answered by something else', () => {
+  it('a multi-line error page is shown on one line of stderr, exit 1', async () => {
+    const other = tempDataDir();
+    const page = http.createServer((_req, res) => {
+      res.writeHead(502, { 'content-type': 'text/html' });
+      res.end('<html>\n  <body>\n\n    <h1>Bad Gateway</h1>\n  </body>\n</html>\n');
+    });
+    await new Promise<void>((resolve) => page.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = page.address() as AddressInfo;
+      const fleet = new EmbeddedFleet(other.dir);
+      mkdirSync(path.join(other.dir, 'servers'), { recursive: true });
+      // this test process stands for the server: alive, on this host
+      await fleet.registerServer(
+        {
+          id: 'not-a-search-server',
+          pid: process.pid,
+          hostname: hostname(),
+          adminUrl: `http://127.0.0.1:${port}`,
+          startedAt: new Date().toISOString(),
+          heartbeatAt: Date.now(),
+        },
+        60_000,
+      );
+      const r = await reloadCli(baseEnv({ DATA_DIR: other.dir }));
+      assert.equal(r.code, 1, r.stderr);
+      const line = r.stderr.split('\n').find((l) => l.includes('HTTP 502'));
+      assert.ok(line, r.stderr);
+      assert.match(line, /HTTP 502: <html> <body> <h1>Bad Gateway<\/h1> <\/body> <\/html>$/);
+    } finally {
+      page.close();
+      other.cleanup();
+    }
   });
 });
