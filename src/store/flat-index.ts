@@ -318,6 +318,11 @@ const fastRecords = new WeakSet<object>();
  */
 export function wrapIndex(flat: FlatIndex): OrgIndex {
   checkWrappable(flat);
+  return wrapChecked(flat);
+}
+
+/** wrapIndex of a flat that checkWrappable has passed (a LazyIndex's, checked at load). */
+function wrapChecked(flat: FlatIndex): OrgIndex {
   const s = flat.sections;
   const index: Record<string, unknown> = {
     organizationId: flat.organizationId,
@@ -371,7 +376,7 @@ class LazyIndex {
   }
 
   get index(): OrgIndex {
-    this.wrapped ??= wrapIndex(this.flat);
+    this.wrapped ??= wrapChecked(this.flat);
     return this.wrapped;
   }
 }

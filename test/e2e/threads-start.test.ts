@@ -5,13 +5,13 @@
  * after applying the indexes posted before it, opens /readyz.
  */
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { OrgDataBuilder } from '../../src/model/org-data-builder.js';
 import { openStores } from '../../src/store/open-store.js';
 import {
   baseEnv,
   createKey,
+  freshGet,
   startServer,
   tempDataDir,
   type CreatedKey,
@@ -25,20 +25,6 @@ const contactOf = (i: number) => `2c2c2c2c-0000-4000-8000-${String(i).padStart(1
 const data = tempDataDir();
 let server: RunningServer;
 let key: CreatedKey;
-
-/** One GET on a fresh connection (no keep-alive): the kernel routes each to either thread. */
-function get(url: string, auth: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const r = http.get(url, { agent: false, headers: { authorization: auth } }, (res) => {
-      let body = '';
-      res.setEncoding('utf8').on('data', (d: string) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      res.on('error', reject);
-    });
-    r.on('error', reject);
-    r.setTimeout(5000, () => r.destroy(new Error('timeout')));
-  });
-}
 
 before(async () => {
   const store = await openStores({ redisUrl: null, dataDir: data.dir });
@@ -84,7 +70,7 @@ describe('SERVER_THREADS=2: the start', () => {
     await Promise.all(
       Array.from({ length: ORGANIZATIONS * 4 }, async (_, n) => {
         const i = n % ORGANIZATIONS;
-        const r = await get(`${server.url}/contacts/message-search?organization_id=${orgOf(i)}&q=pedido`, auth);
+        const r = await freshGet(`${server.url}/contacts/message-search?organization_id=${orgOf(i)}&q=pedido`, auth);
         const body =
           r.status === 200
             ? (JSON.parse(r.body) as { data: { contact: { id: string }; match_count: number }[] })

@@ -3,13 +3,13 @@
  * thread keeps answering, and only requests in flight on the dead thread may fail.
  */
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { OrgDataBuilder } from '../../src/model/org-data-builder.js';
 import { openStores } from '../../src/store/open-store.js';
 import {
   baseEnv,
   createKey,
+  freshGet,
   startServer,
   tempDataDir,
   type CreatedKey,
@@ -23,17 +23,9 @@ const data = tempDataDir();
 let server: RunningServer;
 let key: CreatedKey;
 
-/** One GET on a fresh connection (no keep-alive): each request is routed by the kernel anew. */
-function get(url: string, auth: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const r = http.get(url, { agent: false, headers: { authorization: auth } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-      res.on('error', reject);
-    });
-    r.on('error', reject);
-    r.setTimeout(5000, () => r.destroy(new Error('timeout')));
-  });
+/** The status of one GET on a fresh connection: each request is routed by the kernel anew. */
+async function get(url: string, auth: string): Promise<number> {
+  return (await freshGet(url, auth)).status;
 }
 
 before(async () => {

@@ -1,6 +1,7 @@
 /** Runs the real server and CLI as child processes, the way an operator would. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -105,6 +106,23 @@ export function runProcess(nodeArgs: string[], env: NodeJS.ProcessEnv, timeoutMs
       clearTimeout(timer);
       resolve({ code, signal, stdout, stderr, ms: performance.now() - t0 });
     });
+  });
+}
+
+/**
+ * One GET on a fresh connection (no keep-alive), its status and body: with serving threads the
+ * kernel routes each such request to a thread anew.
+ */
+export function freshGet(url: string, authorization: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const r = http.get(url, { agent: false, headers: { authorization } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (d: string) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('error', reject);
+    });
+    r.on('error', reject);
+    r.setTimeout(5000, () => r.destroy(new Error('timeout')));
   });
 }
 
