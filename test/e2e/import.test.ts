@@ -476,7 +476,8 @@ for (const kind of ['embedded', 'redis'] as const) {
       });
 
       test('Redis full while writing the second organization: nothing published, nothing left', async () => {
-        // org 4 is written first and fits; org 5's chunks hit maxmemory (CONTRACT 9: all or nothing)
+        // org 5's chunks fill maxmemory (CONTRACT 9: all or nothing); the import writes up to 8
+        // organizations at once, so org 4's small write may be the one refused (seen in CI)
         const small = generate(4, 5, 40, 1),
           big = generate(5, 300, 40000, 1);
         const first = await importRecords(small, env);
@@ -500,7 +501,7 @@ for (const kind of ['embedded', 'redis'] as const) {
           assert.equal(r.code, 1, r.stdout);
           assert.match(
             r.stderr,
-            /^snapshot: store: redis publishing organization 00000005-0000-4000-8000-000000000000: .*OOM/m,
+            /^snapshot: store: redis publishing organization 0000000[45]-0000-4000-8000-000000000000: .*OOM/m,
           );
           assert.doesNotMatch(r.stderr, /at .*\.ts:\d+/); // no stack trace
           assert.deepEqual(await pointers(), before, 'no pointer moved');
