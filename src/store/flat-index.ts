@@ -321,23 +321,75 @@ export function wrapIndex(flat: FlatIndex): OrgIndex {
   return wrapChecked(flat);
 }
 
-/** wrapIndex of a flat that checkWrappable has passed (a LazyIndex's, checked at load). */
+/** The sections an OrgIndex takes as they are, typed as the index reads them. */
+type IndexSections = Pick<OrgIndex, (typeof TYPED_ARRAY_FIELDS)[number]>;
+
+/**
+ * wrapIndex of a flat that checkWrappable has passed (a LazyIndex's, checked at load).
+ *
+ * Every index is made by this one object literal, fields named in one order, so every
+ * organization's index has the same hidden class (map). The query code's property loads then stay
+ * monomorphic however many organizations a thread serves: made a map of its own each (the
+ * prototype trick of fastProperties, before session 39), they went megamorphic past four
+ * organizations, and `searchBody` round robin over 2,000 small organizations took 14-16 µs a
+ * call against 8 µs with one shape; the 1M organization alone measured the same either way
+ * (bench/RESULTS.md, session 39). A literal also holds its fields in the object, with no map and
+ * descriptors of its own (~1 KB an organization and serving thread, measured). TypeScript checks that the
+ * literal names every field of OrgIndex.
+ */
 function wrapChecked(flat: FlatIndex): OrgIndex {
-  const s = flat.sections;
-  const index: Record<string, unknown> = {
+  const s = flat.sections as unknown as IndexSections & Record<string, Section>;
+  return {
     organizationId: flat.organizationId,
     messageCount: flat.messageCount,
     contactCount: flat.contactCount,
+    contactJsonBytes: s.contactJsonBytes,
+    contactJsonOffsets: s.contactJsonOffsets,
+    contactIdRank: s.contactIdRank,
+    contactByIdRank: s.contactByIdRank,
+    msgConversation: s.msgConversation,
+    contactConversationStart: s.contactConversationStart,
+    msgCombo: s.msgCombo,
+    msgSentBlock: s.msgSentBlock,
+    msgSentLow: s.msgSentLow,
+    msgSentFar: s.msgSentFar,
+    msgRowBytes: s.msgRowBytes,
+    msgRowStartBase: s.msgRowStartBase,
+    msgRowStartDelta: s.msgRowStartDelta,
+    msgRowStartFar: s.msgRowStartFar,
+    conversationIdBytes: s.conversationIdBytes,
+    conversationIdOffsets: s.conversationIdOffsets,
+    tokenIds: new SharedTokenDictionary(
+      s.tokenBytes as Uint8Array,
+      s.tokenOffsets as Uint32Array,
+      s.tokenTable as Uint32Array,
+    ),
+    pairIds: new SharedPairDictionary(s.pairKeysSorted as Float64Array, s.pairValuesSorted as Uint32Array),
+    pairMinFrequency: flat.pairMinFrequency,
+    entryStart: s.entryStart,
+    entryContact: s.entryContact,
+    entryPostBase: s.entryPostBase,
+    entryPostFar: s.entryPostFar,
+    entryFlags: s.entryFlags,
+    entryNewestIn: s.entryNewestIn,
+    storedPostings: s.storedPostings,
+    keyFrequency: s.keyFrequency,
+    summaryMin: s.summaryMin,
+    summaryEntries: s.summaryEntries,
+    summaryValues: s.summaryValues,
+    tokenRank: s.tokenRank,
+    seqStartBase: s.seqStartBase,
+    seqStartDelta: s.seqStartDelta,
+    seqStartFar: s.seqStartFar,
+    tokenSeqBytes: s.tokenSeqBytes,
+    topSlot: s.topSlot,
+    topStart: s.topStart,
+    topCount: s.topCount,
+    topOffsets: s.topOffsets,
+    topBits: s.topBits,
+    inboundChannelBits: s.inboundChannelBits,
+    inboundChannelStart: s.inboundChannelStart,
   };
-  for (const f of TYPED_ARRAY_FIELDS) index[f] = s[f];
-  index.tokenIds = new SharedTokenDictionary(
-    s.tokenBytes as Uint8Array,
-    s.tokenOffsets as Uint32Array,
-    s.tokenTable as Uint32Array,
-  );
-  index.pairIds = new SharedPairDictionary(s.pairKeysSorted as Float64Array, s.pairValuesSorted as Uint32Array);
-  index.pairMinFrequency = flat.pairMinFrequency;
-  return fastProperties(index) as unknown as OrgIndex;
 }
 
 /**
@@ -356,8 +408,8 @@ export function checkWrappable(flat: FlatIndex): void {
 /**
  * What a load gives the catalog: `flat`, checked now, and its OrgIndex wrapped on first use. With
  * serving threads the main thread never queries an index (each thread wraps its own), and an
- * organization no request reaches needs none: a wrapped index holds ~2 KB of object and map
- * besides the sections, and wrapping costs ~20 µs an organization of the start.
+ * organization no request reaches needs none: a wrapped index holds ~0.5 KB of object and two
+ * dictionary objects besides the sections, and wrapping costs ~20 µs an organization of the start.
  */
 export function lazyIndex(flat: FlatIndex): LazyIndex {
   checkWrappable(flat);
@@ -382,15 +434,15 @@ class LazyIndex {
 }
 
 /**
- * An object filled by computed keys sits in V8's dictionary mode, which makes every field read of
- * the query code slower (measured: p50 2x on a 1M-message organization) and holds its fields in a
- * hash table: ~3.2 KB for the index's or the sections' ~47, against ~1.8 KB as a fast object.
- * Made a prototype, the object turns fast once a property load site's inline cache has seen it
- * (V8's MakePrototypesFast). A function gets its inline caches only after ~8 calls (lazy feedback
- * allocation): measured on this Node, the probe below turned the first object fast at its 10th
- * call, and each later one within 2 calls. Without the probe an index stayed a dictionary until
- * requests reached its organization, and the main thread's records (which serve no request) for
- * ever: 2,000 organizations held ~6 MB a thread more.
+ * An object filled by computed keys (a sections record: its names come from the snapshot) sits in
+ * V8's dictionary mode, which makes every field read slower (measured: the index read p50 2x on a
+ * 1M-message organization when it was made so) and holds its fields in a hash table: ~3.2 KB for
+ * the sections' ~47, against ~1.8 KB as a fast object. Made a prototype, the object turns fast
+ * once a property load site's inline cache has seen it (V8's MakePrototypesFast). A function gets
+ * its inline caches only after ~8 calls (lazy feedback allocation): measured on this Node, the
+ * probe below turned the first object fast at its 10th call, and each later one within 2 calls.
+ * Without the probe the main thread's records (which serve no request) stayed dictionaries for
+ * ever: 2,000 organizations held ~6 MB more.
  */
 function fastProperties<T extends object>(o: T): T {
   function Shape(): void {}
