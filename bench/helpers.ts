@@ -144,6 +144,12 @@ export async function dataset(messages: number, contacts: number, seed = 42): Pr
   return ds();
 }
 
+/** REDIS_URL as the server reads it: unset or empty means the embedded store (null). */
+export function redisUrlFromEnv(): string | null {
+  const url = process.env.REDIS_URL;
+  return url === undefined || url === '' ? null : url;
+}
+
 export function tempDir(tag: string): { dir: string; cleanup: () => void } {
   const dir = mkdtempSync(path.join(tmpdir(), `msearch-bench-${tag}-`));
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };

@@ -9,12 +9,12 @@
  */
 import { createHash } from 'node:crypto';
 import { openStores } from '../src/store/open-store.js';
+import { redisUrlFromEnv } from './helpers.js';
 
 const dataDir = process.argv[2];
 if (dataDir === undefined) throw new Error('index-hash: give DATA_DIR (ignored when REDIS_URL is set)');
 const perSection = process.argv.includes('--sections');
-const redisUrl = process.env.REDIS_URL;
-const stores = await openStores({ redisUrl: redisUrl === undefined || redisUrl === '' ? null : redisUrl, dataDir });
+const stores = await openStores({ redisUrl: redisUrlFromEnv(), dataDir });
 try {
   for (const ref of await stores.snapshots.latest()) {
     const flat = await stores.snapshots.loadFlatIndex(ref, { build: false });

@@ -12,15 +12,14 @@ import { openStores } from '../src/store/open-store.js';
 import { wrapIndex } from '../src/store/flat-index.js';
 import { searchBody } from '../src/query/execute.js';
 import { parseSearchParams } from '../src/request/parse-params.js';
-import { flagNumber, flagString } from './helpers.js';
+import { flagNumber, flagString, redisUrlFromEnv } from './helpers.js';
 
 const dataDir = process.argv[2];
 if (dataDir === undefined || dataDir.startsWith('--')) throw new Error('round-robin: give DATA_DIR first');
 const query = flagString('q', 'q=de');
 const seconds = flagNumber('seconds', 2);
 const rounds = flagNumber('rounds', 5);
-const redisUrl = process.env.REDIS_URL;
-const stores = await openStores({ redisUrl: redisUrl === undefined || redisUrl === '' ? null : redisUrl, dataDir });
+const stores = await openStores({ redisUrl: redisUrlFromEnv(), dataDir });
 const indexes = [];
 try {
   for (const ref of await stores.snapshots.latest()) {
@@ -41,7 +40,10 @@ for (let r = 0; r < rounds; r++) {
   const end = start + seconds * 1000;
   let n = 0;
   while (performance.now() < end) {
-    for (let k = 0; k < 100; k++, n++) searchBody(indexes[n % indexes.length], requests[n % indexes.length]);
+    for (let k = 0; k < 100; k++, n++) {
+      const i = n % indexes.length;
+      searchBody(indexes[i], requests[i]);
+    }
   }
   perCall.push((((performance.now() - start) * 1000) / n).toFixed(2));
 }

@@ -334,8 +334,8 @@ type IndexSections = Pick<OrgIndex, (typeof TYPED_ARRAY_FIELDS)[number]>;
  * organizations, and `searchBody` round robin over 2,000 small organizations took 14-16 µs a
  * call against 8 µs with one shape; the 1M organization alone measured the same either way
  * (bench/RESULTS.md, session 39). A literal also holds its fields in the object, with no map and
- * descriptors of its own (~1 KB an organization and serving thread, measured). TypeScript checks that the
- * literal names every field of OrgIndex.
+ * descriptors of its own (~1 KB an organization and serving thread, measured). TypeScript checks
+ * that the literal names every field of OrgIndex, TYPED_ARRAY_FIELDS among them.
  */
 function wrapChecked(flat: FlatIndex): OrgIndex {
   const s = flat.sections as unknown as IndexSections & Record<string, Section>;
