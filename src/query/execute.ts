@@ -13,7 +13,8 @@ import { matchContacts } from './match.js';
 import type { Plan } from './plan.js';
 import { emptyBody, openBody, writePage, writeTail } from './render.js';
 import { type Scratch, scratchFor } from './scratch.js';
-import { termView, type TermView } from './term-view.js';
+import { subsumedTerms } from './subsumed.js';
+import { termTokens, termView, type TermView } from './term-view.js';
 import { topPage } from './top-page.js';
 
 /**
@@ -49,8 +50,12 @@ export function searchBody(index: OrgIndex | null, req: SearchRequest): Uint8Arr
   const all = req.match === 'all';
   const s = scratchFor(index);
   const views: TermView[] = [];
+  const tokens = req.terms.map(termTokens);
+  // under `any`, a term containing another term's tokens adds no message (subsumed.ts)
+  const skip = all || tokens.length === 1 ? null : subsumedTerms(tokens);
   for (let j = 0; j < req.terms.length; j++) {
-    const v = termView(index, req.terms[j], s, j);
+    if (skip?.[j] === true) continue;
+    const v = termView(index, tokens[j], s, j);
     if (v !== null) views.push(v);
     else if (all) return emptyBody(req, 0);
   }

@@ -36,12 +36,10 @@ export function containsPhrase(index: OrgIndex, o: number, phrase: Phrase): bool
 }
 
 /**
- * The view of `term`, or null when no message can match it. A phrase's pruned positions live in
+ * The view of the term whose tokens (termTokens) are `tokens`, or null when no message can match it. A phrase's pruned positions live in
  * the scratch arrays of term slot `slot`: valid for this query only, and no garbage per query.
  */
-export function termView(index: OrgIndex, term: string, s: Scratch, slot: number): TermView | null {
-  // the tokenizer the index build used on every message (a term is already N()'d, and N() is idempotent)
-  const tokens = tokensOf(term);
+export function termView(index: OrgIndex, tokens: readonly string[], s: Scratch, slot: number): TermView | null {
   if (tokens.length === 0) return null;
   const ids = new Uint32Array(tokens.length);
   for (let k = 0; k < tokens.length; k++) {
@@ -112,6 +110,11 @@ export function termView(index: OrgIndex, term: string, s: Scratch, slot: number
   }
   if (n === 0) return null;
   return { contact, entry, from: 0, to: n, phrase, token: -1 };
+}
+
+/** A term's tokens, by the tokenizer the index build used on every message (a term is already N()'d, and N() is idempotent). */
+export function termTokens(term: string): string[] {
+  return tokensOf(term);
 }
 
 /** Position of contact c in a view, or -1. */

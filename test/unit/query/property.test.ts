@@ -548,6 +548,27 @@ describe('product vs brute-force reference', () => {
     );
   });
 
+  it(`nested phrases: terms that are runs of one another (${SEARCH_RUNS / 8} cases; \`any\` skips the terms that contain another)`, () => {
+    // a run of 2-6 of three words (repeats likely: "pix pix pix"), its sub-runs as terms, some
+    // spelled with other separators (the same tokens under another string)
+    const nestedArb = fc.record({
+      run: fc.array(fc.constantFrom('pedido', 'pix', 'sim'), { minLength: 2, maxLength: 6 }),
+      cuts: fc.array(fc.tuple(fc.nat(), fc.nat(), fc.constantFrom(' ', '-', ', ')), { minLength: 2, maxLength: 10 }),
+    });
+    check(
+      fc.property(fewWordsOrgArb, requestSpecArb, nestedArb, (org, spec, { run, cuts }) => {
+        const raw = cuts.map(([a, b, sep]) => {
+          const from = a % run.length;
+          return run.slice(from, from + 1 + (b % (run.length - from))).join(sep);
+        });
+        const terms = referenceTerms(null, null, raw);
+        const req = { ...makeRequest(org, spec), terms, limit: Math.max(spec.limit, 2) };
+        assertBody(searchBody(indexOf(org), req), referenceSearch(org.allContacts, org.allMessages, req));
+      }),
+      SEARCH_RUNS / 8,
+    );
+  });
+
   it('one index answers many requests the same as fresh indexes (no state kept between queries)', () => {
     check(
       fc.property(orgArb, fc.array(requestSpecArb, { minLength: 2, maxLength: 6 }), (org, specs) => {
