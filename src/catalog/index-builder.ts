@@ -12,6 +12,7 @@ import type { Worker } from 'node:worker_threads';
 import type { OrgIndex } from '../index/org-index.js';
 import type { OrgData } from '../model/records.js';
 import { type FlatIndex, lazyIndex } from '../store/flat-index.js';
+import type { PackedFlat } from '../store/packed-flat.js';
 import { OlderFormatError, type SnapshotRef, type SnapshotStore } from '../store/snapshot-store.js';
 import type { StoreConfig } from '../store/stores.js';
 import type { WorkerReply, WorkerRequest } from './worker-protocol.js';
@@ -26,7 +27,11 @@ export interface BuiltIndex {
   /** (a loaded flat's is wrapped on first read: lazyIndex) */
   readonly index: OrgIndex;
   /** the shared sections `index` wraps, when it was loaded from them (serving threads wrap them too) */
-  flat?: FlatIndex;
+  readonly flat?: FlatIndex;
+  /** the same, packed (store/packed-flat.ts): what the main thread holds and posts to its threads */
+  readonly packed?: PackedFlat | null;
+  /** FlatIndex.digest of a loaded flat: a reload of the same content keeps this index */
+  readonly digest?: string;
   messages: number;
   contacts: number;
 }
@@ -128,7 +133,7 @@ export class IndexBuilder {
    * does not double (a corrupt snapshot is still refused).
    */
   async load(ref: SnapshotRef, current?: BuiltIndex): Promise<BuiltIndex> {
-    const unchanged = this.build === null ? current?.flat?.digest : undefined;
+    const unchanged = this.build === null ? current?.digest : undefined;
     if (this.build === null && (!this.serving || this.buildsIn() === 'main')) {
       // A format-2 snapshot is read, verified and copied into shared memory right here, one
       // chunk per step with the event loop free between them, then wrapped (nothing rebuilt).
@@ -192,7 +197,7 @@ export class IndexBuilder {
       const data = await this.store.loadSnapshot(ref);
       return { index: this.build(data), messages: data.messages.count, contacts: data.contacts.length };
     }
-    const flat = await this.store.loadChangedFlatIndex(ref, current?.flat?.digest);
+    const flat = await this.store.loadChangedFlatIndex(ref, current?.digest);
     // (a digest is only given with `current`, so null comes with it)
     if (flat === null) return this.kept(current);
     return lazyIndex(flat);

@@ -32,7 +32,7 @@ function hashBytes(bytes: Uint8Array, from: number, to: number): number {
  * probes more than at half (a miss ~8.5 at the worst, against ~2.5), a few for each term of a
  * request; the table is half the size: 256 KiB less at 1M (44k words: 65,536 slots, not 131,072).
  */
-function tableSize(tokens: number): number {
+export function tokenTableSize(tokens: number): number {
   let n = 8;
   while (3 * n < 4 * tokens) n *= 2;
   return n;
@@ -40,12 +40,17 @@ function tableSize(tokens: number): number {
 
 /**
  * The hash table of a token column: slot -> token id + 1 (0 empty), in a SharedArrayBuffer so the
- * threads that get the index share it. Linear probing; the column holds each token once.
+ * threads that get the index share it (or in `table`, zeroed, of tokenTableSize slots). Linear
+ * probing; the column holds each token once.
  */
-export function buildTokenTable(bytes: Uint8Array, offsets: Uint32Array): Uint32Array {
+export function buildTokenTable(
+  bytes: Uint8Array,
+  offsets: Uint32Array,
+  table: Uint32Array = new Uint32Array(new SharedArrayBuffer(tokenTableSize(offsets.length - 1) * 4)),
+): Uint32Array {
   const tokens = offsets.length - 1;
-  const size = tableSize(tokens);
-  const table = new Uint32Array(new SharedArrayBuffer(size * 4));
+  const size = tokenTableSize(tokens);
+  if (table.length !== size) throw new Error(`index: a token table of ${size} slots, not ${table.length}`);
   const mask = size - 1;
   for (let t = 0; t < tokens; t++) {
     let slot = hashBytes(bytes, offsets[t], offsets[t + 1]) & mask;
@@ -125,11 +130,19 @@ export class SharedTokenDictionary implements TokenLookup {
   }
 }
 
-/** The pair dictionary's keys ascending, with their values, in shared memory (snapshots keep insertion order). */
-export function sortPairs(keys: Float64Array, values: Uint32Array): { keys: Float64Array; values: Uint32Array } {
+/**
+ * The pair dictionary's keys ascending, with their values, in shared memory (snapshots keep
+ * insertion order), or in `sortedKeys` and `sortedValues` as given (of the keys' length).
+ */
+export function sortPairs(
+  keys: Float64Array,
+  values: Uint32Array,
+  sortedKeys: Float64Array = new Float64Array(new SharedArrayBuffer(keys.length * 8)),
+  sortedValues: Uint32Array = new Uint32Array(new SharedArrayBuffer(keys.length * 4)),
+): { keys: Float64Array; values: Uint32Array } {
+  if (sortedKeys.length !== keys.length || sortedValues.length !== keys.length)
+    throw new Error('index: sorted pairs of another length than the pairs');
   const order = Array.from({ length: keys.length }, (_, i) => i).sort((a, b) => keys[a] - keys[b]);
-  const sortedKeys = new Float64Array(new SharedArrayBuffer(keys.length * 8));
-  const sortedValues = new Uint32Array(new SharedArrayBuffer(keys.length * 4));
   for (let i = 0; i < order.length; i++) {
     sortedKeys[i] = keys[order[i]];
     sortedValues[i] = values[order[i]];

@@ -17,6 +17,7 @@ import { warmTokenizer } from '../text/analyze.js';
 import { createLogger } from '../log/logger.js';
 import { collectGarbage, shrinkHeap } from '../runtime/collect-garbage.js';
 import { wrapIndex } from '../store/flat-index.js';
+import { unpackFlat } from '../store/packed-flat.js';
 import { touchPages } from '../store/prefault.js';
 import type { ServingKeyStore } from '../auth/key-store.js';
 import type { FromThread, KeyListingMessage, ServingState, ServingThreadData, ToThread } from './thread-protocol.js';
@@ -164,7 +165,7 @@ const app = createPublicApp({
 // their acks go out in that order. A failure is an uncaught exception: the thread is replaced.
 function applyIndex(m: Extract<ToThread, { kind: 'index' }>): void {
   // No dictionary to rebuild: the main thread derived its lookup sections before posting them.
-  const index = wrapIndex(m.flat);
+  const index = wrapIndex(unpackFlat(m.flat));
   // One Map.set: a request sees the old index or the new one, never a mix.
   const replaced = indexes.has(m.organizationId);
   indexes.set(m.organizationId, index);

@@ -11,7 +11,8 @@ import type { Logger } from 'pino';
 import type { BuiltIndex } from '../catalog/index-builder.js';
 import type { Config } from '../config/config.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { deriveDictionaries, type FlatIndex, flattenIndex, shareFlat } from '../store/flat-index.js';
+import { deriveDictionaries, flattenIndex, shareFlat } from '../store/flat-index.js';
+import { type PackedFlat, packFlat } from '../store/packed-flat.js';
 import type { KeyRecord } from '../auth/key-record.js';
 import type { ServingKeyStore } from '../auth/key-store.js';
 import { startModuleWorker } from '../runtime/module-worker.js';
@@ -72,7 +73,7 @@ const SERVING_YOUNG_GENERATION_MB = 8;
 
 export class ThreadPool {
   private readonly slots: Slot[] = [];
-  private readonly flats = new Map<string, { version: number; flat: FlatIndex }>();
+  private readonly flats = new Map<string, { version: number; flat: PackedFlat }>();
   private readonly waiters: Array<{ seq: number; resolve: () => void }> = [];
   private seq = 0;
   private stopping = false;
@@ -120,13 +121,17 @@ export class ThreadPool {
 
   /** Shares a newly loaded version with every thread; resolves once each has swapped it in. */
   async loaded(organizationId: string, version: number, built: BuiltIndex): Promise<void> {
-    // An index built on this thread (tests' builder) has no shared sections yet: make them once.
-    const full = built.flat ?? shareFlat(flattenIndex(built.index));
-    // the dictionaries' lookup sections, made once here rather than by every thread
-    deriveDictionaries(full);
-    // The sections only: the contact records (for tools, never a request) would be cloned into
-    // every thread on each post (20k objects at 1M: a pause of the receiving thread).
-    const flat: FlatIndex = { ...full, contacts: [] };
+    // A loaded index comes packed (store/packed-flat.ts); one built on this thread (tests'
+    // builder) has no shared sections yet: they are made once, with the dictionaries' lookup
+    // sections (made here rather than by every thread). Only the sections travel: the contact
+    // records (for tools, never a request) would be cloned into every thread on each post.
+    let flat = built.packed ?? null;
+    if (flat === null) {
+      const full = built.flat ?? flattenIndex(built.index);
+      deriveDictionaries(full);
+      // (shareFlat's copy has every section shared, so it packs)
+      flat = packFlat(full) ?? packFlat(shareFlat(full))!;
+    }
     this.flats.set(organizationId, { version, flat });
     const seq = ++this.seq;
     for (const s of this.slots)

@@ -7,7 +7,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { KeyListing } from '../auth/key-cache.js';
 import type { SharedRateLimit } from '../auth/rate-limit.js';
 import type { Config } from '../config/config.js';
-import type { FlatIndex } from '../store/flat-index.js';
+import type { PackedFlat } from '../store/packed-flat.js';
 
 /** What a serving thread starts with. */
 export interface ServingThreadData {
@@ -40,7 +40,7 @@ export interface ServingState {
 }
 
 export type ToThread =
-  | { kind: 'index'; seq: number; organizationId: string; version: number; flat: FlatIndex }
+  | { kind: 'index'; seq: number; organizationId: string; version: number; flat: PackedFlat }
   | { kind: 'state'; seq: number; state: ServingState }
   | { kind: 'store-reply'; id: number; ok: true; value: unknown }
   | { kind: 'store-reply'; id: number; ok: false; message: string }

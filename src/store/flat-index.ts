@@ -12,6 +12,7 @@ import { type SentTimes, sentAtOf } from '../index/sent-times.js';
 import { TYPED_ARRAY_FIELDS, type OrgIndex } from '../index/org-index.js';
 import {
   buildTokenTable,
+  tokenTableSize,
   type PairLookup,
   SharedPairDictionary,
   SharedTokenDictionary,
@@ -19,31 +20,10 @@ import {
   type TokenLookup,
 } from '../index/shared-dictionary.js';
 import type { Contact, OrgData } from '../model/records.js';
+import { type Section, SECTION_TYPES, type SectionType, sectionType } from './section.js';
+import { type PackedFlat, packFlat, unpackFlat } from './packed-flat.js';
 
-export type Section =
-  | Uint8Array
-  | Uint16Array
-  | Uint32Array
-  | Int32Array
-  | Float64Array
-  | Float32Array
-  | Int8Array
-  | Int16Array
-  | BigUint64Array;
-
-/** Element types a section may have, by constructor name (what the manifest records). */
-export const SECTION_TYPES = {
-  Uint8Array,
-  Uint16Array,
-  Uint32Array,
-  Int32Array,
-  Float64Array,
-  Float32Array,
-  Int8Array,
-  Int16Array,
-  BigUint64Array,
-} as const;
-export type SectionType = keyof typeof SECTION_TYPES;
+export { type Section, SECTION_TYPES, type SectionType, sectionType } from './section.js';
 
 /**
  * Sections a snapshot carries only so that the import can be given back (loadSnapshot): the
@@ -89,12 +69,6 @@ export interface FlatIndex {
   sections: Record<string, Section>;
   /** the SHA-256 its snapshot's manifest records (snapshots written before it have none) */
   digest?: string;
-}
-
-export function sectionType(a: Section): SectionType {
-  const name = a.constructor.name;
-  if (!Object.hasOwn(SECTION_TYPES, name)) throw new Error(`index: field of unsupported type ${name}`);
-  return name as SectionType;
 }
 
 /** A built index's dictionary (a Map); a loaded one is never flattened again. */
@@ -293,21 +267,23 @@ export function deriveDictionaries(flat: FlatIndex): void {
   ) {
     throw new Error(`snapshot: malformed dictionary of organization ${flat.organizationId}`);
   }
-  if (!(s.tokenTable instanceof Uint32Array)) s.tokenTable = buildTokenTable(bytes, offsets);
-  if (!(s.pairKeysSorted instanceof Float64Array) || !(s.pairValuesSorted instanceof Uint32Array)) {
-    const sorted = sortPairs(keys, values);
+  const table = !(s.tokenTable instanceof Uint32Array);
+  const pairs = !(s.pairKeysSorted instanceof Float64Array) || !(s.pairValuesSorted instanceof Uint32Array);
+  if (!table && !pairs) return;
+  // in one shared block: each buffer costs every thread that holds the index an object and a
+  // backing store record (three a small organization, against one for all its other sections)
+  const out = allocateShared([
+    ['tokenTable', 'Uint32Array', table ? tokenTableSize(offsets.length - 1) : 0],
+    ['pairKeysSorted', 'Float64Array', pairs ? keys.length : 0],
+    ['pairValuesSorted', 'Uint32Array', pairs ? keys.length : 0],
+  ]);
+  if (table) s.tokenTable = buildTokenTable(bytes, offsets, out.tokenTable as Uint32Array);
+  if (pairs) {
+    const sorted = sortPairs(keys, values, out.pairKeysSorted as Float64Array, out.pairValuesSorted as Uint32Array);
     s.pairKeysSorted = sorted.keys;
     s.pairValuesSorted = sorted.values;
   }
-  // the record the main thread keeps for as long as the version serves (see fastProperties)
-  if (!fastRecords.has(s)) {
-    fastProperties(s);
-    fastRecords.add(s);
-  }
 }
-
-/** Sections records already made fast (deriveDictionaries runs on each at every wrap and post). */
-const fastRecords = new WeakSet<object>();
 
 /**
  * The OrgIndex over `flat`'s sections, with no copy of them and no dictionary rebuilt: the term
@@ -329,8 +305,8 @@ type IndexSections = Pick<OrgIndex, (typeof TYPED_ARRAY_FIELDS)[number]>;
  *
  * Every index is made by this one object literal, fields named in one order, so every
  * organization's index has the same hidden class (map). The query code's property loads then stay
- * monomorphic however many organizations a thread serves: made a map of its own each (the
- * prototype trick of fastProperties, before session 39), they went megamorphic past four
+ * monomorphic however many organizations a thread serves: made a map of its own each (each
+ * index made a prototype for fast properties, before session 39), they went megamorphic past four
  * organizations, and `searchBody` round robin over 2,000 small organizations took 14-16 µs a
  * call against 8 µs with one shape; the 1M organization alone measured the same either way
  * (bench/RESULTS.md, session 39). A literal also holds its fields in the object, with no map and
@@ -421,38 +397,29 @@ class LazyIndex {
   private wrapped: OrgIndex | null = null;
   readonly messages: number;
   readonly contacts: number;
+  readonly digest: string | undefined;
+  /** the flat packed (packed-flat.ts) when its sections are shared, as they are once loaded; else as given */
+  private readonly held: PackedFlat | FlatIndex;
 
-  constructor(readonly flat: FlatIndex) {
+  constructor(flat: FlatIndex) {
     this.messages = flat.messageCount;
     this.contacts = flat.contactCount;
+    this.digest = flat.digest;
+    this.held = packFlat(flat) ?? flat;
+  }
+
+  /** The sections packed, or null (not shared). */
+  get packed(): PackedFlat | null {
+    return 'places' in this.held ? this.held : null;
+  }
+
+  /** The flat, as new views over the same memory when it is held packed (a copy of nothing). */
+  get flat(): FlatIndex {
+    return 'places' in this.held ? unpackFlat(this.held) : this.held;
   }
 
   get index(): OrgIndex {
     this.wrapped ??= wrapChecked(this.flat);
     return this.wrapped;
   }
-}
-
-/**
- * An object filled by computed keys (a sections record: its names come from the snapshot) sits in
- * V8's dictionary mode, which makes every field read slower (measured: the index read p50 2x on a
- * 1M-message organization when it was made so) and holds its fields in a hash table: ~3.2 KB for
- * the sections' ~47, against ~1.8 KB as a fast object. Made a prototype, the object turns fast
- * once a property load site's inline cache has seen it (V8's MakePrototypesFast). A function gets
- * its inline caches only after ~8 calls (lazy feedback allocation): measured on this Node, the
- * probe below turned the first object fast at its 10th call, and each later one within 2 calls.
- * Without the probe the main thread's records (which serve no request) stayed dictionaries for
- * ever: 2,000 organizations held ~6 MB more.
- */
-function fastProperties<T extends object>(o: T): T {
-  function Shape(): void {}
-  Shape.prototype = o;
-  Reflect.construct(Shape, []);
-  for (let i = 0; i < 16; i++) shapeProbe(o);
-  return o;
-}
-
-/** A property load site for fastProperties (the property need not exist). */
-function shapeProbe(o: object): unknown {
-  return (o as { shapeProbe?: unknown }).shapeProbe;
 }

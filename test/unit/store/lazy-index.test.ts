@@ -9,6 +9,7 @@ import { OrgDataBuilder } from '../../../src/model/org-data-builder.js';
 import { executeSearch } from '../../../src/query/execute.js';
 import { parseSearchParams } from '../../../src/request/parse-params.js';
 import { type FlatIndex, flattenIndex, lazyIndex, shareFlat } from '../../../src/store/flat-index.js';
+import { packFlat, unpackFlat } from '../../../src/store/packed-flat.js';
 
 const ORG = '0e0e0e0e-0000-4000-8000-000000000001';
 const CONTACT = '4c4c4c4c-0000-4000-8000-000000000001';
@@ -48,7 +49,21 @@ test('lazyIndex wraps once, on first read, and answers as the built index', () =
   const built = lazyIndex(f);
   assert.equal(built.messages, 5);
   assert.equal(built.contacts, 1);
-  assert.equal(built.flat, f);
+  // held packed: the flat it gives back is new views of the very same memory
+  const again = built.flat;
+  assert.notEqual(again, f);
+  assert.deepEqual(Object.keys(again.sections), Object.keys(f.sections));
+  for (const [name, a] of Object.entries(f.sections)) {
+    const b = again.sections[name];
+    assert.equal(b.constructor, a.constructor, name);
+    assert.equal(b.buffer, a.buffer, name);
+    assert.equal(b.byteOffset, a.byteOffset, name);
+    assert.equal(b.length, a.length, name);
+  }
+  assert.equal(again.messageCount, f.messageCount);
+  assert.equal(again.organizationId, f.organizationId);
+  assert.equal(built.digest, f.digest);
+  assert.ok(built.packed !== null && built.packed !== undefined);
   const first = built.index;
   assert.equal(built.index, first, 'the same index on every read');
   const parsed = parseSearchParams(`organization_id=${ORG}&q=pedido&messages_limit=2`);
@@ -68,4 +83,28 @@ test('a flat missing a section is refused by lazyIndex itself, before any read',
   assert.throws(() => lazyIndex(f), {
     message: `snapshot: organization ${ORG} has no section msgCombo`,
   });
+});
+
+test('packFlat: null for sections outside shared memory; one names array for every flat of one layout; unpackFlat its inverse', () => {
+  const b = flat();
+  assert.equal(packFlat({ ...b, sections: { ...b.sections, msgCombo: new Uint8Array(b.sections.msgCombo) } }), null);
+  const one = packFlat(b)!;
+  const two = packFlat(flat())!;
+  assert.equal(one.names, two.names, 'the same frozen array');
+  assert.ok(Object.isFrozen(one.names));
+  // every section of one built flat sits in one buffer (shareFlat), found once
+  assert.equal(one.buffers.length, 1);
+  const back = unpackFlat(one);
+  assert.deepEqual(back.contacts, []);
+  for (const [name, a] of Object.entries(b.sections)) assert.deepEqual(back.sections[name], a, name);
+  // a posted packed flat (structured clone, as to a serving thread) unpacks over the same memory
+  // (the clone's buffer objects are new, their memory is the same)
+  const posted = structuredClone(one);
+  const there = unpackFlat(posted);
+  const mine = b.sections.msgCombo,
+    theirs = there.sections.msgCombo;
+  const before = mine[0];
+  theirs[0] = before ^ 1;
+  assert.equal(mine[0], before ^ 1, 'a write through the clone is seen in the original');
+  theirs[0] = before;
 });

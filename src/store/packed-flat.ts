@@ -1,0 +1,71 @@
+/**
+ * A loaded organization's flat index as the main thread holds it while it serves: its shared
+ * buffers and, per section, where it lies in them, instead of one typed-array view a section in
+ * a record. With serving threads the main thread never queries an index; it keeps each one only
+ * to post it to a thread that starts later and to wrap it on first use with SERVER_THREADS=1.
+ *
+ * Why: a record of ~50 views held per organization ~4.4 KB of view objects, and (a record filled
+ * by computed keys) a hidden class of its own, ~1.3 KB more: ~7 KB of the main thread's heap an
+ * organization, held for as long as the version serves. Packed, the views exist only while a
+ * flat is posted or wrapped, and the section names are one array for every organization of one
+ * layout.
+ */
+import type { FlatIndex } from './flat-index.js';
+import { type Section, SECTION_TYPES, type SectionType, sectionType } from './section.js';
+
+const TYPE_NAMES = Object.keys(SECTION_TYPES) as SectionType[];
+/** numbers a section takes in `places`: its buffer, its type, its byte offset, its length */
+const PLACE = 4;
+
+export interface PackedFlat extends Omit<FlatIndex, 'sections' | 'contacts'> {
+  /** the section names, in the record's order: one frozen array for every flat of one layout */
+  readonly names: readonly string[];
+  readonly buffers: readonly SharedArrayBuffer[];
+  /** PLACE numbers a name: index into `buffers`, index into TYPE_NAMES, byte offset, length */
+  readonly places: Float64Array;
+}
+
+/** The layouts' name lists met so far (a few; bounded, so odd snapshots cannot grow it). */
+const namesByKey = new Map<string, readonly string[]>();
+const MAX_LAYOUTS = 32;
+
+function sharedNames(names: string[]): readonly string[] {
+  const key = names.join('\n');
+  const known = namesByKey.get(key);
+  if (known !== undefined) return known;
+  const frozen = Object.freeze(names);
+  if (namesByKey.size < MAX_LAYOUTS) namesByKey.set(key, frozen);
+  return frozen;
+}
+
+/** `flat` packed, or null when a section is not in shared memory (a flat built on this thread). */
+export function packFlat(flat: FlatIndex): PackedFlat | null {
+  const names = Object.keys(flat.sections);
+  const places = new Float64Array(names.length * PLACE);
+  const buffers: SharedArrayBuffer[] = [];
+  for (let i = 0; i < names.length; i++) {
+    const a = flat.sections[names[i]];
+    if (!(a.buffer instanceof SharedArrayBuffer)) return null;
+    let b = buffers.indexOf(a.buffer);
+    if (b < 0) b = buffers.push(a.buffer) - 1;
+    places[PLACE * i] = b;
+    places[PLACE * i + 1] = TYPE_NAMES.indexOf(sectionType(a));
+    places[PLACE * i + 2] = a.byteOffset;
+    places[PLACE * i + 3] = a.length;
+  }
+  const { sections: _sections, contacts: _contacts, ...scalars } = flat;
+  return { ...scalars, names: sharedNames(names), buffers, places };
+}
+
+type SectionConstructor = new (buffer: ArrayBufferLike, byteOffset: number, length: number) => Section;
+
+/** The flat again, a new view a section over the same memory (no copy); no contacts (a served flat has none). */
+export function unpackFlat(packed: PackedFlat): FlatIndex {
+  const { names: _names, buffers, places, ...scalars } = packed;
+  const sections: Record<string, Section> = {};
+  for (let i = 0; i < packed.names.length; i++) {
+    const type = SECTION_TYPES[TYPE_NAMES[places[PLACE * i + 1]]] as unknown as SectionConstructor;
+    sections[packed.names[i]] = new type(buffers[places[PLACE * i]], places[PLACE * i + 2], places[PLACE * i + 3]);
+  }
+  return { ...scalars, contacts: [], sections };
+}
