@@ -87,13 +87,17 @@ test('a flat missing a section is refused by lazyIndex itself, before any read',
 
 test('packFlat: null for sections outside shared memory; one names array for every flat of one layout; unpackFlat its inverse', () => {
   const b = flat();
-  assert.equal(packFlat({ ...b, sections: { ...b.sections, msgCombo: new Uint8Array(b.sections.msgCombo) } }), null);
+  assert.equal(
+    packFlat({ ...b, sections: { ...b.sections, msgCombo: new Uint8Array(b.sections.msgCombo as Uint8Array) } }),
+    null,
+  );
   const one = packFlat(b)!;
   const two = packFlat(flat())!;
   assert.equal(one.names, two.names, 'the same frozen array');
   assert.ok(Object.isFrozen(one.names));
   // every section of one built flat sits in one buffer (shareFlat), found once
   assert.equal(one.buffers.length, 1);
+  assert.ok(one.places instanceof Uint32Array, 'offsets under 4 GiB: 32-bit places');
   const back = unpackFlat(one);
   assert.deepEqual(back.contacts, []);
   for (const [name, a] of Object.entries(b.sections)) assert.deepEqual(back.sections[name], a, name);
@@ -101,10 +105,21 @@ test('packFlat: null for sections outside shared memory; one names array for eve
   // (the clone's buffer objects are new, their memory is the same)
   const posted = structuredClone(one);
   const there = unpackFlat(posted);
-  const mine = b.sections.msgCombo,
-    theirs = there.sections.msgCombo;
+  const mine = b.sections.msgCombo as Uint8Array,
+    theirs = there.sections.msgCombo as Uint8Array;
   const before = mine[0];
   theirs[0] = before ^ 1;
   assert.equal(mine[0], before ^ 1, 'a write through the clone is seen in the original');
   theirs[0] = before;
+});
+
+test('packFlat keeps float64 places when an offset does not fit 32 bits (sections past 4 GiB)', () => {
+  const b = flat();
+  const buffer = b.sections.msgCombo.buffer as SharedArrayBuffer;
+  // a stand-in for a view 8 GiB into a buffer (what packFlat reads of a section)
+  const far = { constructor: Uint8Array, buffer, byteOffset: 2 ** 33, length: 3 } as unknown as Uint8Array;
+  const packed = packFlat({ ...b, sections: { ...b.sections, far } })!;
+  assert.ok(packed.places instanceof Float64Array);
+  const i = packed.names.indexOf('far');
+  assert.deepEqual([...packed.places.subarray(4 * i, 4 * i + 4)], [0, 0, 2 ** 33, 3]);
 });
