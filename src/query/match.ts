@@ -20,7 +20,7 @@ import { postingsLowerBound } from '../index/lower-bound.js';
 import { postStartIn } from '../index/post-starts.js';
 import type { Plan } from './plan.js';
 import type { Scratch } from './scratch.js';
-import { containsPhrase, type TermView } from './term-view.js';
+import { holdsPhrase, type TermView } from './term-view.js';
 
 /** Newest message of phrase view position e that passes the filters and contains the phrase, or -1. */
 function newestCounting(plan: Plan, v: TermView, e: number): number {
@@ -36,11 +36,7 @@ function newestCounting(plan: Plan, v: TermView, e: number): number {
     // the inline head is the entry's newest message
     const o = words[g] & plan.headField;
     if (o >= plan.hi) return -1;
-    if (
-      o >= plan.lo &&
-      ((1 << msgCombo[o]) & plan.mask) !== 0 &&
-      (v.phrase === null || containsPhrase(index, o, v.phrase))
-    )
+    if (o >= plan.lo && ((1 << msgCombo[o]) & plan.mask) !== 0 && (v.phrase === null || holdsPhrase(plan, v, e, o)))
       return o;
   }
   const { entryPostBase: bases, entryPostFar: far } = index;
@@ -50,7 +46,7 @@ function newestCounting(plan: Plan, v: TermView, e: number): number {
   for (; p < end; p++) {
     const o = postings[p];
     if (o >= plan.hi) return -1;
-    if (((1 << msgCombo[o]) & plan.mask) !== 0 && (v.phrase === null || containsPhrase(index, o, v.phrase))) return o;
+    if (((1 << msgCombo[o]) & plan.mask) !== 0 && (v.phrase === null || holdsPhrase(plan, v, e, o))) return o;
   }
   return -1;
 }

@@ -52,6 +52,8 @@ export interface Scratch {
   end: Uint32Array;
   /** per term of a walk: its entry's inline head (layout.ts, HEAD_INLINE) when still to be read, else NONE */
   head: Uint32Array;
+  /** per term of a walk: the contact's position in the term's view (a phrase's check reads it), or -1 */
+  at: Int32Array;
   /** a many-term walk's messages of one contact, one run a term (walkUnion), grown when needed */
   gather: Uint32Array;
   /** walkUnion's conversation ids of those messages (as long as gather) and the runs' starts */
@@ -75,6 +77,7 @@ export interface Scratch {
   /** per term slot, a phrase view's positions (see termView), allocated on first use */
   viewContact: Array<ContactColumn | undefined>;
   viewEntry: Array<Uint32Array | undefined>;
+  viewCoEntry: Array<Uint32Array | undefined>;
   text: TextViews;
   /**
    * entryFlags as 32-bit words, entry 2i in the low half of word i, for reading two entries' flags
@@ -143,6 +146,7 @@ function newScratch(views: IndexViews): Scratch {
     pos: new Uint32Array(MAX_TERMS),
     end: new Uint32Array(MAX_TERMS),
     head: new Uint32Array(MAX_TERMS),
+    at: new Int32Array(MAX_TERMS),
     gather: new Uint32Array(4096),
     convs: new Uint32Array(4096),
     runs: new Uint32Array(MAX_TERMS + 1),
@@ -155,6 +159,7 @@ function newScratch(views: IndexViews): Scratch {
     picked: new Uint32Array(MAX_MESSAGES_LIMIT),
     viewContact: new Array<ContactColumn | undefined>(MAX_TERMS).fill(undefined),
     viewEntry: new Array<Uint32Array | undefined>(MAX_TERMS).fill(undefined),
+    viewCoEntry: new Array<Uint32Array | undefined>(MAX_TERMS).fill(undefined),
     text: views.text,
     flagPairs: views.flagPairs,
     pageItems: new Int32Array(0),
@@ -188,6 +193,8 @@ function fitViewSlots(s: Scratch, contacts: number): void {
     if (c !== undefined && (c.length < contacts || c instanceof Uint32Array !== wide)) s.viewContact[j] = undefined;
     const e = s.viewEntry[j];
     if (e !== undefined && e.length < contacts) s.viewEntry[j] = undefined;
+    const co = s.viewCoEntry[j];
+    if (co !== undefined && co.length < contacts) s.viewCoEntry[j] = undefined;
   }
   slotsFitted = contacts;
 }

@@ -11,7 +11,7 @@ import type { OrgIndex } from '../index/org-index.js';
 import { postStartIn } from '../index/post-starts.js';
 import type { Plan } from './plan.js';
 import type { Scratch } from './scratch.js';
-import { containsPhrase, positionOf } from './term-view.js';
+import { holdsPhrase, positionOf } from './term-view.js';
 
 /** Ordinals of the contact's counting messages: count, conversations, newest, oldest, and the first few. */
 export interface Walk {
@@ -90,13 +90,13 @@ export function walkContact(
     }
     if (head !== NONE) {
       if (head >= hi) return;
-      if (((1 << msgCombo[head]) & mask) !== 0 && (phrase === null || containsPhrase(index, head, phrase)))
+      if (((1 << msgCombo[head]) & mask) !== 0 && (phrase === null || holdsPhrase(plan, v, s.at[0], head)))
         counted(index, s, w, head, messagesLimit);
     }
     for (; p < last; p++) {
       const o = postings[p];
       if (o >= hi) break;
-      if (((1 << msgCombo[o]) & mask) === 0 || (phrase !== null && !containsPhrase(index, o, phrase))) continue;
+      if (((1 << msgCombo[o]) & mask) === 0 || (phrase !== null && !holdsPhrase(plan, v, s.at[0], o))) continue;
       counted(index, s, w, o, messagesLimit);
     }
     return;
@@ -163,6 +163,7 @@ function termRange(plan: Plan, s: Scratch, j: number, c: number, entry: number, 
   const { index } = plan;
   const v = plan.views[j];
   const e = j === term && entry >= 0 && v.entry === null ? entry : positionOf(v, c);
+  s.at[j] = e;
   if (e < 0) {
     s.pos[j] = s.end[j] = 0;
     s.head[j] = NONE;
@@ -295,7 +296,11 @@ function walkUnion(
     // costly test last); one that does not hold it stays unseen, for a later term to keep
     while (o < hi) {
       const at = o >>> 5;
-      if ((bits[at] & (1 << o)) === 0 && ((mask >>> msgCombo[o]) & 1) !== 0 && containsPhrase(index, o, phrase)) {
+      if (
+        (bits[at] & (1 << o)) === 0 &&
+        ((mask >>> msgCombo[o]) & 1) !== 0 &&
+        holdsPhrase(plan, views[j], s.at[j], o)
+      ) {
         bits[at] |= 1 << o;
         gather[n++] = o;
       }
