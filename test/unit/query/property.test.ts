@@ -569,6 +569,38 @@ describe('product vs brute-force reference', () => {
     );
   });
 
+  it('phrases whose rarest key is in 1,024 messages or more: the second-key test (holdsPhrase), 40 organizations of ~2,400 messages', () => {
+    // three words, four to eight a message: every pair is indexed and in about half the messages,
+    // so a phrase's driving key is frequent enough to take a second key (term-view.ts)
+    const THREE = ['pix', 'sim', 'o'];
+    const bigOrgArb = orgArbOf(
+      14,
+      2600,
+      messageSpecArb.chain((m) =>
+        fc
+          .array(fc.constantFrom(...THREE), { minLength: 4, maxLength: 8 })
+          .map((words) => ({ ...m, content: words.join(' ') })),
+      ),
+      2200,
+    );
+    const phrasesArb = fc.array(fc.array(fc.constantFrom(...THREE), { minLength: 2, maxLength: 5 }), {
+      minLength: 1,
+      maxLength: 4,
+    });
+    check(
+      fc.property(bigOrgArb, requestSpecArb, phrasesArb, (org, spec, phrases) => {
+        const terms = referenceTerms(
+          null,
+          null,
+          phrases.map((p) => p.join(' ')),
+        );
+        const req = { ...makeRequest(org, spec), terms, limit: Math.max(spec.limit, 3) };
+        assertBody(searchBody(indexOf(org), req), referenceSearch(org.allContacts, org.allMessages, req));
+      }),
+      40,
+    );
+  });
+
   it('one index answers many requests the same as fresh indexes (no state kept between queries)', () => {
     check(
       fc.property(orgArb, fc.array(requestSpecArb, { minLength: 2, maxLength: 6 }), (org, specs) => {
