@@ -20,7 +20,7 @@ import {
   type TokenLookup,
 } from '../index/shared-dictionary.js';
 import type { Contact, OrgData } from '../model/records.js';
-import { type Section, SECTION_TYPES, type SectionType, sectionType } from './section.js';
+import { type Section, SECTION_TYPES, type SectionType, sectionType, sectionView } from './section.js';
 import { type PackedFlat, packFlat, unpackFlat } from './packed-flat.js';
 
 export { type Section, SECTION_TYPES, type SectionType, sectionType } from './section.js';
@@ -152,11 +152,7 @@ export function allocateShared(specs: readonly (readonly [string, SectionType, n
   const buffer = new SharedArrayBuffer(total);
   const out: Record<string, Section> = {};
   specs.forEach(([name, type, length], i) => {
-    out[name] = new (SECTION_TYPES[type] as unknown as new (b: ArrayBufferLike, o: number, l: number) => Section)(
-      buffer,
-      at[i],
-      length,
-    );
+    out[name] = sectionView(type, buffer, at[i], length);
   });
   return out;
 }

@@ -11,7 +11,7 @@
  * layout.
  */
 import type { FlatIndex } from './flat-index.js';
-import { type Section, SECTION_TYPES, type SectionType, sectionType } from './section.js';
+import { type Section, SECTION_TYPES, type SectionType, sectionType, sectionView } from './section.js';
 
 const TYPE_NAMES = Object.keys(SECTION_TYPES) as SectionType[];
 /** numbers a section takes in `places`: its buffer, its type, its byte offset, its length */
@@ -61,15 +61,18 @@ export function packFlat(flat: FlatIndex): PackedFlat | null {
   return { ...scalars, names: sharedNames(names), buffers, places };
 }
 
-type SectionConstructor = new (buffer: ArrayBufferLike, byteOffset: number, length: number) => Section;
-
 /** The flat again, a new view a section over the same memory (no copy); no contacts (a served flat has none). */
 export function unpackFlat(packed: PackedFlat): FlatIndex {
   const { names: _names, buffers, places, ...scalars } = packed;
   const sections: Record<string, Section> = {};
   for (let i = 0; i < packed.names.length; i++) {
-    const type = SECTION_TYPES[TYPE_NAMES[places[PLACE * i + 1]]] as unknown as SectionConstructor;
-    sections[packed.names[i]] = new type(buffers[places[PLACE * i]], places[PLACE * i + 2], places[PLACE * i + 3]);
+    const type = TYPE_NAMES[places[PLACE * i + 1]];
+    sections[packed.names[i]] = sectionView(
+      type,
+      buffers[places[PLACE * i]],
+      places[PLACE * i + 2],
+      places[PLACE * i + 3],
+    );
   }
   return { ...scalars, contacts: [], sections };
 }

@@ -30,3 +30,9 @@ export function sectionType(a: Section): SectionType {
   if (!Object.hasOwn(SECTION_TYPES, name)) throw new Error(`index: field of unsupported type ${name}`);
   return name as SectionType;
 }
+
+/** A view of `length` elements of `type` at `byteOffset` of `buffer` (no copy). */
+export function sectionView(type: SectionType, buffer: ArrayBufferLike, byteOffset: number, length: number): Section {
+  const View = SECTION_TYPES[type] as unknown as new (b: ArrayBufferLike, o: number, l: number) => Section;
+  return new View(buffer, byteOffset, length);
+}
