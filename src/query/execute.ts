@@ -6,7 +6,6 @@ import { BOTH, INBOUND, noInbound, OUTBOUND, rankMask } from '../index/layout.js
 import { rankBits } from '../index/post-starts.js';
 import type { OrgIndex } from '../index/org-index.js';
 import { smallestKeys } from '../index/select.js';
-import { tokensOf } from '../text/analyze.js';
 import { firstSentBefore } from '../index/sent-times.js';
 import type { SearchRequest, SearchResponse } from '../request/search-request.js';
 import { filterMask } from './filter-mask.js';
@@ -15,7 +14,7 @@ import type { Plan } from './plan.js';
 import { emptyBody, openBody, writePage, writeTail } from './render.js';
 import { type Scratch, scratchFor } from './scratch.js';
 import { subsumedTerms } from './subsumed.js';
-import { termView, type TermView } from './term-view.js';
+import { termTokens, termView, type TermView } from './term-view.js';
 import { topPage } from './top-page.js';
 
 /**
@@ -51,8 +50,7 @@ export function searchBody(index: OrgIndex | null, req: SearchRequest): Uint8Arr
   const all = req.match === 'all';
   const s = scratchFor(index);
   const views: TermView[] = [];
-  // each term's tokens by the tokenizer the build used on every message (a term is already N()'d)
-  const tokens = req.terms.map((t) => tokensOf(t));
+  const tokens = req.terms.map(termTokens);
   // under `any`, a term containing another term's tokens adds no message (subsumed.ts)
   const skip = all || tokens.length === 1 ? null : subsumedTerms(tokens);
   for (let j = 0; j < req.terms.length; j++) {

@@ -3,6 +3,7 @@ import { lowerBound, postingsLowerBound } from '../index/lower-bound.js';
 import { postStartIn } from '../index/post-starts.js';
 import { type ContactColumn, contactColumn, tokenFrequency, type OrgIndex } from '../index/org-index.js';
 import { anchorOf, containsTokens, encodePhrase, seqEnd, seqStart } from '../index/token-seq.js';
+import { tokensOf } from '../text/analyze.js';
 import type { Plan } from './plan.js';
 import type { Scratch } from './scratch.js';
 
@@ -90,7 +91,7 @@ function entryHolds(plan: Plan, g: number, o: number): boolean {
 }
 
 /**
- * The view of the term whose tokens (tokensOf) are `tokens`, or null when no message can match
+ * The view of the term whose tokens (termTokens) are `tokens`, or null when no message can match
  * it. A phrase's pruned positions (and its second key's entries) live in the scratch arrays of
  * term slot `slot`: valid for this query only, and no garbage per query.
  */
@@ -194,6 +195,15 @@ export function termView(index: OrgIndex, tokens: readonly string[], s: Scratch,
   }
   if (n === 0) return null;
   return { contact, entry, from: 0, to: n, phrase, coEntry, coTested: 0, coPassed: 0, token: -1 };
+}
+
+/**
+ * A term's tokens, by the tokenizer the index build used on every message (a term is already
+ * N()'d, and N() is idempotent). The query's one call of it lives here, where
+ * test/unit/text/text.test.ts checks that it comes from text/analyze.ts.
+ */
+export function termTokens(term: string): string[] {
+  return tokensOf(term);
 }
 
 /** Position of contact c in a view, or -1. */
