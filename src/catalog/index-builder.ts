@@ -34,6 +34,8 @@ export interface BuiltIndex {
   readonly digest?: string;
   messages: number;
   contacts: number;
+  /** lets go of a wrapped `index` that nothing read for a while (LazyIndex; absent: kept) */
+  dropIfIdle?(): boolean;
 }
 
 export interface BuilderLogger {

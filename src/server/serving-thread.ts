@@ -9,15 +9,13 @@
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { KeyCache } from '../auth/key-cache.js';
 import { RateLimiter } from '../auth/rate-limit.js';
-import type { OrgIndex } from '../index/build.js';
 import { createPublicApp } from '../http/public-app.js';
 import { inFlight, SHUTDOWN_GRACE_MS } from '../http/respond.js';
 import { loadUws, type us_listen_socket } from '../http/uws.js';
 import { warmTokenizer } from '../text/analyze.js';
 import { createLogger } from '../log/logger.js';
 import { collectGarbage, shrinkHeap } from '../runtime/collect-garbage.js';
-import { wrapIndex } from '../store/flat-index.js';
-import { unpackFlat } from '../store/packed-flat.js';
+import { IDLE_SWEEP_MS, type LazyIndex, postedIndex } from '../store/flat-index.js';
 import { touchPages } from '../store/prefault.js';
 import type { ServingKeyStore } from '../auth/key-store.js';
 import type { FromThread, KeyListingMessage, ServingState, ServingThreadData, ToThread } from './thread-protocol.js';
@@ -122,7 +120,11 @@ const keys = new KeyCache(keyStore, {
   },
 });
 keysPort.on('message', install);
-const indexes = new Map<string, OrgIndex>();
+const indexes = new Map<string, LazyIndex>();
+// An organization no request reached on this thread for 5-10 minutes lets its views go (dropIfIdle).
+setInterval(() => {
+  for (const lazy of indexes.values()) lazy.dropIfIdle();
+}, IDLE_SWEEP_MS).unref();
 let state: ServingState = { ready: false, unavailable: [] };
 let unavailable = new Map<string, number>();
 
@@ -151,7 +153,7 @@ const app = createPublicApp({
   },
   indexes: {
     isReady: () => state.ready,
-    get: (org) => indexes.get(org) ?? null,
+    get: (org) => indexes.get(org)?.index ?? null,
     // the shard of this replica (ORGANIZATIONS), as the main thread's catalog holds it: 421 otherwise
     holds: (org) => config.organizations === null || config.organizations.has(org),
     unavailable: (org) => {
@@ -164,8 +166,9 @@ const app = createPublicApp({
 // Index, state and flush messages are each applied at once, synchronously, in the order sent, so
 // their acks go out in that order. A failure is an uncaught exception: the thread is replaced.
 function applyIndex(m: Extract<ToThread, { kind: 'index' }>): void {
-  // No dictionary to rebuild: the main thread derived its lookup sections before posting them.
-  const index = wrapIndex(unpackFlat(m.flat));
+  // Wrapped on its first request here (postedIndex); no dictionary to rebuild: the main thread
+  // derived its lookup sections before posting them.
+  const index = postedIndex(m.flat);
   // One Map.set: a request sees the old index or the new one, never a mix.
   const replaced = indexes.has(m.organizationId);
   indexes.set(m.organizationId, index);

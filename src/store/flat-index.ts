@@ -21,7 +21,7 @@ import {
 } from '../index/shared-dictionary.js';
 import type { Contact, OrgData } from '../model/records.js';
 import { type Section, SECTION_TYPES, type SectionType, sectionType, sectionView } from './section.js';
-import { type PackedFlat, packFlat, unpackFlat } from './packed-flat.js';
+import { adoptPacked, type PackedFlat, packFlat, unpackFlat } from './packed-flat.js';
 
 export { type Section, SECTION_TYPES, type SectionType, sectionType } from './section.js';
 
@@ -385,23 +385,42 @@ export function checkWrappable(flat: FlatIndex): void {
  */
 export function lazyIndex(flat: FlatIndex): LazyIndex {
   checkWrappable(flat);
-  return new LazyIndex(flat);
+  return new LazyIndex(packFlat(flat) ?? flat);
 }
 
-/** (a class: an object literal with a getter sat in dictionary mode, 448 bytes an organization) */
-class LazyIndex {
+/**
+ * A serving thread's index of a packed flat that the main thread posted: wrapped on the first
+ * request that reaches it on this thread, not when it arrives. The main thread checked the flat
+ * when it loaded it (lazyIndex) and derived its dictionaries' lookup sections, so the wrap cannot
+ * fail and derives nothing. Wrapped on arrival, every organization cost each serving thread its
+ * ~45 views and two dictionary objects from the start on, queried or not.
+ */
+export function postedIndex(packed: PackedFlat): LazyIndex {
+  return new LazyIndex(adoptPacked(packed));
+}
+
+/**
+ * An organization's flat, held packed when its sections are shared (as they are once loaded),
+ * and its OrgIndex, wrapped when first read and let go again by dropIfIdle when no read came for a
+ * while: a thread's views then follow the organizations that are being searched, not every one it
+ * ever served.
+ *
+ * (a class: an object literal with a getter sat in dictionary mode, 448 bytes an organization)
+ */
+export class LazyIndex {
   private wrapped: OrgIndex | null = null;
+  /** whether `index` was read since the last dropIfIdle */
+  private read = false;
   readonly messages: number;
   readonly contacts: number;
   readonly digest: string | undefined;
-  /** the flat packed (packed-flat.ts) when its sections are shared, as they are once loaded; else as given */
   private readonly held: PackedFlat | FlatIndex;
 
-  constructor(flat: FlatIndex) {
-    this.messages = flat.messageCount;
-    this.contacts = flat.contactCount;
-    this.digest = flat.digest;
-    this.held = packFlat(flat) ?? flat;
+  constructor(held: PackedFlat | FlatIndex) {
+    this.messages = held.messageCount;
+    this.contacts = held.contactCount;
+    this.digest = held.digest;
+    this.held = held;
   }
 
   /** The sections packed, or null (not shared). */
@@ -415,7 +434,29 @@ class LazyIndex {
   }
 
   get index(): OrgIndex {
+    this.read = true;
     this.wrapped ??= wrapChecked(this.flat);
     return this.wrapped;
   }
+
+  /** Whether the index is wrapped now (tests and tools). */
+  get isWrapped(): boolean {
+    return this.wrapped !== null;
+  }
+
+  /**
+   * Lets the wrapped index go when nothing read it since the last call, and starts a new period:
+   * called every IDLE_SWEEP_MS, an index no request reached for one to two periods is unwrapped,
+   * and the next read wraps it again (~20 µs). A request holding the old one keeps it until it
+   * ends (the same memory). True when it let one go.
+   */
+  dropIfIdle(): boolean {
+    const drop = !this.read && this.wrapped !== null;
+    if (drop) this.wrapped = null;
+    this.read = false;
+    return drop;
+  }
 }
+
+/** How often the holders of LazyIndexes (the serving threads, the catalog) call dropIfIdle. */
+export const IDLE_SWEEP_MS = 5 * 60_000;

@@ -20,6 +20,7 @@ const CHILD = `
 const { buildIndex } = await import(${JSON.stringify(url('src/index/build.ts'))});
 const { OrgDataBuilder } = await import(${JSON.stringify(url('src/model/org-data-builder.ts'))});
 const { flattenIndex, shareFlat, deriveDictionaries, wrapIndex } = await import(${JSON.stringify(url('src/store/flat-index.ts'))});
+const { adoptPacked, packFlat } = await import(${JSON.stringify(url('src/store/packed-flat.ts'))});
 function indexOf(org, contact, messages) {
   const b = new OrgDataBuilder(org);
   b.addContact({ id: contact, organization_id: org, name: 'Ana', phone: null, email: null, avatar_url: null, source: null });
@@ -32,12 +33,20 @@ function indexOf(org, contact, messages) {
   deriveDictionaries(flat);
   return { flat, index: wrapIndex(flat) };
 }
-const { index } = indexOf('0d0d0d0d-0000-4000-8000-000000000001', '3c3c3c3c-0000-4000-8000-000000000001', 20);
-const other = indexOf('0d0d0d0d-0000-4000-8000-000000000002', '3c3c3c3c-0000-4000-8000-000000000002', 37).index;
-console.log(JSON.stringify({ index: %HasFastProperties(index), oneShape: %HaveSameMap(index, other) }));
+const one = indexOf('0d0d0d0d-0000-4000-8000-000000000001', '3c3c3c3c-0000-4000-8000-000000000001', 20);
+const two = indexOf('0d0d0d0d-0000-4000-8000-000000000002', '3c3c3c3c-0000-4000-8000-000000000002', 37);
+// the packed forms, as the main thread holds them and as a serving thread adopts a posted one
+const packedOne = packFlat(one.flat), packedTwo = packFlat({ ...two.flat, digest: 'd' });
+const postedOne = adoptPacked(structuredClone(packedOne)), postedTwo = adoptPacked(structuredClone(packedTwo));
+console.log(JSON.stringify({
+  index: %HasFastProperties(one.index),
+  oneShape: %HaveSameMap(one.index, two.index),
+  packed: %HasFastProperties(packedOne) && %HaveSameMap(packedOne, packedTwo),
+  posted: %HaveSameMap(postedOne, postedTwo) && %HaveSameMap(postedOne, packedOne),
+}));
 `;
 
-test("the index has fast properties once wrapped, and every organization's index one shape", () => {
+test("the index has fast properties once wrapped, and every organization's index one shape; so has every packed flat", () => {
   const r = spawnSync(
     process.execPath,
     ['--allow-natives-syntax', '--import', 'tsx', '--input-type=module', '-e', CHILD],
@@ -48,5 +57,10 @@ test("the index has fast properties once wrapped, and every organization's index
     },
   );
   assert.equal(r.status, 0, r.stderr);
-  assert.deepEqual(JSON.parse(r.stdout.trim().split('\n').at(-1)!), { index: true, oneShape: true });
+  assert.deepEqual(JSON.parse(r.stdout.trim().split('\n').at(-1)!), {
+    index: true,
+    oneShape: true,
+    packed: true,
+    posted: true,
+  });
 });

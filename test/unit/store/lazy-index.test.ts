@@ -8,8 +8,8 @@ import { buildIndex } from '../../../src/index/build.js';
 import { OrgDataBuilder } from '../../../src/model/org-data-builder.js';
 import { executeSearch } from '../../../src/query/execute.js';
 import { parseSearchParams } from '../../../src/request/parse-params.js';
-import { type FlatIndex, flattenIndex, lazyIndex, shareFlat } from '../../../src/store/flat-index.js';
-import { packFlat, unpackFlat } from '../../../src/store/packed-flat.js';
+import { type FlatIndex, flattenIndex, lazyIndex, postedIndex, shareFlat } from '../../../src/store/flat-index.js';
+import { adoptPacked, packFlat, unpackFlat } from '../../../src/store/packed-flat.js';
 
 const ORG = '0e0e0e0e-0000-4000-8000-000000000001';
 const CONTACT = '4c4c4c4c-0000-4000-8000-000000000001';
@@ -123,3 +123,49 @@ test('packFlat keeps float64 places when an offset does not fit 32 bits (section
   const i = packed.names.indexOf('far');
   assert.deepEqual([...packed.places.subarray(4 * i, 4 * i + 4)], [0, 0, 2 ** 33, 3]);
 });
+
+/** The newest two messages' ids of a `q=pedido` search over `index`. */
+function newestTwo(index: import('../../../src/index/org-index.js').OrgIndex): string[] {
+  const parsed = parseSearchParams(`organization_id=${ORG}&q=pedido&messages_limit=2`);
+  assert.ok(parsed.ok);
+  return executeSearch(index, parsed.request).data[0].messages.map((m) => m.id);
+}
+
+test("postedIndex (a serving thread): the posted clone adopts the thread's names array, wraps on first read, answers as the built index", () => {
+  const f = flat();
+  deriveForPost(f);
+  const posted = structuredClone(packFlat(f)!);
+  const lazy = postedIndex(posted);
+  const other = flat();
+  deriveForPost(other);
+  assert.notEqual(posted.names, packFlat(other)!.names, 'the clone came with a copy');
+  assert.equal(lazy.packed!.names, packFlat(other)!.names, "the thread's one names array, not the clone's");
+  assert.equal(lazy.messages, 5);
+  assert.equal(lazy.isWrapped, false, 'nothing wrapped before a request reads it');
+  assert.deepEqual(newestTwo(lazy.index), ['m4', 'm3']);
+  assert.equal(lazy.isWrapped, true);
+  // adopting an array that is already the thread's changes nothing
+  assert.equal(adoptPacked(lazy.packed!), lazy.packed);
+});
+
+test('dropIfIdle lets the wrapped index go only after a period without reads; the next read wraps it again', () => {
+  const lazy = lazyIndex(flat());
+  assert.equal(lazy.dropIfIdle(), false, 'never wrapped: nothing to drop');
+  const first = lazy.index;
+  assert.equal(lazy.dropIfIdle(), false, 'read in this period: kept');
+  assert.equal(lazy.index, first);
+  assert.equal(lazy.dropIfIdle(), false, 'read again in the next period: kept');
+  assert.equal(lazy.dropIfIdle(), true, 'a whole period without a read: dropped');
+  assert.equal(lazy.isWrapped, false);
+  assert.equal(lazy.dropIfIdle(), false, 'already dropped');
+  // a request that still holds the old index keeps answering from it (the same memory)
+  assert.deepEqual(newestTwo(first), ['m4', 'm3']);
+  const again = lazy.index;
+  assert.notEqual(again, first, 'wrapped again');
+  assert.deepEqual(newestTwo(again), ['m4', 'm3']);
+});
+
+/** What the main thread does to a loaded flat before it posts it (lazyIndex checks and derives). */
+function deriveForPost(f: FlatIndex): void {
+  lazyIndex(f);
+}
