@@ -12,7 +12,9 @@ import { type SentTimes, sentAtOf } from '../index/sent-times.js';
 import { TYPED_ARRAY_FIELDS, type OrgIndex } from '../index/org-index.js';
 import {
   buildTokenTable,
+  type TokenTable,
   tokenTableSize,
+  tokenTableType,
   type PairLookup,
   SharedPairDictionary,
   SharedTokenDictionary,
@@ -263,17 +265,17 @@ export function deriveDictionaries(flat: FlatIndex): void {
   ) {
     throw new Error(`snapshot: malformed dictionary of organization ${flat.organizationId}`);
   }
-  const table = !(s.tokenTable instanceof Uint32Array);
+  const table = !(s.tokenTable instanceof Uint16Array || s.tokenTable instanceof Uint32Array);
   const pairs = !(s.pairKeysSorted instanceof Float64Array) || !(s.pairValuesSorted instanceof Uint32Array);
   if (!table && !pairs) return;
   // in one shared block: each buffer costs every thread that holds the index an object and a
   // backing store record (three a small organization, against one for all its other sections)
   const out = allocateShared([
-    ['tokenTable', 'Uint32Array', table ? tokenTableSize(offsets.length - 1) : 0],
+    ['tokenTable', tokenTableType(offsets.length - 1), table ? tokenTableSize(offsets.length - 1) : 0],
     ['pairKeysSorted', 'Float64Array', pairs ? keys.length : 0],
     ['pairValuesSorted', 'Uint32Array', pairs ? keys.length : 0],
   ]);
-  if (table) s.tokenTable = buildTokenTable(bytes, offsets, out.tokenTable as Uint32Array);
+  if (table) s.tokenTable = buildTokenTable(bytes, offsets, out.tokenTable as TokenTable);
   if (pairs) {
     const sorted = sortPairs(keys, values, out.pairKeysSorted as Float64Array, out.pairValuesSorted as Uint32Array);
     s.pairKeysSorted = sorted.keys;
@@ -334,7 +336,7 @@ function wrapChecked(flat: FlatIndex): OrgIndex {
     tokenIds: new SharedTokenDictionary(
       s.tokenBytes as Uint8Array,
       s.tokenOffsets as Uint32Array,
-      s.tokenTable as Uint32Array,
+      s.tokenTable as TokenTable,
     ),
     pairIds: new SharedPairDictionary(s.pairKeysSorted as Float64Array, s.pairValuesSorted as Uint32Array),
     pairMinFrequency: flat.pairMinFrequency,

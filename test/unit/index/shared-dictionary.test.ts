@@ -76,6 +76,29 @@ test('the table is filled to three quarters at most, and every token and miss is
   }
 });
 
+test('16-bit slots while every token id + 1 fits, 32-bit from 65,535 tokens on; both answer every token', () => {
+  for (const [tokens, type] of [
+    [0, Uint16Array],
+    [44_113, Uint16Array],
+    [65_534, Uint16Array],
+    [65_535, Uint32Array],
+    [70_000, Uint32Array],
+  ] as const) {
+    const words = Array.from({ length: tokens }, (_, i) => `w${i}`);
+    const { bytes, offsets } = column(words);
+    const table = buildTokenTable(bytes, offsets);
+    assert.equal(table.constructor, type, `${tokens} tokens`);
+    const shared = new SharedTokenDictionary(bytes, offsets, table);
+    // the largest ids (their slot values at the type's top) and a few others
+    for (const i of [0, 1, tokens >> 1, tokens - 2, tokens - 1].filter((i) => i >= 0 && i < tokens))
+      assert.equal(shared.get(`w${i}`), i, `w${i} of ${tokens}`);
+    assert.equal(shared.get(`w${tokens}`), undefined);
+  }
+  // a table given of the other type is refused, not filled with ids it cannot hold
+  const { bytes, offsets } = column(['a', 'b']);
+  assert.throws(() => buildTokenTable(bytes, offsets, new Uint32Array(8)), /a token table of Uint16Array/);
+});
+
 test('the table lives in shared memory, and pairs are found by key after sorting (fast-check)', () => {
   const { bytes, offsets } = column(['a', 'b']);
   assert.ok(buildTokenTable(bytes, offsets).buffer instanceof SharedArrayBuffer);
