@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildIndex } from '../../../src/index/build.js';
+import type { OrgIndex } from '../../../src/index/org-index.js';
 import { OrgDataBuilder } from '../../../src/model/org-data-builder.js';
 import { executeSearch } from '../../../src/query/execute.js';
 import { parseSearchParams } from '../../../src/request/parse-params.js';
@@ -125,7 +126,7 @@ test('packFlat keeps float64 places when an offset does not fit 32 bits (section
 });
 
 /** The newest two messages' ids of a `q=pedido` search over `index`. */
-function newestTwo(index: import('../../../src/index/org-index.js').OrgIndex): string[] {
+function newestTwo(index: OrgIndex): string[] {
   const parsed = parseSearchParams(`organization_id=${ORG}&q=pedido&messages_limit=2`);
   assert.ok(parsed.ok);
   return executeSearch(index, parsed.request).data[0].messages.map((m) => m.id);
