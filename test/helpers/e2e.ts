@@ -244,6 +244,11 @@ export function vocabulary(messages: MessageLine[], org: string): Vocabulary {
     if (words.size >= 2000) break;
     words.add(w);
   }
+  // An organization without messages (or without two adjacent words) still gets requests: terms
+  // and dates that find nothing there, rather than picks from an empty list.
+  if (words.size === 0) words.add('pedido');
+  if (pairs.size === 0) pairs.add('meu pedido');
+  if (instants.length === 0) instants.push(Date.UTC(2025, 0, 1));
   return { words: [...words], pairs: [...pairs], instants };
 }
 
