@@ -21,7 +21,7 @@ import { randomBytes } from 'node:crypto';
 import { setImmediate as yieldToRequests } from 'node:timers/promises';
 import type { OrgIndex } from '../index/build.js';
 import type { OrgData } from '../model/records.js';
-import { IDLE_SWEEP_MS } from '../store/flat-index.js';
+import { sweepIdle } from '../store/flat-index.js';
 import type { ReloadAck, ReloadRequest, ServerEntry } from '../store/fleet.js';
 import { FULL_LISTING_MS, type StoreConfig, type Stores } from '../store/stores.js';
 import { type BuiltIndex, IndexBuilder } from './index-builder.js';
@@ -187,11 +187,7 @@ export class Catalog {
     this.timers.push(setInterval(() => this.poll(), this.opts.pollMs).unref());
     // With SERVER_THREADS=1 this thread searches: an organization no request reached for a while
     // lets its wrapped index go (LazyIndex.dropIfIdle; with serving threads none is ever wrapped here)
-    this.timers.push(
-      setInterval(() => {
-        for (const { built } of this.indexes.values()) built.dropIfIdle?.();
-      }, IDLE_SWEEP_MS).unref(),
-    );
+    this.timers.push(sweepIdle(() => Array.from(this.indexes.values(), (loaded) => loaded.built)));
     // Joining does not wait for the load: `npm run reload` must see a server that is still loading.
     const joined = this.join();
     try {

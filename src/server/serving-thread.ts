@@ -15,7 +15,7 @@ import { loadUws, type us_listen_socket } from '../http/uws.js';
 import { warmTokenizer } from '../text/analyze.js';
 import { createLogger } from '../log/logger.js';
 import { collectGarbage, shrinkHeap } from '../runtime/collect-garbage.js';
-import { IDLE_SWEEP_MS, type LazyIndex, postedIndex } from '../store/flat-index.js';
+import { type LazyIndex, postedIndex, sweepIdle } from '../store/flat-index.js';
 import { touchPages } from '../store/prefault.js';
 import type { ServingKeyStore } from '../auth/key-store.js';
 import type { FromThread, KeyListingMessage, ServingState, ServingThreadData, ToThread } from './thread-protocol.js';
@@ -122,9 +122,7 @@ const keys = new KeyCache(keyStore, {
 keysPort.on('message', install);
 const indexes = new Map<string, LazyIndex>();
 // An organization no request reached on this thread for 5-10 minutes lets its views go (dropIfIdle).
-setInterval(() => {
-  for (const lazy of indexes.values()) lazy.dropIfIdle();
-}, IDLE_SWEEP_MS).unref();
+sweepIdle(() => indexes.values());
 let state: ServingState = { ready: false, unavailable: [] };
 let unavailable = new Map<string, number>();
 

@@ -461,4 +461,14 @@ export class LazyIndex {
 }
 
 /** How often the holders of LazyIndexes (the serving threads, the catalog) call dropIfIdle. */
-export const IDLE_SWEEP_MS = 5 * 60_000;
+const IDLE_SWEEP_MS = 5 * 60_000;
+
+/**
+ * Calls dropIfIdle on each of `indexes()` every IDLE_SWEEP_MS, for as long as the returned timer
+ * runs (unref'd: it keeps no thread alive). An index without dropIfIdle (a test's built one) is kept.
+ */
+export function sweepIdle(indexes: () => Iterable<{ dropIfIdle?(): boolean }>): NodeJS.Timeout {
+  return setInterval(() => {
+    for (const index of indexes()) index.dropIfIdle?.();
+  }, IDLE_SWEEP_MS).unref();
+}
