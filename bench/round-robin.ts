@@ -9,7 +9,7 @@
  * (REDIS_URL set: the Redis store, as the server picks it)
  */
 import { openStores } from '../src/store/open-store.js';
-import { wrapIndex } from '../src/store/flat-index.js';
+import { lazyIndex } from '../src/store/flat-index.js';
 import { searchBody } from '../src/query/execute.js';
 import { parseSearchParams } from '../src/request/parse-params.js';
 import { flagNumber, flagString, redisUrlFromEnv } from './helpers.js';
@@ -23,7 +23,8 @@ const stores = await openStores({ redisUrl: redisUrlFromEnv(), dataDir });
 const indexes = [];
 try {
   for (const ref of await stores.snapshots.latest()) {
-    indexes.push(wrapIndex(await stores.snapshots.loadFlatIndex(ref, { build: false })));
+    // as the main thread loads it (a small organization's per-key columns narrowed), then wrapped
+    indexes.push(lazyIndex(await stores.snapshots.loadFlatIndex(ref, { build: false })).index);
   }
 } finally {
   await stores.close();

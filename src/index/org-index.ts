@@ -74,7 +74,7 @@ export interface OrgIndex extends EntrySummaries, ChannelBits, SentTimes {
   readonly pairIds: PairLookup;
   readonly pairMinFrequency: number;
   /** entries of token or pseudo-token t: entryStart[t] .. entryStart[t+1] */
-  readonly entryStart: Uint32Array;
+  readonly entryStart: KeyColumn;
   /** contact ordinal of each entry, 16 bits wide when every ordinal fits (see contactColumnType) */
   readonly entryContact: ContactColumn;
   /**
@@ -97,9 +97,9 @@ export interface OrgIndex extends EntrySummaries, ChannelBits, SentTimes {
   /** each entry's messages but an inline head (see the top) */
   readonly storedPostings: Uint32Array;
   /** messages of each token and pseudo-token (its document frequency; the postings no longer give it) */
-  readonly keyFrequency: Uint32Array;
+  readonly keyFrequency: KeyColumn;
   /** frequency rank of each token id (0 = commonest): what tokenSeqBytes writes */
-  readonly tokenRank: Uint32Array;
+  readonly tokenRank: KeyColumn;
   /**
    * message m's tokens, for phrase adjacency: tokenSeqBytes[seqStart(m) .. seqStart(m + 1)), one
    * varint of its rank a token (token-seq.ts); the starts in blocks (block-starts.ts)
@@ -109,7 +109,7 @@ export interface OrgIndex extends EntrySummaries, ChannelBits, SentTimes {
   readonly seqStartFar: Uint32Array;
   readonly tokenSeqBytes: Uint8Array;
   /** the first contacts of each frequent token's answer per direction (see top-lists.ts) */
-  readonly topSlot: Int32Array;
+  readonly topSlot: SlotColumn;
   readonly topStart: Uint32Array;
   readonly topCount: Uint32Array;
   readonly topOffsets: ContactColumn;
@@ -128,6 +128,16 @@ export function narrowColumnType(count: number): 'Uint16Array' | 'Uint32Array' {
 export function narrowColumn(count: number, length: number): NarrowColumn {
   return narrowColumnType(count) === 'Uint16Array' ? new Uint16Array(length) : new Uint32Array(length);
 }
+
+/**
+ * A column of one value a token or pair (entryStart, keyFrequency, tokenRank, the dictionary's
+ * tokenOffsets): 32 bits as built and stored, 16 in a small organization's loaded index
+ * (store/narrow-sections.ts).
+ */
+export type KeyColumn = NarrowColumn;
+
+/** topSlot: a key's top-list slot or -1, 32 bits as built and stored, 16 when loaded small (KeyColumn). */
+export type SlotColumn = Int32Array | Int16Array;
 
 /** Contact ordinals of the entries: 16 bits when every ordinal fits (most organizations), else 32. */
 export type ContactColumn = NarrowColumn;

@@ -6,6 +6,8 @@
  * on every serving thread and the main thread, each reload) and no thread holds a copy.
  */
 
+import type { KeyColumn } from './org-index.js';
+
 /** What the query reads of the term dictionary (a built index's Map satisfies it too). */
 export interface TokenLookup {
   readonly size: number;
@@ -55,7 +57,7 @@ export function tokenTableType(tokens: number): 'Uint16Array' | 'Uint32Array' {
  * threads that get the index share it (or in `table`, zeroed, of tokenTableSize slots and
  * tokenTableType's type). Linear probing; the column holds each token once.
  */
-export function buildTokenTable(bytes: Uint8Array, offsets: Uint32Array, table?: TokenTable): TokenTable {
+export function buildTokenTable(bytes: Uint8Array, offsets: KeyColumn, table?: TokenTable): TokenTable {
   const tokens = offsets.length - 1;
   const size = tokenTableSize(tokens);
   const type = tokenTableType(tokens);
@@ -120,7 +122,7 @@ export class SharedTokenDictionary implements TokenLookup {
 
   constructor(
     private readonly bytes: Uint8Array,
-    private readonly offsets: Uint32Array,
+    private readonly offsets: KeyColumn,
     private readonly table: TokenTable,
   ) {
     this.size = offsets.length - 1;

@@ -9,6 +9,7 @@
  */
 
 import { type BlockStarts, encodeBlockStarts, nextStart, startAt } from './block-starts.js';
+import type { KeyColumn } from './org-index.js';
 
 /** The three arrays of the sequences' starts (block-starts.ts); an OrgIndex has them. */
 export interface SeqStarts {
@@ -82,7 +83,7 @@ export function encodeTokenSeq(
 }
 
 /** A phrase's token ids in the byte form of `encodeTokenSeq` (made once a query, per phrase). */
-export function encodePhrase(tokenRank: Uint32Array, ids: ArrayLike<number>): Uint8Array {
+export function encodePhrase(tokenRank: KeyColumn, ids: ArrayLike<number>): Uint8Array {
   let n = 0;
   for (let k = 0; k < ids.length; k++) n += varintLength(tokenRank[ids[k]]);
   const out = new Uint8Array(n);
@@ -245,8 +246,8 @@ function containsTokensKmp(bytes: Uint8Array, from: number, start: number, to: n
  * Token id by frequency rank, made once per tokenRank column: a tool decoding many messages
  * rebuilt it every call (a test of 2,000 cases over a 20,000-token vocabulary spent 50 s in it).
  */
-const ID_OF_RANK = new WeakMap<Uint32Array, Map<number, number>>();
-function idsOfRanks(tokenRank: Uint32Array): Map<number, number> {
+const ID_OF_RANK = new WeakMap<KeyColumn, Map<number, number>>();
+function idsOfRanks(tokenRank: KeyColumn): Map<number, number> {
   let idOfRank = ID_OF_RANK.get(tokenRank);
   if (idOfRank === undefined) {
     idOfRank = new Map();
@@ -258,7 +259,7 @@ function idsOfRanks(tokenRank: Uint32Array): Map<number, number> {
 
 /** The token ids of message m, decoded (tools and benchmarks; never the request path). */
 export function messageTokenIds(
-  index: SeqStarts & { tokenSeqBytes: Uint8Array; tokenRank: Uint32Array },
+  index: SeqStarts & { tokenSeqBytes: Uint8Array; tokenRank: KeyColumn },
   m: number,
 ): number[] {
   const idOfRank = idsOfRanks(index.tokenRank);

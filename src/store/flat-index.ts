@@ -9,7 +9,7 @@ import { CHANNEL_COUNT, COMBO_VALUE } from '../index/layout.js';
 import { contentStart, idStart, type RowStarts, rowOffsetsOf } from '../index/message-rows.js';
 import { isPacked, unpackUuid } from '../index/packed-uuid.js';
 import { type SentTimes, sentAtOf } from '../index/sent-times.js';
-import { TYPED_ARRAY_FIELDS, type OrgIndex } from '../index/org-index.js';
+import { type KeyColumn, TYPED_ARRAY_FIELDS, type OrgIndex } from '../index/org-index.js';
 import {
   buildTokenTable,
   type TokenTable,
@@ -23,6 +23,7 @@ import {
 } from '../index/shared-dictionary.js';
 import type { Contact, OrgData } from '../model/records.js';
 import { type Section, SECTION_TYPES, type SectionType, sectionType, sectionView } from './section.js';
+import { narrowedSections } from './narrow-sections.js';
 import { adoptPacked, type PackedFlat, packFlat, unpackFlat } from './packed-flat.js';
 
 export { type Section, SECTION_TYPES, type SectionType, sectionType } from './section.js';
@@ -256,7 +257,7 @@ export function deriveDictionaries(flat: FlatIndex): void {
     values = s.pairValues;
   if (
     !(bytes instanceof Uint8Array) ||
-    !(offsets instanceof Uint32Array) ||
+    !(offsets instanceof Uint32Array || offsets instanceof Uint16Array) ||
     !(keys instanceof Float64Array) ||
     !(values instanceof Uint32Array) ||
     keys.length !== values.length ||
@@ -335,7 +336,7 @@ function wrapChecked(flat: FlatIndex): OrgIndex {
     conversationIdOffsets: s.conversationIdOffsets,
     tokenIds: new SharedTokenDictionary(
       s.tokenBytes as Uint8Array,
-      s.tokenOffsets as Uint32Array,
+      s.tokenOffsets as KeyColumn,
       s.tokenTable as TokenTable,
     ),
     pairIds: new SharedPairDictionary(s.pairKeysSorted as Float64Array, s.pairValuesSorted as Uint32Array),
@@ -387,6 +388,10 @@ export function checkWrappable(flat: FlatIndex): void {
  */
 export function lazyIndex(flat: FlatIndex): LazyIndex {
   checkWrappable(flat);
+  const small = narrowedSections(flat.sections);
+  // a small organization's sections, per-key columns narrowed, and its dictionaries' lookup
+  // sections in one shared block: one buffer instead of two for every thread that holds it
+  if (small !== null) flat = { ...flat, sections: shareSections(small) };
   return new LazyIndex(packFlat(flat) ?? flat);
 }
 

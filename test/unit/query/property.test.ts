@@ -13,7 +13,7 @@ import { CHANNELS, type Channel, type Contact, type MessageLine } from '../../..
 import { OrgDataBuilder } from '../../../src/model/org-data-builder.js';
 import { searchBody } from '../../../src/query/execute.js';
 import type { SearchRequest, SearchResponse } from '../../../src/request/search-request.js';
-import { exportColumns, flattenIndex, wrapIndex } from '../../../src/store/flat-index.js';
+import { exportColumns, flattenIndex, lazyIndex } from '../../../src/store/flat-index.js';
 import {
   encodeSnapshot,
   parseManifest,
@@ -433,8 +433,9 @@ function assertBody(body: Uint8Array, expected: SearchResponse): void {
 
 /**
  * The index a server serves after a snapshot round trip: encoded into chunks and a manifest,
- * decoded and verified, wrapped. Format 2 carries the built index (here with either pair
- * threshold); format 1 carries the records and is rebuilt on load.
+ * decoded and verified, wrapped as a server does (lazyIndex, so these small organizations' per-key
+ * columns are 16-bit). Format 2 carries the built index (here with either pair threshold); format
+ * 1 carries the records and is rebuilt on load.
  */
 function loadedIndexOf(org: Pick<Org, 'contacts' | 'messages'>, format: 1 | 2, orgId = ORG) {
   const b = new OrgDataBuilder(orgId);
@@ -486,7 +487,8 @@ function loadedIndexOf(org: Pick<Org, 'contacts' | 'messages'>, format: 1 | 2, o
   for (const a of Object.values(flat.sections))
     assert.ok(a.buffer instanceof SharedArrayBuffer, 'every section is shared memory');
   if (purpose === 'serve') assert.throws(() => decoder.finishData(), /a decoder made to serve/);
-  return wrapIndex(flat);
+  // as a server loads it (lazyIndex): these small organizations' per-key columns in 16 bits
+  return lazyIndex(flat).index;
 }
 let purposeVariant = 0;
 

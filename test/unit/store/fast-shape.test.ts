@@ -2,7 +2,8 @@
  * wrapIndex's index is a fast-properties object from the start, not only once requests reached
  * the organization: in dictionary mode it held ~3.2 KB of hash table (in every serving thread,
  * for every organization), and the query code's field reads were slower. Every organization's
- * index has the same hidden class, so the query code's property loads stay monomorphic over many
+ * index has the same hidden class, whether its per-key columns are 16-bit (a small organization
+ * loaded) or 32, so the query code's property loads stay monomorphic over many
  * organizations. (A sections record is not held past a load: store/packed-flat.ts.) The packed
  * form the main thread holds, and the copy a serving thread adopts, share one hidden class too:
  * made by a spread, each had a map of its own (~0.4 KB an organization). V8 tells which mode an
@@ -21,7 +22,7 @@ const url = (p: string) => pathToFileURL(path.join(ROOT, p)).href;
 const CHILD = `
 const { buildIndex } = await import(${JSON.stringify(url('src/index/build.ts'))});
 const { OrgDataBuilder } = await import(${JSON.stringify(url('src/model/org-data-builder.ts'))});
-const { flattenIndex, shareFlat, deriveDictionaries, wrapIndex } = await import(${JSON.stringify(url('src/store/flat-index.ts'))});
+const { flattenIndex, shareFlat, deriveDictionaries, wrapIndex, lazyIndex } = await import(${JSON.stringify(url('src/store/flat-index.ts'))});
 const { adoptPacked, packFlat } = await import(${JSON.stringify(url('src/store/packed-flat.ts'))});
 function indexOf(org, contact, messages) {
   const b = new OrgDataBuilder(org);
@@ -40,9 +41,12 @@ const two = indexOf('0d0d0d0d-0000-4000-8000-000000000002', '3c3c3c3c-0000-4000-
 // the packed forms, as the main thread holds them and as a serving thread adopts a posted one
 const packedOne = packFlat(one.flat), packedTwo = packFlat({ ...two.flat, digest: 'd' });
 const postedOne = adoptPacked(structuredClone(packedOne)), postedTwo = adoptPacked(structuredClone(packedTwo));
+// as a server loads a small organization: its per-key columns in 16 bits, not 32 (narrow-sections.ts)
+const narrow = lazyIndex(indexOf('0d0d0d0d-0000-4000-8000-000000000003', '3c3c3c3c-0000-4000-8000-000000000003', 11).flat).index;
+if (!(narrow.entryStart instanceof Uint16Array)) throw new Error('expected 16-bit entry starts');
 console.log(JSON.stringify({
   index: %HasFastProperties(one.index),
-  oneShape: %HaveSameMap(one.index, two.index),
+  oneShape: %HaveSameMap(one.index, two.index) && %HaveSameMap(one.index, narrow) && %HasFastProperties(narrow),
   packed: %HasFastProperties(packedOne) && %HaveSameMap(packedOne, packedTwo),
   posted: %HaveSameMap(postedOne, postedTwo) && %HaveSameMap(postedOne, packedOne),
 }));

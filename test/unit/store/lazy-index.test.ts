@@ -15,7 +15,7 @@ import { adoptPacked, packFlat, unpackFlat } from '../../../src/store/packed-fla
 const ORG = '0e0e0e0e-0000-4000-8000-000000000001';
 const CONTACT = '4c4c4c4c-0000-4000-8000-000000000001';
 
-function flat(): FlatIndex {
+function flat(contents = (i: number) => `quero o pedido ${i}`): FlatIndex {
   const b = new OrgDataBuilder(ORG);
   b.addContact({
     id: CONTACT,
@@ -36,7 +36,7 @@ function flat(): FlatIndex {
         conversation_id: 'c1',
         channel: 'instagram',
         direction: 'inbound',
-        content: `quero o pedido ${i}`,
+        content: contents(i),
         sent_at: sentAt,
       },
       Date.parse(sentAt),
@@ -50,16 +50,30 @@ test('lazyIndex wraps once, on first read, and answers as the built index', () =
   const built = lazyIndex(f);
   assert.equal(built.messages, 5);
   assert.equal(built.contacts, 1);
-  // held packed: the flat it gives back is new views of the very same memory
+  // a small organization: its sections and the dictionaries' lookup sections copied into one
+  // block, the per-key columns in 16 bits (narrow-sections.ts), every value as loaded
   const again = built.flat;
   assert.notEqual(again, f);
   assert.deepEqual(Object.keys(again.sections), Object.keys(f.sections));
+  const narrowed: Record<string, unknown> = {
+    entryStart: Uint16Array,
+    keyFrequency: Uint16Array,
+    tokenRank: Uint16Array,
+    tokenOffsets: Uint16Array,
+    topSlot: Int16Array,
+  };
+  const block = again.sections.msgCombo.buffer;
   for (const [name, a] of Object.entries(f.sections)) {
     const b = again.sections[name];
-    assert.equal(b.constructor, a.constructor, name);
-    assert.equal(b.buffer, a.buffer, name);
-    assert.equal(b.byteOffset, a.byteOffset, name);
-    assert.equal(b.length, a.length, name);
+    assert.equal(b.constructor, narrowed[name] ?? a.constructor, name);
+    assert.equal(b.buffer, block, name);
+    assert.deepEqual([...(b as Uint32Array)], [...(a as Uint32Array)], name);
+  }
+  // held packed: a second look is new views of the very same memory
+  const third = built.flat.sections;
+  for (const [name, a] of Object.entries(again.sections)) {
+    assert.equal(third[name].buffer, a.buffer, name);
+    assert.equal(third[name].byteOffset, a.byteOffset, name);
   }
   assert.equal(again.messageCount, f.messageCount);
   assert.equal(again.organizationId, f.organizationId);
@@ -76,6 +90,22 @@ test('lazyIndex wraps once, on first read, and answers as the built index', () =
     answer.data[0].messages.map((m) => m.id),
     ['m4', 'm3'],
   );
+});
+
+test('lazyIndex keeps a larger organization as loaded: 65,536 entries, the same memory and types', () => {
+  // one message of 65,536 distinct words: a token an entry, more entries than 16 bits count
+  const words = Array.from({ length: 0x10000 }, (_, i) => `w${i.toString(36)}`).join(' ');
+  const f = flat((i) => (i === 0 ? words : `quero o pedido ${i}`));
+  const built = lazyIndex(f);
+  const again = built.flat;
+  for (const [name, a] of Object.entries(f.sections)) {
+    const b = again.sections[name];
+    assert.equal(b.constructor, a.constructor, name);
+    assert.equal(b.buffer, a.buffer, name);
+    assert.equal(b.byteOffset, a.byteOffset, name);
+    assert.equal(b.length, a.length, name);
+  }
+  assert.deepEqual(newestTwo(built.index), ['m4', 'm3']);
 });
 
 test('a flat missing a section is refused by lazyIndex itself, before any read', () => {
