@@ -24,7 +24,7 @@ import {
 import type { Contact, OrgData } from '../model/records.js';
 import { type Section, SECTION_TYPES, type SectionType, sectionType, sectionView } from './section.js';
 import { narrowedSections } from './narrow-sections.js';
-import { adoptPacked, type PackedFlat, packFlat, unpackFlat } from './packed-flat.js';
+import { adoptPacked, type PackedFlat, packFlat, placesLength, unpackFlat } from './packed-flat.js';
 
 export { type Section, SECTION_TYPES, type SectionType, sectionType } from './section.js';
 
@@ -168,12 +168,17 @@ export function shareFlat(flat: FlatIndex): FlatIndex {
 /** Copies of the given sections in one SharedArrayBuffer (allocateShared). */
 export function shareSections(entries: readonly (readonly [string, Section])[]): Record<string, Section> {
   const sections = allocateShared(entries.map(([k, a]) => [k, sectionType(a), a.length] as const));
+  copySections(entries, sections);
+  return sections;
+}
+
+/** Copies each of `entries` into the section of its name in `into` (of its type and length). */
+function copySections(entries: readonly (readonly [string, Section])[], into: Record<string, Section>): void {
   for (const [k, a] of entries) {
-    new Uint8Array(sections[k].buffer, sections[k].byteOffset, a.byteLength).set(
+    new Uint8Array(into[k].buffer, into[k].byteOffset, a.byteLength).set(
       new Uint8Array(a.buffer, a.byteOffset, a.byteLength),
     );
   }
-  return sections;
 }
 
 /** Whether section `name` is one of EXPORT_SECTIONS. */
@@ -389,11 +394,23 @@ export function checkWrappable(flat: FlatIndex): void {
 export function lazyIndex(flat: FlatIndex): LazyIndex {
   checkWrappable(flat);
   const small = narrowedSections(flat.sections);
-  // a small organization's sections, per-key columns narrowed, and its dictionaries' lookup
-  // sections in one shared block: one buffer instead of two for every thread that holds it
-  if (small !== null) flat = { ...flat, sections: shareSections(small) };
-  return new LazyIndex(packFlat(flat) ?? flat);
+  if (small === null) return new LazyIndex(packFlat(flat) ?? flat);
+  // a small organization's sections, per-key columns narrowed, its dictionaries' lookup sections
+  // and where each lies (packFlat's places) in one shared block: one buffer instead of three
+  // for the main thread and every serving thread that holds it
+  const block = allocateShared([
+    ...small.map(([k, a]) => [k, sectionType(a), a.length] as const),
+    [PLACES, 'Uint32Array', placesLength(small.length)],
+  ]);
+  const places = block[PLACES] as Uint32Array;
+  delete block[PLACES];
+  copySections(small, block);
+  const compact = { ...flat, sections: block };
+  return new LazyIndex(packFlat(compact, places) ?? compact);
 }
+
+/** The name lazyIndex gives a small organization's places while it allocates its block (never a section). */
+const PLACES = '(places)';
 
 /**
  * A serving thread's index of a packed flat that the main thread posted: wrapped on the first

@@ -69,6 +69,10 @@ test('lazyIndex wraps once, on first read, and answers as the built index', () =
     assert.equal(b.buffer, block, name);
     assert.deepEqual([...(b as Uint32Array)], [...(a as Uint32Array)], name);
   }
+  // where each section lies (the packed places) is in that block too, so a thread the packed
+  // flat is posted to holds a view of it, not a copy
+  assert.equal(built.packed!.places.buffer, block);
+  assert.equal(built.packed!.buffers.length, 1);
   // held packed: a second look is new views of the very same memory
   const third = built.flat.sections;
   for (const [name, a] of Object.entries(again.sections)) {
