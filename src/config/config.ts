@@ -82,28 +82,47 @@ const serverThreads = v.pipe(
   v.transform(Number),
 );
 
+/**
+ * What is wrong with one REDIS_URL part, or null. ioredis takes the path as the database number:
+ * `/abc` made it send `SELECT NaN` (every command-line tool then died with ioredis's stack), and a
+ * URL without a host or with port 0 passed as a URL and failed only on connecting.
+ */
+function redisUrlProblem(one: string, seeds: number): string | null {
+  if (!/^rediss?:\/\//.test(one)) return 'must be a redis:// or rediss:// URL';
+  let u: URL;
+  try {
+    u = new URL(one);
+  } catch {
+    u = new URL('redis://x:0');
+  }
+  if (u.hostname === '' || !(u.port === '' || (+u.port >= 1 && +u.port <= 65535)))
+    return 'must be a redis:// or rediss:// URL with a valid host and a port of 1-65535';
+  const path = u.pathname === '/' ? '' : u.pathname;
+  const db = u.searchParams.get('db');
+  if (!/^(\/[0-9]{1,9})?$/.test(path) || (db !== null && !/^[0-9]{1,9}$/.test(db)))
+    return 'may name a database only by its number after the host (redis://host:6379/2)';
+  if (seeds > 1 && (/[1-9]/.test(path) || (db !== null && /[1-9]/.test(db))))
+    return 'must not name a database other than 0 in a list of cluster seed nodes (a cluster has only database 0)';
+  return null;
+}
+
 const redisUrl = v.pipe(
   v.string(),
   // One URL, or a comma-separated list of Redis Cluster seed nodes (see store/redis-connection.ts).
   v.check(
-    (s) =>
-      s.split(',').every((one) => {
-        if (!/^rediss?:\/\//.test(one.trim())) return false;
-        try {
-          new URL(one.trim());
-          return true;
-        } catch {
-          return false;
-        }
-      }),
+    (s) => {
+      const parts = s.split(',');
+      return parts.every((one) => redisUrlProblem(one.trim(), parts.length) === null);
+    },
     (i) => {
       const input = String(i.input);
-      const list = input.includes(',') ? ', or a comma-separated list of them (cluster seed nodes)' : '';
-      // the scheme is right but the rest is not a URL (a port of 99999 said only "must be a redis:// URL")
-      const why = input.split(',').every((one) => /^rediss?:\/\//.test(one.trim()))
-        ? ' with a valid host and a port of 1-65535'
-        : '';
-      return `config: REDIS_URL must be a redis:// or rediss:// URL${why}${list}, got ${JSON.stringify(maskedUrl(input))}`;
+      const parts = input.split(',');
+      const why = parts.map((one) => redisUrlProblem(one.trim(), parts.length)).find((p) => p !== null) ?? '';
+      const list =
+        parts.length > 1 && why.startsWith('must be a')
+          ? ', or a comma-separated list of them (cluster seed nodes)'
+          : '';
+      return `config: REDIS_URL ${why}${list}, got ${JSON.stringify(maskedUrl(input))}`;
     },
   ),
 );

@@ -143,6 +143,12 @@ interface ClusterSubscriberInternals {
   isStarted?: () => boolean;
 }
 
+/**
+ * A REDIS_URL that Redis refuses as it stands (its database): a setting to correct, not an outage
+ * to wait out, so even a server's start stops on it rather than retrying.
+ */
+export class RedisSettingError extends Error {}
+
 /** Is the node at `url` part of a cluster? Resolves to the connected plain client when it is not. */
 async function probe(url: string, o: ConnectionOptions): Promise<{ cluster: boolean; client: Redis }> {
   const client = new Redis(url, { ...nodeOptions(new URL(url), o), lazyConnect: true, enableOfflineQueue: false });
@@ -166,6 +172,16 @@ async function probe(url: string, o: ConnectionOptions): Promise<{ cluster: bool
           throw new Error('Command timed out');
         })
       : await ask();
+    // ioredis selects the URL's database as it connects and, refused (a database past the
+    // server's `databases`, or any but 0 on a cluster node), only emits 'error' and stays on
+    // database 0: an import published there (the operator audit). Its reply came before INFO's.
+    if (lastError !== null && /DB index|SELECT/i.test((lastError as Error).message)) {
+      const u = new URL(url);
+      const db = u.pathname.slice(1) || u.searchParams.get('db');
+      throw new RedisSettingError(
+        `store: REDIS_URL ${redactUrl(url)} names database ${db}, which Redis refuses: ${(lastError as Error).message}`,
+      );
+    }
     return { cluster: /^cluster_enabled:1\s*$/m.test(info), client };
   } catch (err) {
     client.disconnect();
@@ -198,7 +214,7 @@ export async function connectRedis(
     try {
       p = await probe(seeds[0].toString(), o);
     } catch (err) {
-      if (!o.background) throw err;
+      if (!o.background || err instanceof RedisSettingError) throw err;
       // ioredis goes on reconnecting with retryStrategy after a failed first connect.
       const client = new Redis(seeds[0].toString(), { ...nodeOptions(seeds[0], o), enableOfflineQueue: false });
       client.on('error', () => {});
@@ -294,7 +310,12 @@ export class RedisConnection {
     this.client = client;
     this.duplicate = duplicate;
     this.url = redactUrl(url);
-    client.on('error', (err: Error) => this.noteError(err));
+    client.on('error', (err: Error) => {
+      this.noteError(err);
+      // the URL's database refused on a later connection (a server that started while Redis was
+      // down): ioredis would go on in database 0, so the client stops and calls fail, naming why
+      if (/DB index|SELECT/i.test(err.message)) client.disconnect();
+    });
   }
 
   /** Connects; rejects with "store: redis unavailable at <url>: ..." when Redis cannot be reached. */
@@ -315,6 +336,7 @@ export class RedisConnection {
       });
       return new RedisConnection(c.client, c.duplicate, url);
     } catch (err) {
+      if (err instanceof RedisSettingError) throw err;
       throw new Error(`store: redis unavailable at ${redactUrl(url)}: ${(err as Error).message}`);
     }
   }

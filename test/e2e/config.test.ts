@@ -6,6 +6,7 @@ import { availableParallelism } from 'node:os';
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { loadConfig, loadStoreConfig } from '../../src/config/config.js';
+import { startRedis } from '../helpers/redis-server.js';
 import { baseEnv, freePort, runNode, startServer, tempDataDir } from '../helpers/server.js';
 
 const data = tempDataDir();
@@ -30,6 +31,28 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
     [
       { REDIS_URL: 'redis://127.0.0.1:99999' },
       'config: REDIS_URL must be a redis:// or rediss:// URL with a valid host and a port of 1-65535, got "redis://127.0.0.1:99999"',
+    ],
+    // a URL without a host or with port 0 failed only on connecting; a path that is not a database
+    // number made ioredis send SELECT NaN (the tools died with its stack: the operator audit)
+    [
+      { REDIS_URL: 'redis://' },
+      'config: REDIS_URL must be a redis:// or rediss:// URL with a valid host and a port of 1-65535, got "redis://"',
+    ],
+    [
+      { REDIS_URL: 'redis://127.0.0.1:0' },
+      'config: REDIS_URL must be a redis:// or rediss:// URL with a valid host and a port of 1-65535, got "redis://127.0.0.1:0"',
+    ],
+    [
+      { REDIS_URL: 'redis://127.0.0.1:6379/abc' },
+      'config: REDIS_URL may name a database only by its number after the host (redis://host:6379/2), got "redis://127.0.0.1:6379/abc"',
+    ],
+    [
+      { REDIS_URL: 'redis://127.0.0.1:6379?db=x' },
+      'config: REDIS_URL may name a database only by its number after the host (redis://host:6379/2), got "redis://127.0.0.1:6379?db=x"',
+    ],
+    [
+      { REDIS_URL: 'redis://a:1/2,redis://b:2/2' },
+      'config: REDIS_URL must not name a database other than 0 in a list of cluster seed nodes (a cluster has only database 0), got "redis://a:1/2,redis://b:2/2"',
     ],
     [{ SUNSET_AT: '2026-13-01' }, 'config: SUNSET_AT must be an RFC 3339 date-time'],
     [{ HOST: 'not a host' }, 'config: HOST must be a host name or IP address, got "not a host"'],
@@ -300,6 +323,32 @@ describe('the command-line tools read the store settings through the same valida
     const reload = await runNode('src/cli/reload.ts', ['--json'], env);
     assert.equal(reload.code, 0, reload.stderr);
     assert.deepEqual(JSON.parse(reload.stdout), { ok: true, servers: [] });
+  });
+  it('a REDIS_URL database that Redis refuses stops the server and the tools (it went silently to database 0)', async () => {
+    const redis = await startRedis();
+    try {
+      const url = `${redis.url}/99999`;
+      const refused = `store: REDIS_URL ${url} names database 99999, which Redis refuses: ERR DB index is out of range`;
+      const server = await runNode('src/main.ts', [], baseEnv({ REDIS_URL: url }));
+      assert.equal(server.code, 1);
+      assert.equal(server.stderr, `start: ${refused}\n`);
+      const keys = await runNode('src/cli/keys.ts', ['list'], baseEnv({ REDIS_URL: url }));
+      assert.equal(keys.code, 1);
+      assert.equal(keys.stderr, `keys: ${refused}\n`);
+      const imported = await runNode(
+        'src/cli/snapshot.ts',
+        ['import', '--contacts', aFile, '--messages', aFile],
+        baseEnv({ REDIS_URL: url }),
+      );
+      assert.notEqual(imported.code, 0);
+      assert.ok(imported.stderr.includes(refused), imported.stderr);
+      // a database the server has is used as it is
+      const three = await runNode('src/cli/keys.ts', ['list'], baseEnv({ REDIS_URL: `${redis.url}/3` }));
+      assert.equal(three.code, 0, three.stderr);
+      assert.equal(three.stdout, 'No API keys.\n');
+    } finally {
+      await redis.stop();
+    }
   });
   it('reload --json with the store unreachable: exit 1, the error also as JSON on stdout', async () => {
     const r = await runNode('src/cli/reload.ts', ['--json'], baseEnv({ REDIS_URL: 'redis://127.0.0.1:1' }));
