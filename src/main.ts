@@ -118,7 +118,10 @@ async function main(): Promise<void> {
     logger.warn({ err: err.message }, 'store: unavailable at start; serving 503 and retrying'),
   );
   // Read at scrape time only, once `catalog` exists.
-  const metrics = new Metrics(() => catalogOrgStats(catalog));
+  const metrics = new Metrics(
+    () => catalogOrgStats(catalog),
+    () => catalog.statsVersion,
+  );
   metrics.addReloadStats(() => catalogReloadStats(catalog));
   // One set of token buckets for the process, in shared memory: every serving thread takes from it.
   const rateLimiter = config.rateLimit ? new RateLimiter(config.rateLimit) : null;

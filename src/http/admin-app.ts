@@ -100,7 +100,7 @@ export function createAdminPipeline(deps: Omit<AdminAppDeps, 'uws'>): AdminPipel
       method: 'GET',
       run: (ex) =>
         beforeScrape()
-          .then(() => metrics.registry.metrics())
+          .then(() => metrics.render())
           .then((text) => ok(ex, text, metrics.registry.contentType)),
     },
     '/admin/reload': {

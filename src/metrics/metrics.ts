@@ -24,13 +24,27 @@ export interface ReloadStat {
 /** The Prometheus registry of one server process and the instruments the HTTP layer feeds. */
 export class Metrics {
   readonly registry = new Registry();
+  /**
+   * The series of every organization (five an organization), rendered again only when
+   * `orgVersion` changed: with 2,000 organizations each scrape made and printed ~10,000 series,
+   * ~0.9 MB of text and 50-80 ms of the main thread, and its garbage grew the young generation to
+   * 32 MiB (RSS 72 -> 121 MiB under a scrape every 2 s).
+   */
+  private readonly orgRegistry = new Registry();
+  private orgText: { version: number; text: string } | null = null;
   readonly requests: Prom.Counter<'listener' | 'status'>;
   readonly latency: Prom.Histogram<'listener'>;
   readonly reloads: Prom.Counter<'result'>;
   readonly reloadSeconds: Prom.Histogram;
 
-  /** `orgStats` is read at scrape time, so the numbers are never stale. */
-  constructor(readOrgStats: () => OrgStat[]) {
+  /**
+   * `orgStats` is read at scrape time, so the numbers are never stale; `orgVersion` (the catalog's
+   * statsVersion) changes whenever they may have, and without it they are read at every scrape.
+   */
+  constructor(
+    readOrgStats: () => OrgStat[],
+    private readonly orgVersion: (() => number) | null = null,
+  ) {
     const orgStats = oncePerTurn(readOrgStats);
     collectDefaultMetrics({ register: this.registry });
     this.requests = new Counter({
@@ -66,7 +80,7 @@ export class Metrics {
         name,
         help,
         labelNames: ['organization_id'],
-        registers: [this.registry],
+        registers: [this.orgRegistry],
         collect() {
           this.reset();
           for (const s of orgStats()) this.set({ organization_id: s.organizationId }, pick(s));
@@ -77,10 +91,21 @@ export class Metrics {
     perOrg('index_snapshot_version', 'Snapshot version of the loaded index, per organization.', (s) => s.version);
   }
 
+  /** The Prometheus text of every series: the process's, then the organizations' (see orgRegistry). */
+  async render(): Promise<string> {
+    const text = await this.registry.metrics();
+    const version = this.orgVersion?.() ?? Number.NaN;
+    if (this.orgText === null || this.orgText.version !== version)
+      this.orgText = { version, text: await this.orgRegistry.metrics() };
+    // (prom-client leaves a blank line between families)
+    return this.orgText.text === '' ? text : `${text}\n${this.orgText.text}`;
+  }
+
   /** Adds catalog-wide reload totals (the catalog also reloads on its own, e.g. on a Redis signal). */
   addReloadStats(readStats: () => ReloadStat | null): void {
     const read = oncePerTurn(readStats);
     const reg = [this.registry];
+    const perOrg = [this.orgRegistry];
     // Counters (type counter, `_total`, so rate() and resets read right) mirroring the catalog's
     // own counts: set at scrape time by a reset and one increment of the whole count.
     new Counter({
@@ -101,7 +126,7 @@ export class Metrics {
       name: 'catalog_organization_snapshot_loads_total',
       help: 'Snapshot loads done by the catalog since start, by organization and result.',
       labelNames: ['organization_id', 'result'],
-      registers: reg,
+      registers: perOrg,
       collect() {
         this.reset();
         for (const o of read()?.byOrganization ?? []) {
@@ -114,7 +139,7 @@ export class Metrics {
       name: 'catalog_organization_failing',
       help: '1 for each organization whose last snapshot load failed (served from an older version, or 503).',
       labelNames: ['organization_id'],
-      registers: reg,
+      registers: perOrg,
       collect() {
         this.reset();
         for (const org of read()?.failing ?? []) this.set({ organization_id: org }, 1);
