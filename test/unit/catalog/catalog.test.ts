@@ -252,12 +252,14 @@ describe('catalog, embedded store: the poll lists pointers only when something w
       await catalog.start();
       const afterStart = listings;
       await new Promise((r) => setTimeout(r, 400));
-      // eight polls or so, none listed: 10,000 pointers took 0.9 s of CPU a listing, every second
-      assert.equal(listings, afterStart + 1, 'one listing (the first poll), then none while nothing changes');
+      // eight polls or so, none listed: 10,000 pointers took 0.9 s of CPU a listing, every second;
+      // the start's listing counts as theirs (the first poll listed again, right at ready)
+      assert.equal(afterStart, 1, "the start's listing");
+      assert.equal(listings, afterStart, 'none while nothing changes');
       const org = orgData(generate(1, 5, 120, 2));
       await store.snapshots.publishSnapshot(org);
       await new Promise((r) => setTimeout(r, 400));
-      assert.equal(listings, afterStart + 2, 'the publish changed the token: listed once more');
+      assert.equal(listings, afterStart + 1, 'the publish changed the token: listed once more');
       assert.equal(catalog.get(org.organizationId)?.messageCount, org.messages.count, 'and loaded');
     } finally {
       await catalog.stop();
