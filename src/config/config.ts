@@ -89,14 +89,14 @@ const serverThreads = v.pipe(
  */
 function redisUrlProblem(one: string, seeds: number): string | null {
   if (!/^rediss?:\/\//.test(one)) return 'must be a redis:// or rediss:// URL';
+  const hostAndPort = 'must be a redis:// or rediss:// URL with a valid host and a port of 1-65535';
   let u: URL;
   try {
     u = new URL(one);
   } catch {
-    u = new URL('redis://x:0');
+    return hostAndPort;
   }
-  if (u.hostname === '' || !(u.port === '' || (+u.port >= 1 && +u.port <= 65535)))
-    return 'must be a redis:// or rediss:// URL with a valid host and a port of 1-65535';
+  if (u.hostname === '' || !(u.port === '' || (+u.port >= 1 && +u.port <= 65535))) return hostAndPort;
   const path = u.pathname === '/' ? '' : u.pathname;
   const db = u.searchParams.get('db');
   if (!/^(\/[0-9]{1,9})?$/.test(path) || (db !== null && !/^[0-9]{1,9}$/.test(db)))

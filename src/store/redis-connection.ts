@@ -149,6 +149,11 @@ interface ClusterSubscriberInternals {
  */
 export class RedisSettingError extends Error {}
 
+/** Whether `err` is Redis refusing the URL's database (`SELECT`): its index out of range, or any but 0 on a cluster node. */
+function refusedDatabase(err: Error | null): err is Error {
+  return err !== null && /DB index|SELECT/i.test(err.message);
+}
+
 /** Is the node at `url` part of a cluster? Resolves to the connected plain client when it is not. */
 async function probe(url: string, o: ConnectionOptions): Promise<{ cluster: boolean; client: Redis }> {
   const client = new Redis(url, { ...nodeOptions(new URL(url), o), lazyConnect: true, enableOfflineQueue: false });
@@ -175,11 +180,13 @@ async function probe(url: string, o: ConnectionOptions): Promise<{ cluster: bool
     // ioredis selects the URL's database as it connects and, refused (a database past the
     // server's `databases`, or any but 0 on a cluster node), only emits 'error' and stays on
     // database 0: an import published there (the operator audit). Its reply came before INFO's.
-    if (lastError !== null && /DB index|SELECT/i.test((lastError as Error).message)) {
+    // (set by the 'error' listener, which TypeScript does not follow: it sees only null here)
+    const refused = lastError as Error | null;
+    if (refusedDatabase(refused)) {
       const u = new URL(url);
       const db = u.pathname.slice(1) || u.searchParams.get('db');
       throw new RedisSettingError(
-        `store: REDIS_URL ${redactUrl(url)} names database ${db}, which Redis refuses: ${(lastError as Error).message}`,
+        `store: REDIS_URL ${redactUrl(url)} names database ${db}, which Redis refuses: ${refused.message}`,
       );
     }
     return { cluster: /^cluster_enabled:1\s*$/m.test(info), client };
@@ -314,7 +321,7 @@ export class RedisConnection {
       this.noteError(err);
       // the URL's database refused on a later connection (a server that started while Redis was
       // down): ioredis would go on in database 0, so the client stops and calls fail, naming why
-      if (/DB index|SELECT/i.test(err.message)) client.disconnect();
+      if (refusedDatabase(err)) client.disconnect();
     });
   }
 
