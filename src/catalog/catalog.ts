@@ -305,6 +305,11 @@ export class Catalog {
     };
   }
 
+  /** The catalog-wide load counts of stats(), without its per-organization lists (read at every scrape). */
+  loadTotals(): { ok: number; failed: number; lastReloadSeconds: number | null } {
+    return { ok: this.loadsOk, failed: this.loadsFailed, lastReloadSeconds: this.lastReloadSeconds };
+  }
+
   /** Stops timers and subscriptions and leaves the registry; indexes stay readable. */
   async stop(): Promise<void> {
     this.stopped = true;

@@ -1,4 +1,4 @@
-import type { Catalog } from '../catalog/catalog.js';
+import type { Catalog, CatalogStats } from '../catalog/catalog.js';
 import type { OrgStat, ReloadStat } from './metrics.js';
 
 /** Per-organization index figures from catalog.stats(), for the scrape. */
@@ -11,18 +11,28 @@ export function catalogOrgStats(catalog: Catalog): OrgStat[] {
   }));
 }
 
-/** Catalog-wide snapshot load totals (admin reloads, polls and broadcasts alike). */
+/**
+ * Catalog-wide snapshot load totals (admin reloads, polls and broadcasts alike). The totals are
+ * read at every scrape; the per-organization lists only when the metrics print those series again
+ * (Metrics.render), so a scrape no longer lists every organization for two numbers.
+ */
 export function catalogReloadStats(catalog: Catalog): ReloadStat {
-  const s = catalog.stats();
+  const totals = catalog.loadTotals();
+  let full: CatalogStats | null = null;
+  const stats = () => (full ??= catalog.stats());
   return {
-    loadsOk: s.loads.ok,
-    loadsFailed: s.loads.failed,
-    lastReloadSeconds: s.lastReloadSeconds,
-    byOrganization: s.loadsByOrganization.map((o) => ({
-      organizationId: o.organization_id,
-      ok: o.ok,
-      failed: o.failed,
-    })),
-    failing: s.failures.map((f) => f.organization_id),
+    loadsOk: totals.ok,
+    loadsFailed: totals.failed,
+    lastReloadSeconds: totals.lastReloadSeconds,
+    get byOrganization() {
+      return stats().loadsByOrganization.map((o) => ({
+        organizationId: o.organization_id,
+        ok: o.ok,
+        failed: o.failed,
+      }));
+    },
+    get failing() {
+      return stats().failures.map((f) => f.organization_id);
+    },
   };
 }

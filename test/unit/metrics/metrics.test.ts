@@ -1,9 +1,12 @@
 /**
  * Metrics.render: the process's series, then every organization's, which are rendered again only
- * when the catalog's statsVersion changed (a scrape of 2,000 organizations printed ~10,000 series).
+ * when the catalog's statsVersion changed (a scrape of 2,000 organizations printed ~10,000 series);
+ * catalogReloadStats lists the organizations only for those series.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { Catalog } from '../../../src/catalog/catalog.js';
+import { catalogReloadStats } from '../../../src/metrics/catalog-stats.js';
 import { Metrics, type OrgStat } from '../../../src/metrics/metrics.js';
 
 const line = (text: string, prefix: string) => text.split('\n').find((l) => l.startsWith(prefix));
@@ -66,4 +69,24 @@ test("without a version the organizations' series are read at every scrape", asy
   stats[0].messages = 7;
   await nextTurn();
   assert.equal(line(await metrics.render(), 'index_messages{'), 'index_messages{organization_id="a"} 7');
+});
+
+test('catalogReloadStats reads the totals without listing the organizations; the lists once, when read', () => {
+  let listed = 0;
+  const catalog = {
+    loadTotals: () => ({ ok: 3, failed: 1, lastReloadSeconds: 0.5 }),
+    stats: () => {
+      listed++;
+      return {
+        loadsByOrganization: [{ organization_id: 'a', ok: 3, failed: 1 }],
+        failures: [{ organization_id: 'a' }],
+      };
+    },
+  } as unknown as Catalog;
+  const r = catalogReloadStats(catalog);
+  assert.deepEqual([r.loadsOk, r.loadsFailed, r.lastReloadSeconds], [3, 1, 0.5]);
+  assert.equal(listed, 0, 'the totals alone list nothing');
+  assert.deepEqual(r.byOrganization, [{ organizationId: 'a', ok: 3, failed: 1 }]);
+  assert.deepEqual(r.failing, ['a']);
+  assert.equal(listed, 1, 'both lists from one listing');
 });
