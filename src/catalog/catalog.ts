@@ -191,18 +191,10 @@ export class Catalog {
     // Joining does not wait for the load: `npm run reload` must see a server that is still loading.
     const joined = this.join();
     try {
-      const summary = await this.enqueue(async () => {
-        // The start's listing counts as the checks': the first of them, queued behind it, listed
-        // every pointer again right at ready (2,000 organizations: its garbage held RSS 5 MiB
-        // higher for the next ~20 s).
-        const token = this.store.snapshots.changeToken
-          ? await this.store.snapshots.changeToken().catch(() => null)
-          : null;
-        const loaded = await this.load(null, true);
-        this.listedToken = token;
-        this.listedAt = Date.now();
-        return loaded;
-      });
+      // The start's listing counts as the checks': the first of them, queued behind it, listed
+      // every pointer again right at ready (2,000 organizations: its garbage held RSS 5 MiB
+      // higher for the next ~20 s). A token that cannot be read does not stop the start's load.
+      const summary = await this.enqueue(async () => this.loadAll(await this.changeToken().catch(() => null), true));
       this.storeState(null);
       this.log.info(
         { organizations: this.indexes.size, failed: summary.failed.length, seconds: this.lastReloadSeconds },
@@ -519,9 +511,22 @@ export class Catalog {
     }
   }
 
-  /** The store's change token at the last poll's listing, and when it was made. */
+  /** The store's change token at the last listing (the start's or a poll's), and when it was made. */
   private listedToken: string | null = null;
   private listedAt = 0;
+
+  /** The store's change token (snapshots published since it was read change it), or null when it has none. */
+  private changeToken(): Promise<string | null> {
+    return this.store.snapshots.changeToken ? this.store.snapshots.changeToken() : Promise.resolve(null);
+  }
+
+  /** Lists and loads every organization's newest snapshot, and records `token` as that listing's. */
+  private async loadAll(token: string | null, starting: boolean): Promise<ReloadSummary> {
+    const summary = await this.load(null, starting);
+    this.listedToken = token;
+    this.listedAt = Date.now();
+    return summary;
+  }
 
   // The fallback for lost broadcasts and for imports without a reload; at most one queued at a time.
   private poll(): void {
@@ -533,7 +538,7 @@ export class Catalog {
       // Nothing published since the last listing (the store's change token is the same), no
       // organization waiting for a retry, and a full listing less than FULL_LISTING_MS ago:
       // nothing to do (listing 10,000 embedded pointers took 0.9 s of CPU, every second).
-      const token = this.store.snapshots.changeToken ? await this.store.snapshots.changeToken() : null;
+      const token = await this.changeToken();
       if (
         token !== null &&
         token === this.listedToken &&
@@ -541,10 +546,7 @@ export class Catalog {
         Date.now() - this.listedAt < FULL_LISTING_MS
       )
         return;
-      const summary = await this.load(null, false);
-      this.listedToken = token;
-      this.listedAt = Date.now();
-      return summary;
+      return this.loadAll(token, false);
     }).then(
       () => this.storeState(null),
       (err) => this.storeState(err as Error),
