@@ -46,8 +46,8 @@ export interface ConnectionOptions {
   connectTimeoutMs: number;
   /**
    * The server's mode: when no node answers now, resolve anyway with a client that keeps
-   * reconnecting (commands fail at once meanwhile). One URL then means one node: a cluster that
-   * may be down when a server starts is named by its seed list (comma-separated).
+   * reconnecting (commands fail at once meanwhile). One URL then is taken for one node until it
+   * answers, and becomes a cluster client then if it is a cluster node (Connected.clusterLater).
    */
   background?: boolean;
 }
@@ -210,11 +210,21 @@ function connectFailure(err: Error, lastError: Error | null, ms: number): Error 
   );
 }
 
-/** A connected client for REDIS_URL; rejects when no node answers. `duplicate` makes another one alike (for pub/sub). */
-export async function connectRedis(
-  redisUrl: string,
-  o: ConnectionOptions,
-): Promise<{ client: RedisClient; duplicate: () => RedisClient }> {
+/** A client for REDIS_URL and how to make another one alike (for pub/sub). */
+export interface Connected {
+  client: RedisClient;
+  duplicate: () => RedisClient;
+  /**
+   * Set when the one node REDIS_URL names could not be asked at start whether it is part of a
+   * cluster (a server's background start while it was down): asks it now, once it answers.
+   * Resolves with a cluster client when it is a cluster node, null when it is not; rejects when
+   * it could not be asked (ask again on its next connection).
+   */
+  clusterLater?: () => Promise<Connected | null>;
+}
+
+/** A connected client for REDIS_URL; rejects when no node answers. */
+export async function connectRedis(redisUrl: string, o: ConnectionOptions): Promise<Connected> {
   const seeds = seedUrls(redisUrl).map((s) => new URL(s));
   if (seeds.length === 1) {
     let p: { cluster: boolean; client: Redis };
@@ -225,7 +235,18 @@ export async function connectRedis(
       // ioredis goes on reconnecting with retryStrategy after a failed first connect.
       const client = new Redis(seeds[0].toString(), { ...nodeOptions(seeds[0], o), enableOfflineQueue: false });
       client.on('error', () => {});
-      return { client, duplicate: () => client.duplicate({ enableOfflineQueue: true, lazyConnect: true }) };
+      return {
+        client,
+        duplicate: () => client.duplicate({ enableOfflineQueue: true, lazyConnect: true }),
+        // A cluster node kept on a plain client would answer MOVED for every key of the other
+        // nodes' slots, for good: a server started while its one node was down stayed at 503
+        // after the node came back (the fleet audit).
+        clusterLater: async () => {
+          const info = await client.info('cluster');
+          if (!/^cluster_enabled:1\s*$/m.test(info)) return null;
+          return clusterClient(seeds, o);
+        },
+      };
     }
     if (!p.cluster) {
       const client = p.client;
@@ -233,8 +254,8 @@ export async function connectRedis(
     }
     p.client.disconnect();
   }
-  const client = newCluster(seeds, o);
-  client.on('error', () => {}); // failures reach the caller as rejections (see probe)
+  const c = clusterClient(seeds, o);
+  const client = c.client as Cluster;
   // During a failover (cluster_state:fail) ioredis keeps retrying its ready check without ever
   // rejecting: bound the wait, so a command-line tool fails clearly instead of hanging.
   try {
@@ -250,6 +271,13 @@ export async function connectRedis(
       throw err;
     }
   }
+  return c;
+}
+
+/** A cluster client on `seeds`, not connected yet, and its duplicate for pub/sub. */
+function clusterClient(seeds: URL[], o: ConnectionOptions): Connected {
+  const client = newCluster(seeds, o);
+  client.on('error', () => {}); // failures reach the caller as rejections (see probe)
   // A subscriber may queue while reconnecting: autoResubscribe restores the subscription.
   return { client, duplicate: () => throttleSubscriber(newCluster(seeds, o, { enableOfflineQueue: true })) };
 }
@@ -285,9 +313,15 @@ export interface RedisConnectOptions {
  * unavailable at <url>" when Redis cannot be reached, "store: redis <what>: <cause>" otherwise.
  */
 export class RedisConnection {
-  readonly client: RedisClient;
+  private current: Connected;
+  /** the client: read it at each use (a plain one becomes a cluster client once, see adopt) */
+  get client(): RedisClient {
+    return this.current.client;
+  }
   /** A new client alike (for pub/sub), not connected yet. */
-  readonly duplicate: () => RedisClient;
+  duplicate(): RedisClient {
+    return this.current.duplicate();
+  }
   /** the URL without its password */
   readonly url: string;
   private lastError: Error | null = null;
@@ -313,16 +347,50 @@ export class RedisConnection {
     return [...all].join(',');
   }
 
-  private constructor(client: RedisClient, duplicate: () => RedisClient, url: string) {
-    this.client = client;
-    this.duplicate = duplicate;
+  private constructor(connected: Connected, url: string) {
+    this.current = connected;
     this.url = redactUrl(url);
+    this.listen(connected.client);
+    const later = connected.clusterLater;
+    if (later !== undefined) {
+      const client = connected.client;
+      const ask = () => {
+        later().then(
+          (cluster) => {
+            client.off('ready', ask);
+            if (cluster !== null && this.current.client === client) this.adopt(cluster);
+          },
+          () => {
+            /* asked again on its next connection */
+          },
+        );
+      };
+      client.on('ready', ask);
+      if (client.status === 'ready') ask();
+    }
+  }
+
+  private listen(client: RedisClient): void {
     client.on('error', (err: Error) => {
       this.noteError(err);
       // the URL's database refused on a later connection (a server that started while Redis was
       // down): ioredis would go on in database 0, so the client stops and calls fail, naming why
       if (refusedDatabase(err)) client.disconnect();
     });
+  }
+
+  /**
+   * Goes on with `cluster` instead of the plain client (whose node turned out to be a cluster
+   * node): later commands go to it; a subscriber made before keeps its node, which hears every
+   * publication of the cluster.
+   */
+  private adopt(cluster: Connected): void {
+    const old = this.current.client;
+    this.current = cluster;
+    this.listen(cluster.client);
+    // (a cluster client keeps retrying with clusterRetryStrategy when this first connect fails)
+    cluster.client.connect().catch(() => {});
+    old.disconnect();
   }
 
   /** Connects; rejects with "store: redis unavailable at <url>: ..." when Redis cannot be reached. */
@@ -341,7 +409,7 @@ export class RedisConnection {
         connectTimeoutMs: options.connectTimeoutMs ?? 3_000,
         background: options.background === true,
       });
-      return new RedisConnection(c.client, c.duplicate, url);
+      return new RedisConnection(c, url);
     } catch (err) {
       if (err instanceof RedisSettingError) throw err;
       throw new Error(`store: redis unavailable at ${redactUrl(url)}: ${(err as Error).message}`);

@@ -86,4 +86,35 @@ describe('Redis Cluster: the one node REDIS_URL names goes down', () => {
     const metrics = await (await fetch(`${server.adminUrl}/metrics`)).text();
     assert.match(metrics, /^catalog_snapshot_loads_total\{result="failed"\} 0$/m);
   });
+
+  // The fleet audit: a server whose one node was down at its start took it for a plain Redis
+  // (it could not ask `INFO cluster`), and once the node was back every read of a key of
+  // another node's slots got MOVED: 503 for good.
+  test('a server started while that node is down becomes ready once it is back', async () => {
+    const late = await startServer({ ...h.serverEnv, REDIS_URL: `redis://127.0.0.1:${seed}` }, { waitReady: false });
+    try {
+      let before = 0;
+      await waitFor('the late server listening', 20_000, async () => {
+        before = (await fetch(`${late.adminUrl}/readyz`).catch(() => null))?.status ?? 0;
+        return before !== 0;
+      });
+      assert.equal(before, 503, late.output());
+      await h.cluster!.restart(seed);
+      await waitFor(
+        'the late server ready',
+        20_000,
+        async () => (await fetch(`${late.adminUrl}/readyz`)).status === 200,
+      );
+      const res = await fetch(`${late.url}/contacts/message-search?organization_id=${org}&q=zzzz&limit=1`, {
+        headers: { Authorization: `Bearer ${key.key}` },
+      });
+      assert.equal(res.status, 200, await res.text());
+      await waitFor('the second snapshot served', 5_000, async () => {
+        const m = await fetch(`${late.adminUrl}/metrics`);
+        return new RegExp(`index_messages\\{organization_id="${org}"\\} 200\\n`).test(await m.text());
+      });
+    } finally {
+      await late.stop();
+    }
+  });
 });

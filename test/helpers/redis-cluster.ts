@@ -21,6 +21,8 @@ export interface TestCluster {
   masterOf(key: string): Promise<number>;
   /** SIGKILL one node. */
   kill(port: number): Promise<void>;
+  /** Starts a killed node again on its port, with its cluster config (it rejoins); resolves once it answers PING. */
+  restart(port: number): Promise<void>;
   /** Waits until every live node says cluster_state:ok and `port`'s slots have a live master. */
   waitHealthy(ms?: number): Promise<void>;
   stop(): Promise<void>;
@@ -74,7 +76,7 @@ async function startClusterOnce(): Promise<TestCluster> {
     if (p + 10000 < 65536 && !ports.includes(p) && (await portIsFree(p + 10000))) ports.push(p);
   }
   const procs = new Map<number, ChildProcess>();
-  for (const port of ports) {
+  const startNode = (port: number) =>
     procs.set(
       port,
       spawn(
@@ -107,7 +109,7 @@ async function startClusterOnce(): Promise<TestCluster> {
         { stdio: 'ignore' },
       ),
     );
-  }
+  for (const port of ports) startNode(port);
   const live = () =>
     ports.filter((p) => {
       const c = procs.get(p);
@@ -138,6 +140,10 @@ async function startClusterOnce(): Promise<TestCluster> {
         p.once('exit', () => resolve());
         p.kill('SIGKILL');
       });
+    },
+    async restart(port) {
+      startNode(port);
+      await until(`node ${port} to answer PING`, 10_000, async () => (await cli(port, 'PING')).includes('PONG'));
     },
     async waitHealthy(ms = 30_000) {
       await until('cluster_state:ok on every live node', ms, async () => {
