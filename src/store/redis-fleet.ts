@@ -9,7 +9,7 @@
  *   reload-ack:<request id>   hash server id -> ReloadAck JSON, expires after 5 minutes
  */
 import type { Fleet, ReloadAck, ReloadRequest, ReloadSignals, ServerEntry } from './fleet.js';
-import type { RedisConnection } from './redis-connection.js';
+import { connectClient, type RedisConnection } from './redis-connection.js';
 
 import { lapsedButAlive, onThisHost } from './file-utils.js';
 
@@ -110,7 +110,7 @@ export class RedisFleet implements Fleet {
           }
         });
         try {
-          await sub.connect();
+          await connectClient(sub);
           await sub.subscribe(RELOAD_CHANNEL);
         } catch (err) {
           sub.disconnect();

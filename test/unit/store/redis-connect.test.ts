@@ -4,9 +4,10 @@
  * it waited. Both used to read "Connection is closed." (found by a fault-injection audit).
  */
 import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
 import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { plainCause, RedisConnection } from '../../../src/store/redis-connection.js';
+import { connectClient, plainCause, RedisConnection } from '../../../src/store/redis-connection.js';
 import { freePort } from '../../helpers/server.js';
 import { startRedis, type TestRedis } from '../../helpers/redis-server.js';
 
@@ -77,4 +78,21 @@ test("ioredis's words for a lost connection are put plainly (an import whose Red
   assert.equal(plainCause('Connection is closed.'), 'the connection was lost');
   assert.equal(plainCause("Stream isn't ready yet"), 'the connection is not ready');
   assert.equal(plainCause('Command timed out'), 'Command timed out');
+});
+
+// The fleet audit: a cluster whose first ready check failed reconnected on its own and became
+// ready, but the promise of that first connect() was never settled (ioredis 6), so an import
+// started right after a master died waited out its 10 s and failed with the cluster ready.
+test('connectClient: a client that becomes ready settles it, though its connect() never does', async () => {
+  const emitter = new EventEmitter();
+  const client = Object.assign(emitter, { connect: () => new Promise<void>(() => {}) });
+  const done = connectClient(client as unknown as Redis);
+  setTimeout(() => emitter.emit('ready'), 10);
+  await done;
+  assert.equal(emitter.listenerCount('ready'), 0, 'its listener is removed');
+  const failing = Object.assign(new EventEmitter(), {
+    connect: () => Promise.reject(new Error('None of startup nodes is available')),
+  });
+  await assert.rejects(connectClient(failing as unknown as Redis), /None of startup nodes is available/);
+  assert.equal(failing.listenerCount('ready'), 0);
 });
