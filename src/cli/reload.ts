@@ -180,6 +180,9 @@ function noServerRunning(json: boolean | undefined): number {
  * A failure before any server was asked (the store, the organization): on stderr, and with --json
  * also as the JSON object on stdout, so that a script parsing it does not read empty input.
  */
+/** What the whole command may take beyond --timeout: the store's connection and command limits, and a margin. */
+const STORE_LIMITS_MS = 15_000;
+
 function failBeforeServers(json: boolean | undefined, message: string): number {
   process.stderr.write(`reload: ${message}\n`);
   if (json) process.stdout.write(JSON.stringify({ ok: false, error: message, servers: [] }) + '\n');
@@ -226,6 +229,17 @@ async function main(argv: string[]): Promise<number> {
   }
   const org = values['organization-id']?.toLowerCase() ?? null;
   const timeoutMs = Number(values.timeout) * 1000;
+  // Whatever the store's client does, the command ends: once, after a cluster failover, a reload
+  // waited 11 minutes with no socket open (the fleet audit). Past the servers' timeout and the
+  // store's own limits (a connection 3 s, a command 10 s), it gives up, saying so.
+  const limitMs = timeoutMs + STORE_LIMITS_MS;
+  setTimeout(() => {
+    failBeforeServers(
+      values.json,
+      `no outcome within ${limitMs / 1000} s (--timeout and the store's own limits): the store stopped answering; whether the servers reloaded is not known: run the reload again`,
+    );
+    process.exit(1);
+  }, limitMs).unref();
   let stores: Stores | null = null;
   try {
     const config = loadStoreConfig();
