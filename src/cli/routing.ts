@@ -51,8 +51,12 @@ function main(argv: string[]): number {
       throw new UsageError(`expected the command nginx or organizations, got ${JSON.stringify(command ?? '')}`);
     if (rest.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(rest[0])}`);
     if (values.shards === undefined) throw new UsageError('--shards FILE is required');
-    if (!/^([A-Za-z0-9.-]+:|\[[0-9A-Fa-f:.]+\]:)?[0-9]{1,5}$/.test(values.listen!))
-      throw new UsageError(`--listen must be PORT or HOST:PORT, got ${JSON.stringify(values.listen)}`);
+    const listenPort = Number(/[0-9]{1,5}$/.exec(values.listen!)?.[0]);
+    if (
+      !/^([A-Za-z0-9.-]+:|\[[0-9A-Fa-f:.]+\]:)?[0-9]{1,5}$/.test(values.listen!) ||
+      !(listenPort >= 1 && listenPort <= 65535)
+    )
+      throw new UsageError(`--listen must be PORT or HOST:PORT, a port 1-65535, got ${JSON.stringify(values.listen)}`);
     if (!/^[1-9][0-9]?$/.test(values.workers!))
       throw new UsageError(`--workers must be an integer 1-99, got ${JSON.stringify(values.workers)}`);
     const shards = readShardsFile(values.shards);

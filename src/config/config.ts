@@ -106,18 +106,36 @@ function redisUrlProblem(one: string, seeds: number): string | null {
   return null;
 }
 
+/**
+ * What is wrong with a list of seed URLs that are each valid: the cluster's client connects to
+ * every node with the first seed's scheme, user and password, so a `rediss://` second seed after
+ * a `redis://` first one went over plain TCP unsaid (the fleet audit).
+ */
+function seedListProblem(parts: readonly string[]): string | null {
+  if (parts.length < 2) return null;
+  const [first, ...rest] = parts.map((p) => new URL(p.trim()));
+  for (const u of rest)
+    if (u.protocol !== first.protocol || u.username !== first.username || u.password !== first.password)
+      return 'must give every cluster seed node the same scheme (redis:// or rediss://), user and password: the first one is used for all of them';
+  return null;
+}
+
+function redisUrlsProblem(input: string): string | null {
+  const parts = input.split(',');
+  return (
+    parts.map((one) => redisUrlProblem(one.trim(), parts.length)).find((p) => p !== null) ?? seedListProblem(parts)
+  );
+}
+
 const redisUrl = v.pipe(
   v.string(),
   // One URL, or a comma-separated list of Redis Cluster seed nodes (see store/redis-connection.ts).
   v.check(
-    (s) => {
-      const parts = s.split(',');
-      return parts.every((one) => redisUrlProblem(one.trim(), parts.length) === null);
-    },
+    (s) => redisUrlsProblem(s) === null,
     (i) => {
       const input = String(i.input);
       const parts = input.split(',');
-      const why = parts.map((one) => redisUrlProblem(one.trim(), parts.length)).find((p) => p !== null) ?? '';
+      const why = redisUrlsProblem(input) ?? '';
       const list =
         parts.length > 1 && why.startsWith('must be a')
           ? ', or a comma-separated list of them (cluster seed nodes)'

@@ -30,12 +30,16 @@ const ShardSchema = v.object({
     ),
     v.minLength(1, 'must list at least one host:port'),
   ),
-  organizations: v.array(
-    v.pipe(
-      v.string(),
-      v.regex(UUID, 'must be a UUID'),
-      v.transform((s) => s.toLowerCase()),
+  organizations: v.pipe(
+    v.array(
+      v.pipe(
+        v.string(),
+        v.regex(UUID, 'must be a UUID'),
+        v.transform((s) => s.toLowerCase()),
+      ),
     ),
+    // its replicas' ORGANIZATIONS would be empty, which a server refuses to start with
+    v.minLength(1, 'must list at least one organization (its replicas could not start with an empty ORGANIZATIONS)'),
   ),
 });
 
@@ -103,7 +107,20 @@ export function readShardsFile(file: string): Shards {
   try {
     doc = JSON.parse(text);
   } catch (err) {
-    throw new Error(`${where}: not valid JSON: ${(err as Error).message}`);
+    throw new Error(`${where}: not valid JSON${placeOf(text, (err as Error).message)}: ${(err as Error).message}`);
   }
   return parseShards(doc, where);
+}
+
+/**
+ * ` at line L, column C` for a JSON.parse message that names a position (or its end of input), so
+ * an operator finds the mistake in an edited file without counting characters; '' otherwise.
+ */
+export function placeOf(text: string, message: string): string {
+  const m = /at position (\d+)/.exec(message);
+  const at = m !== null ? Number(m[1]) : /end of JSON input/.test(message) ? text.length : -1;
+  if (at < 0 || at > text.length) return '';
+  const before = text.slice(0, at);
+  const line = before.split('\n').length;
+  return ` at line ${line}, column ${at - before.lastIndexOf('\n')}`;
 }

@@ -54,6 +54,15 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
       { REDIS_URL: 'redis://a:1/2,redis://b:2/2' },
       'config: REDIS_URL must not name a database other than 0 in a list of cluster seed nodes (a cluster has only database 0), got "redis://a:1/2,redis://b:2/2"',
     ],
+    // the first seed's scheme and credentials are used for every node: a rediss:// second seed went over plain TCP (the fleet audit)
+    [
+      { REDIS_URL: 'redis://a:1,rediss://b:2' },
+      'config: REDIS_URL must give every cluster seed node the same scheme (redis:// or rediss://), user and password: the first one is used for all of them, got "redis://a:1,rediss://b:2"',
+    ],
+    [
+      { REDIS_URL: 'redis://u:secret@a:1,redis://b:2' },
+      'config: REDIS_URL must give every cluster seed node the same scheme (redis:// or rediss://), user and password: the first one is used for all of them, got "redis://u:***@a:1,redis://b:2"',
+    ],
     [{ SUNSET_AT: '2026-13-01' }, 'config: SUNSET_AT must be an RFC 3339 date-time'],
     [{ HOST: 'not a host' }, 'config: HOST must be a host name or IP address, got "not a host"'],
     [

@@ -62,6 +62,43 @@ describe('routing CLI: usage and shards file errors', () => {
     assert.match(r.stderr, /\.shards\[1\]\.upstreams\[0\] must be host:port, got "127\.0\.0\.1:99999"/);
     assert.match(r.stderr, /\.shards\[1\]\.organizations\[0\] must be a UUID, got "nope"/);
   });
+  // The fleet audit: these passed (exit 0) and failed only later, in nginx -t or at a replica's start.
+  test('a shard without organizations, a JSON mistake (line and column), --listen past 65535: exit 2', async () => {
+    const empty = path.join(t.dir, 'empty.json');
+    writeFileSync(
+      empty,
+      JSON.stringify({
+        shards: [
+          { name: 'a', upstreams: ['h:1'], organizations: ['00000000-0000-4000-8000-000000000001'] },
+          { name: 'b', upstreams: ['h:2'], organizations: [] },
+        ],
+      }),
+    );
+    const e = await routing(['organizations', '--shards', empty, '--shard', 'b']);
+    assert.equal(e.code, 2);
+    assert.match(
+      e.stderr,
+      /routing: empty\.json: \.shards\[1\]\.organizations must list at least one organization \(its replicas could not start with an empty ORGANIZATIONS\)/,
+    );
+    const broken = path.join(t.dir, 'broken.json');
+    writeFileSync(broken, '{"shards": [\n  {"name": "a", "upstreams": ["h:1"]\n   "organizations": []}\n]}\n');
+    const b = await routing(['nginx', '--shards', broken]);
+    assert.equal(b.code, 2);
+    assert.match(b.stderr, /^routing: broken\.json: not valid JSON at line 3, column 4: /m);
+    const truncated = path.join(t.dir, 'truncated.json');
+    writeFileSync(truncated, '{"shards": [\n');
+    const tr = await routing(['nginx', '--shards', truncated]);
+    assert.equal(tr.code, 2);
+    assert.match(
+      tr.stderr,
+      /^routing: truncated\.json: not valid JSON at line 2, column 1: Unexpected end of JSON input/m,
+    );
+    for (const listen of ['0', '70000', '127.0.0.1:65536']) {
+      const l = await routing(['nginx', '--shards', empty, '--listen', listen]);
+      assert.equal(l.code, 2, listen);
+      assert.match(l.stderr, new RegExp(`--listen must be PORT or HOST:PORT, a port 1-65535, got "${listen}"`));
+    }
+  });
   test('an organization in two shards, a missing file, bad usage: exit 2', async () => {
     const file = path.join(t.dir, 'twice.json');
     const org = '00000000-0000-4000-8000-000000000001';
