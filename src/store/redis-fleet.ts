@@ -124,6 +124,11 @@ export class RedisFleet implements Fleet {
       },
       publish: (req) =>
         this.conn.run('publishing reload request', async () => {
+          // Written first, though no server reads it: servers answer by writing to Redis, and a
+          // Redis that refuses writes (out of memory) would leave the command waiting for acks
+          // that cannot come, then blaming the servers (an operator audit). Refused here, the
+          // command fails at once with Redis's own words.
+          await this.conn.client.set(`reload-request:${req.requestId}`, JSON.stringify(req), 'EX', ACK_TTL_S);
           await this.conn.client.publish(RELOAD_CHANNEL, JSON.stringify(req));
         }),
       putAck: (requestId, serverId, ack) =>

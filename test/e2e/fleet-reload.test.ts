@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { Redis } from 'ioredis';
 import { gen, importCli, loadDataset, openHarness, reloadCli, tempDir, type StoreHarness } from '../helpers/e2e.js';
 import { runNode, startServer, type RunningServer } from '../helpers/server.js';
 
@@ -58,4 +59,27 @@ test('a killed replica is named as stopped well before its registry entry expire
   assert.match(r.stdout, /0 reloaded, 1 unchanged/);
   // The entry would live 5 s; node + tsx start-up of the CLI is most of what remains.
   assert.ok(ms < 4_000, `named after ${ms.toFixed(0)} ms`);
+});
+
+// An operator audit: with Redis out of memory, servers cannot write their answers, and the
+// command waited out its timeout and then blamed each (live, serving) server as hung.
+test('a Redis that refuses writes (maxmemory): exit 1 at once with its words, no server blamed', async () => {
+  const ctl = new Redis(h.redis!.url);
+  try {
+    await ctl.config('SET', 'maxmemory-policy', 'noeviction');
+    await ctl.config('SET', 'maxmemory', '1');
+    const t0 = performance.now();
+    const r = await runNode('src/cli/reload.ts', ['--timeout', '20'], h.env, 30_000);
+    assert.equal(r.code, 1, r.stdout);
+    assert.equal(
+      r.stderr,
+      "reload: store: redis publishing reload request: OOM command not allowed when used memory > 'maxmemory'.\n",
+    );
+    assert.ok(performance.now() - t0 < 10_000, 'not after the timeout');
+  } finally {
+    await ctl.config('SET', 'maxmemory', '0');
+    ctl.disconnect();
+  }
+  const again = await reloadCli(h.env);
+  assert.equal(again.code, 0, again.stderr);
 });
