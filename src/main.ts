@@ -117,8 +117,13 @@ async function main(): Promise<void> {
   process.on('uncaughtException', (err) => logger.error({ err }, 'uncaught exception; the server keeps serving'));
 
   // A store that is down now does not stop the start: the server listens, answers 503 and retries.
-  const store = await openStores(config, (err) =>
-    logger.warn({ err: err.message }, 'store: unavailable at start; serving 503 and retrying'),
+  const store = await openStores(config, (err, readOnly) =>
+    readOnly
+      ? logger.warn(
+          { err: err.message },
+          "store: DATA_DIR cannot be written: serving the snapshots it holds; keys' last use and this server's entry for npm run reload are not recorded",
+        )
+      : logger.warn({ err: err.message }, 'store: unavailable at start; serving 503 and retrying'),
   );
   // Read at scrape time only, once `catalog` exists.
   const metrics = new Metrics(

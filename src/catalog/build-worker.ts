@@ -32,7 +32,8 @@ const config = (workerData as { store: StoreConfig }).store;
 let stores: Promise<Stores> | null = null;
 
 async function handle(id: number, ref: SnapshotRef, unchanged: string | undefined): Promise<void> {
-  stores ??= openStores(config).catch((err: unknown) => {
+  // (it only reads: a DATA_DIR mounted read-only still serves reloads)
+  stores ??= openStores(config, undefined, 'read').catch((err: unknown) => {
     stores = null;
     throw err;
   });

@@ -1,5 +1,5 @@
 /** Command-line details the tools share. */
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 
@@ -54,5 +54,15 @@ export function newDataDirNote(tool: string, store: { redisUrl: string | null; d
   if (store.redisUrl !== null) return null;
   const dir = path.resolve(store.dataDir);
   if (existsSync(dir)) return null;
+  // a file on the way is a mistake to name, as the server's start names it (it read "did not
+  // exist (nothing was ever stored there)": an operator audit)
+  for (let p = path.dirname(dir); p !== path.dirname(p); p = path.dirname(p))
+    if (existsSync(p)) {
+      if (!statSync(p).isDirectory())
+        throw new Error(
+          `store: cannot use DATA_DIR ${JSON.stringify(store.dataDir)}: ${JSON.stringify(p)} is a file, not a folder`,
+        );
+      break;
+    }
   return `${tool}: note: DATA_DIR ${JSON.stringify(dir)} did not exist (nothing was ever stored there): check the path\n`;
 }

@@ -100,6 +100,16 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
     this.changeFile = path.join(this.snapDir, '.changed');
   }
 
+  /**
+   * A failed publish's error, naming DATA_DIR when the system's message names no path (ENOSPC
+   * on a write said only "no space left on device, write": an operator audit).
+   */
+  private publishError(org: string, err: unknown): Error {
+    const e = wrap(`publishing organization ${org}`, err);
+    if (err instanceof OlderFormatError || e.message.includes(this.dataDir)) return e;
+    return new Error(`${e.message} (DATA_DIR ${JSON.stringify(this.dataDir)})`);
+  }
+
   publishSnapshot(data: OrgData, options: PublishOptions = {}): Promise<SnapshotRef> {
     return publishStaged(this, data, options);
   }
@@ -149,7 +159,7 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
         await fs.rm(tmp, { force: true }).catch(() => {});
       }
     } catch (err) {
-      throw wrap(`publishing organization ${org}`, err);
+      throw this.publishError(org, err);
     }
     // the stamp the pointer will carry, so the published ref is what a listing gives afterwards
     const stamp = newStamp();
@@ -184,7 +194,7 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
           // fsync failed afterwards, the file is live and stays.)
           const cur = await this.readPointer(org).catch(() => null);
           if (cur?.version !== version) await fs.rm(file, { force: true }).catch(() => {});
-          throw wrap(`publishing organization ${org}`, err);
+          throw this.publishError(org, err);
         }
       },
       discard: async () => {

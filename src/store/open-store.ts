@@ -12,7 +12,7 @@ import type { StoreAccess, StoreConfig, Stores } from './stores.js';
  */
 export async function openStores(
   config: StoreConfig,
-  onDown?: (err: Error) => void,
+  onDown?: (err: Error, readOnly: boolean) => void,
   access: StoreAccess = 'write',
 ): Promise<Stores> {
   const url = config.redisUrl;
@@ -26,7 +26,7 @@ export async function openStores(
     if (!onDown) return RedisStore.connect(url);
     const store = await RedisStore.connect(url, { background: true });
     if (!store.connected)
-      onDown(new Error(`store: redis unavailable at ${redactUrl(url)}; retrying in the background`));
+      onDown(new Error(`store: redis unavailable at ${redactUrl(url)}; retrying in the background`), false);
     return store;
   }
   const store = new EmbeddedStore(config.dataDir);
@@ -40,7 +40,13 @@ export async function openStores(
       throw new Error(
         `store: cannot use DATA_DIR ${JSON.stringify(config.dataDir)}: ${JSON.stringify(file)} is a file, not a folder`,
       );
-    onDown(err);
+    // A folder that can be read but not written (a read-only mount) serves what it holds: said
+    // as such, not as a store that is down (the server never answered 503 for it: an audit)
+    const readable = await store.open('read').then(
+      () => true,
+      () => false,
+    );
+    onDown(err, readable);
     return store;
   });
 }

@@ -1,12 +1,20 @@
 /** The keys CLI from outside (CONTRACT 7, 8, 10): output, validation, exit codes, no secrets in list. */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { hashSecret, KEY_PATTERN } from '../../src/auth/api-key.js';
-import { baseEnv, createKey, keysCli, runNode, tempDataDir, LISTED_KEY_FIELDS } from '../helpers/server.js';
+import {
+  baseEnv,
+  createKey,
+  keysCli,
+  runNode,
+  startServer,
+  tempDataDir,
+  LISTED_KEY_FIELDS,
+} from '../helpers/server.js';
 
 const ORG = '0A0A0A0A-0000-4000-8000-000000000001';
 const data = tempDataDir();
@@ -152,6 +160,22 @@ describe('keys: help, names, a missing store folder', () => {
     assert.equal(list.stderr, note('snapshot'));
     assert.equal(existsSync(missing), false);
   });
+  it('a DATA_DIR under a file: the read-only commands name the file and exit 1, as the server does', async () => {
+    // they said "did not exist (nothing was ever stored there)" and exited 0 (an operator audit)
+    const file = path.join(data.dir, 'a-file');
+    writeFileSync(file, 'not a folder\n');
+    const under = path.join(file, 'sub');
+    const why = `store: cannot use DATA_DIR ${JSON.stringify(under)}: ${JSON.stringify(file)} is a file, not a folder\n`;
+    const list = await keysCli(['list'], { ...env, DATA_DIR: under });
+    assert.equal(list.code, 1);
+    assert.equal(list.stderr, `keys: ${why}`);
+    const snapshots = await runNode('src/cli/snapshot.ts', ['list'], { ...env, DATA_DIR: under });
+    assert.equal(snapshots.code, 1);
+    assert.equal(snapshots.stderr, `snapshot: ${why}`);
+    const reload = await runNode('src/cli/reload.ts', [], { ...env, DATA_DIR: under });
+    assert.equal(reload.code, 1);
+    assert.equal(reload.stderr, `reload: ${why}`);
+  });
 });
 
 describe('keys list into a pipe its reader closed (`keys list | head -1`)', () => {
@@ -279,6 +303,19 @@ describe('the listing tools on a read-only DATA_DIR (a read-only mount)', () => 
       const create = await keysCli(['create', '--organization-id', ORG, '--scopes', 'messages:read'], roEnv);
       assert.equal(create.code, 1);
       assert.match(create.stderr, /store: cannot use DATA_DIR ".*": EROFS/);
+      // A server serves what the folder holds, and its log says so: it said "unavailable at
+      // start; serving 503 and retrying" and was ready 13 ms later (an operator audit).
+      const server = await startServer({ DATA_DIR: dir, LOG_LEVEL: 'warn' });
+      try {
+        const res = await fetch(`${server.url}/contacts/message-search?organization_id=${ORG}&q=hello`, {
+          headers: { Authorization: `Bearer ${created.key}` },
+        });
+        assert.equal(res.status, 200, await res.text());
+        assert.match(server.output(), /store: DATA_DIR cannot be written: serving the snapshots it holds/);
+        assert.doesNotMatch(server.output(), /unavailable at start/);
+      } finally {
+        await server.stop();
+      }
     } finally {
       spawnSync('umount', [dir], { stdio: 'ignore' });
       rmSync(dir, { recursive: true, force: true });
