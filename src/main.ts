@@ -81,12 +81,13 @@ function checkArguments(args: readonly string[]): void {
 
 async function main(): Promise<void> {
   checkArguments(process.argv.slice(2));
-  // A signal before the listeners are up (loading the configuration and uWS, the store's first connection, the first loads) is
-  // kept and acted on once they are: the usual drain and exit 0, logged. Node's default ended the
-  // process with 143 and no line; exiting mid-start could also leave serving threads' uWS loops open.
-  // One listener a signal for the whole life: removing the last listener stops node's signal
-  // watcher, and a signal it had received but not yet dispatched went with it (an audit: 1 start
-  // in 10 ignored a SIGTERM sent as it finished, and served on until a second one).
+  // A signal before the listeners are up (loading the configuration and uWS, the store's first
+  // connection, the first loads) is kept and acted on once they are: the usual drain and exit 0,
+  // logged. Node's default ended the process with 143 and no line; exiting mid-start could also
+  // leave serving threads' uWS loops open. One listener a signal for the whole life: removing the
+  // last listener stops node's signal watcher, and a signal it had received but not yet
+  // dispatched went with it (an audit: 1 start in 10 ignored a SIGTERM sent as it finished, and
+  // served on until a second one).
   let earlySignal: string | null = null;
   let onStopSignal: ((signal: string) => void) | null = null;
   const stopSignal = (signal: string) => () => {

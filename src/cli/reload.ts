@@ -176,13 +176,13 @@ function noServerRunning(json: boolean | undefined): number {
   return 0;
 }
 
+/** What the whole command may take beyond --timeout: the store's connection and command limits, and a margin. */
+const STORE_LIMITS_MS = 15_000;
+
 /**
  * A failure before any server was asked (the store, the organization): on stderr, and with --json
  * also as the JSON object on stdout, so that a script parsing it does not read empty input.
  */
-/** What the whole command may take beyond --timeout: the store's connection and command limits, and a margin. */
-const STORE_LIMITS_MS = 15_000;
-
 function failBeforeServers(json: boolean | undefined, message: string): number {
   process.stderr.write(`reload: ${message}\n`);
   if (json) process.stdout.write(JSON.stringify({ ok: false, error: message, servers: [] }) + '\n');

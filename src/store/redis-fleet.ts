@@ -6,6 +6,8 @@
  *                             was (Fleet.lapsedServers); dropped when its process is gone from
  *                             its host, or a day after its last heartbeat
  *   reload (channel)          ReloadRequest as JSON
+ *   reload-request:<id>       the request as JSON, written before it is published (a Redis that
+ *                             refuses writes fails the command at once), expires after 5 minutes
  *   reload-ack:<request id>   hash server id -> ReloadAck JSON, expires after 5 minutes
  */
 import type { Fleet, ReloadAck, ReloadRequest, ReloadSignals, ServerEntry } from './fleet.js';
