@@ -344,6 +344,13 @@ export class RedisConnection {
   /** the URL without its password */
   readonly url: string;
   private lastError: Error | null = null;
+  private readonly adoptListeners = new Set<() => void>();
+
+  /** Calls `fn` when the connection goes on with a cluster client (adopt); returns how to stop. */
+  onAdopt(fn: () => void): () => void {
+    this.adoptListeners.add(fn);
+    return () => this.adoptListeners.delete(fn);
+  }
 
   /**
    * REDIS_URL for another connection now: for a cluster, the configured seeds followed by every
@@ -400,8 +407,8 @@ export class RedisConnection {
 
   /**
    * Goes on with `cluster` instead of the plain client (whose node turned out to be a cluster
-   * node): later commands go to it; a subscriber made before keeps its node, which hears every
-   * publication of the cluster.
+   * node): later commands go to it, and subscribers made before are told (onAdopt) to replace
+   * theirs, which would stay on that one node.
    */
   private adopt(cluster: Connected): void {
     const old = this.current.client;
@@ -410,6 +417,7 @@ export class RedisConnection {
     // (a cluster client keeps retrying with clusterRetryStrategy when this first connect fails)
     cluster.client.connect().catch(() => {});
     old.disconnect();
+    for (const fn of this.adoptListeners) fn();
   }
 
   /** Connects; rejects with "store: redis unavailable at <url>: ..." when Redis cannot be reached. */

@@ -11,7 +11,7 @@
  *   reload-ack:<request id>   hash server id -> ReloadAck JSON, expires after 5 minutes
  */
 import type { Fleet, ReloadAck, ReloadRequest, ReloadSignals, ServerEntry } from './fleet.js';
-import { connectClient, type RedisConnection } from './redis-connection.js';
+import { connectClient, type RedisClient, type RedisConnection } from './redis-connection.js';
 
 import { lapsedButAlive, onThisHost } from './file-utils.js';
 
@@ -20,6 +20,8 @@ const SEEN = 'servers:seen';
 /** How long an expired entry of another host is remembered (nothing tells a crash from a hang there). */
 const SEEN_RETENTION_MS = 86_400_000;
 const ACK_TTL_S = 300;
+/** How often a subscriber that must be replaced (RedisConnection.onAdopt) is tried again. */
+const RESUBSCRIBE_MS = 1_000;
 
 /** Server entries and reload signals over one Redis connection. */
 export class RedisFleet implements Fleet {
@@ -97,30 +99,57 @@ export class RedisFleet implements Fleet {
   private makeSignals(): ReloadSignals {
     return {
       subscribe: async (onRequest, onReady) => {
-        // A subscribed connection can only (un)subscribe: a second one, which may queue while
-        // reconnecting (autoResubscribe restores the subscription).
-        const sub = this.conn.duplicate();
-        sub.on('error', (err: Error) => {
-          this.conn.noteError(err);
-        });
-        sub.on('message', (_channel: string, message: string) => {
+        const open = async (): Promise<RedisClient> => {
+          // A subscribed connection can only (un)subscribe: a second one, which may queue while
+          // reconnecting (autoResubscribe restores the subscription).
+          const sub = this.conn.duplicate();
+          sub.on('error', (err: Error) => {
+            this.conn.noteError(err);
+          });
+          sub.on('message', (_channel: string, message: string) => {
+            try {
+              const req = JSON.parse(message) as ReloadRequest;
+              if (typeof req.requestId === 'string') onRequest(req);
+            } catch {
+              /* not ours */
+            }
+          });
           try {
-            const req = JSON.parse(message) as ReloadRequest;
-            if (typeof req.requestId === 'string') onRequest(req);
-          } catch {
-            /* not ours */
+            await connectClient(sub);
+            await sub.subscribe(RELOAD_CHANNEL);
+          } catch (err) {
+            sub.disconnect();
+            throw this.conn.fail('subscribing', err);
           }
-        });
-        try {
-          await connectClient(sub);
-          await sub.subscribe(RELOAD_CHANNEL);
-        } catch (err) {
-          sub.disconnect();
-          throw this.conn.fail('subscribing', err);
-        }
-        // Registered after the first subscription: every later 'ready' is a reconnection.
-        sub.on('ready', onReady);
+          // Registered after the first subscription: every later 'ready' is a reconnection.
+          sub.on('ready', onReady);
+          return sub;
+        };
+        let sub = await open();
+        let closed = false;
+        // The connection turned into a cluster client (its one node was down at the start, and is
+        // a cluster node): a subscriber made before stays on that node, and reload requests
+        // stopped reaching this server whenever the node went down (a regression audit). A
+        // cluster subscriber replaces it, tried again every second until it is subscribed.
+        const replace = () => {
+          if (closed) return;
+          open().then(
+            (next) => {
+              if (closed) {
+                next.disconnect();
+                return;
+              }
+              sub.disconnect();
+              sub = next;
+              onReady();
+            },
+            () => setTimeout(replace, RESUBSCRIBE_MS).unref(),
+          );
+        };
+        const off = this.conn.onAdopt(replace);
         return async () => {
+          closed = true;
+          off();
           sub.disconnect();
         };
       },

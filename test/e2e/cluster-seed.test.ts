@@ -113,6 +113,15 @@ describe('Redis Cluster: the one node REDIS_URL names goes down', () => {
         const m = await fetch(`${late.adminUrl}/metrics`);
         return new RegExp(`index_messages\\{organization_id="${org}"\\} 200\\n`).test(await m.text());
       });
+      // Its reload subscriber too is the cluster's: one made on the plain client stayed on that
+      // node, and reloads stopped reaching the server whenever the node went down (a regression audit).
+      const cliEnv = baseEnv({ ...h.env, REDIS_URL: `redis://127.0.0.1:${other}` });
+      const up = await reloadCli(cliEnv);
+      assert.equal(up.code, 0, `${up.stdout}${up.stderr}`);
+      await h.cluster!.kill(seed);
+      const down = await reloadCli(cliEnv);
+      assert.equal(down.code, 0, `${down.stdout}${down.stderr}`);
+      assert.match(down.stdout, new RegExp(`pid ${late.child.pid} on [^)]*\\): 0 reloaded, 1 unchanged`));
     } finally {
       await late.stop();
     }

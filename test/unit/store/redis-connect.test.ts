@@ -8,6 +8,8 @@ import { EventEmitter } from 'node:events';
 import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { connectClient, plainCause, RedisConnection } from '../../../src/store/redis-connection.js';
+import { RedisFleet } from '../../../src/store/redis-fleet.js';
+import { waitFor } from '../../helpers/e2e.js';
 import { freePort } from '../../helpers/server.js';
 import { startRedis, type TestRedis } from '../../helpers/redis-server.js';
 
@@ -95,4 +97,51 @@ test('connectClient: a client that becomes ready settles it, though its connect(
   });
   await assert.rejects(connectClient(failing as unknown as Redis), /None of startup nodes is available/);
   assert.equal(failing.listenerCount('ready'), 0);
+});
+
+// A regression audit: a connection that turned into a cluster client (its one node was down at
+// the start) kept the reload subscriber it had made on the plain client, on that one node, and
+// reload requests stopped reaching the server whenever the node went down. On adopt, the fleet
+// makes a new subscriber from the connection and drops the old one.
+test('RedisFleet: a connection that adopts another client gets a new reload subscriber', async () => {
+  let adopt = () => {};
+  const made: Redis[] = [];
+  const client = new Redis(redis.url);
+  const conn = {
+    client,
+    duplicate: () => {
+      const c = new Redis(redis.url, { lazyConnect: true });
+      made.push(c);
+      return c;
+    },
+    noteError: () => {},
+    fail: (_what: string, err: unknown) => err as Error,
+    onAdopt: (fn: () => void) => {
+      adopt = fn;
+      return () => {
+        adopt = () => {};
+      };
+    },
+  } as unknown as RedisConnection;
+  const fleet = new RedisFleet(conn);
+  const got: string[] = [];
+  let readies = 0;
+  try {
+    const unsubscribe = await fleet.signals!.subscribe(
+      (req) => got.push(req.requestId),
+      () => readies++,
+    );
+    assert.equal(made.length, 1);
+    adopt();
+    await waitFor('the new subscriber', 5_000, async () => readies === 1);
+    assert.equal(made.length, 2);
+    await waitFor('the old one dropped', 5_000, async () => made[0].status === 'end');
+    await client.publish('reload', JSON.stringify({ requestId: 'after', organizationId: null }));
+    await waitFor('the request through the new subscriber', 5_000, async () => got.includes('after'));
+    await unsubscribe();
+    await waitFor('the new one dropped on unsubscribe', 5_000, async () => made[1].status === 'end');
+  } finally {
+    client.disconnect();
+    for (const c of made) c.disconnect();
+  }
 });
