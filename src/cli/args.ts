@@ -47,21 +47,23 @@ export function repeatedOption(tokens: Tokens, names: readonly string[]): string
 /**
  * A line for stderr when the embedded store's folder does not exist yet: a read-only command
  * (list, reload) would otherwise report an empty store as if all were well, and a mistyped
- * DATA_DIR would go unnoticed. Null when there is nothing to say (Redis, or the folder exists).
+ * DATA_DIR would go unnoticed. Null when there is nothing to say (Redis, or the folder exists);
+ * throws when a file stands where the folder or one of its parents should be.
  * Call it before the store is opened (opening creates the folder).
  */
 export function newDataDirNote(tool: string, store: { redisUrl: string | null; dataDir: string }): string | null {
   if (store.redisUrl !== null) return null;
   const dir = path.resolve(store.dataDir);
-  if (existsSync(dir)) return null;
-  // a file on the way is a mistake to name, as the server's start names it (it read "did not
-  // exist (nothing was ever stored there)": an operator audit)
-  for (let p = path.dirname(dir); p !== path.dirname(p); p = path.dirname(p))
+  // a file where the folder or a parent should be is a mistake to name, as the server's start
+  // names it (it read "did not exist (nothing was ever stored there)", or ENOTDIR from a mkdir
+  // these commands do not mean to make: audits)
+  for (let p = dir; p !== path.dirname(p); p = path.dirname(p))
     if (existsSync(p)) {
       if (!statSync(p).isDirectory())
         throw new Error(
           `store: cannot use DATA_DIR ${JSON.stringify(store.dataDir)}: ${JSON.stringify(p)} is a file, not a folder`,
         );
+      if (p === dir) return null;
       break;
     }
   return `${tool}: note: DATA_DIR ${JSON.stringify(dir)} did not exist (nothing was ever stored there): check the path\n`;

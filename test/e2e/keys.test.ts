@@ -164,17 +164,19 @@ describe('keys: help, names, a missing store folder', () => {
     // they said "did not exist (nothing was ever stored there)" and exited 0 (an operator audit)
     const file = path.join(data.dir, 'a-file');
     writeFileSync(file, 'not a folder\n');
-    const under = path.join(file, 'sub');
-    const why = `store: cannot use DATA_DIR ${JSON.stringify(under)}: ${JSON.stringify(file)} is a file, not a folder\n`;
-    const list = await keysCli(['list'], { ...env, DATA_DIR: under });
-    assert.equal(list.code, 1);
-    assert.equal(list.stderr, `keys: ${why}`);
-    const snapshots = await runNode('src/cli/snapshot.ts', ['list'], { ...env, DATA_DIR: under });
-    assert.equal(snapshots.code, 1);
-    assert.equal(snapshots.stderr, `snapshot: ${why}`);
-    const reload = await runNode('src/cli/reload.ts', [], { ...env, DATA_DIR: under });
-    assert.equal(reload.code, 1);
-    assert.equal(reload.stderr, `reload: ${why}`);
+    // and DATA_DIR itself a file: ENOTDIR from a mkdir (a regression audit)
+    for (const dataDir of [path.join(file, 'sub'), file]) {
+      const why = `store: cannot use DATA_DIR ${JSON.stringify(dataDir)}: ${JSON.stringify(file)} is a file, not a folder\n`;
+      const list = await keysCli(['list'], { ...env, DATA_DIR: dataDir });
+      assert.equal(list.code, 1);
+      assert.equal(list.stderr, `keys: ${why}`);
+      const snapshots = await runNode('src/cli/snapshot.ts', ['list'], { ...env, DATA_DIR: dataDir });
+      assert.equal(snapshots.code, 1);
+      assert.equal(snapshots.stderr, `snapshot: ${why}`);
+      const reload = await runNode('src/cli/reload.ts', [], { ...env, DATA_DIR: dataDir });
+      assert.equal(reload.code, 1);
+      assert.equal(reload.stderr, `reload: ${why}`);
+    }
   });
 });
 
