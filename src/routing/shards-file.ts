@@ -103,6 +103,8 @@ export function readShardsFile(file: string): Shards {
   } catch (err) {
     throw new Error(`${where}: cannot read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
+  // a UTF-8 byte order mark, which some editors write, as the import files accept it
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   let doc: unknown;
   try {
     doc = JSON.parse(text);
@@ -114,7 +116,8 @@ export function readShardsFile(file: string): Shards {
 
 /**
  * ` at line L, column C` for a JSON.parse message that names a position (or its end of input), so
- * an operator finds the mistake in an edited file without counting characters; '' otherwise.
+ * an operator finds the mistake in an edited file without counting characters; '' otherwise
+ * (V8 names none for an unexpected token: its message quotes the text around it instead).
  */
 export function placeOf(text: string, message: string): string {
   const m = /at position (\d+)/.exec(message);

@@ -63,7 +63,7 @@ describe('routing CLI: usage and shards file errors', () => {
     assert.match(r.stderr, /\.shards\[1\]\.organizations\[0\] must be a UUID, got "nope"/);
   });
   // The fleet audit: these passed (exit 0) and failed only later, in nginx -t or at a replica's start.
-  test('a shard without organizations, a JSON mistake (line and column), --listen past 65535: exit 2', async () => {
+  test('a shard without organizations, a JSON mistake (line and column), --listen past 65535: exit 2; a BOM is read', async () => {
     const empty = path.join(t.dir, 'empty.json');
     writeFileSync(
       empty,
@@ -93,6 +93,14 @@ describe('routing CLI: usage and shards file errors', () => {
       tr.stderr,
       /^routing: truncated\.json: not valid JSON at line 2, column 1: Unexpected end of JSON input/m,
     );
+    const bom = path.join(t.dir, 'bom.json');
+    writeFileSync(
+      bom,
+      `\ufeff${JSON.stringify({ shards: [{ name: 'a', upstreams: ['h:1'], organizations: ['00000000-0000-4000-8000-000000000001'] }] })}`,
+    );
+    const withBom = await routing(['organizations', '--shards', bom, '--shard', 'a']);
+    assert.equal(withBom.code, 0, withBom.stderr);
+    assert.equal(withBom.stdout, '00000000-0000-4000-8000-000000000001\n');
     for (const listen of ['0', '70000', '127.0.0.1:65536']) {
       const l = await routing(['nginx', '--shards', empty, '--listen', listen]);
       assert.equal(l.code, 2, listen);
