@@ -125,7 +125,8 @@ class InFlight {
    */
   closing = false;
   /**
-   * A shutdown's wait: true once every response is written, false after `timeoutMs` or at hurry().
+   * A shutdown's wait: true once every response is written, false after `timeoutMs` or at hurry()
+   * with responses still being written.
    * With `graceMs`, it also waits that long (within `timeoutMs`): requests on open keep-alive
    * connections are still answered meanwhile, with `Connection: close`. Without it, a client
    * that sent one just after the signal had its connection reset unanswered (every connection
@@ -136,9 +137,11 @@ class InFlight {
     const grace = Math.min(graceMs, timeoutMs);
     return Promise.race([
       Promise.all([this.idle(), new Promise((resolve) => setTimeout(resolve, grace).unref())]).then(() => true),
-      new Promise<false>((resolve) => {
+      new Promise<boolean>((resolve) => {
         setTimeout(() => resolve(false), timeoutMs).unref();
-        this.hurryWaits.push(() => resolve(false));
+        // (nothing in flight, only the grace left: nothing is cut; it logged "cut" and
+        // drained:false for a second signal on an idle server: a regression audit)
+        this.hurryWaits.push(() => resolve(this.n === 0));
       }),
     ]);
   }

@@ -543,6 +543,20 @@ describe('SIGTERM drains; stray errors do not stop the server', () => {
     }
   });
 
+  it('a second SIGTERM with nothing in flight cuts nothing, and says so (1 and 2 serving threads)', async () => {
+    // it logged "responses still in flight were cut" and "drained":false (a regression audit)
+    for (const threads of ['1', '2']) {
+      const s = await startServer({ DATA_DIR: data.dir, LOG_LEVEL: 'info', SERVER_THREADS: threads });
+      const exited = new Promise<number | null>((r) => s.child.on('exit', (code) => r(code)));
+      s.child.kill('SIGTERM');
+      await new Promise((r) => setTimeout(r, 50));
+      s.child.kill('SIGTERM');
+      assert.equal(await exited, 0, s.output());
+      assert.match(s.output(), /"drained":true/);
+      assert.doesNotMatch(s.output(), /were cut/);
+    }
+  });
+
   it('keep-alive requests sent just after SIGTERM are answered, with Connection: close (1 and 2 serving threads)', async () => {
     // every busy keep-alive connection lost one request, reset unanswered (lifecycle audit)
     const small = `${SEARCH_PATH}?organization_id=${ORG}&q=pedido&limit=1`;
