@@ -345,6 +345,8 @@ export class RedisConnection {
   readonly url: string;
   private lastError: Error | null = null;
   private readonly adoptListeners = new Set<() => void>();
+  /** How many times the connection adopted another client (0 or 1). */
+  adoptions = 0;
 
   /** Calls `fn` when the connection goes on with a cluster client (adopt); returns how to stop. */
   onAdopt(fn: () => void): () => void {
@@ -417,6 +419,7 @@ export class RedisConnection {
     // (a cluster client keeps retrying with clusterRetryStrategy when this first connect fails)
     cluster.client.connect().catch(() => {});
     old.disconnect();
+    this.adoptions++;
     for (const fn of this.adoptListeners) fn();
   }
 

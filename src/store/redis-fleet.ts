@@ -125,6 +125,7 @@ export class RedisFleet implements Fleet {
           sub.on('ready', onReady);
           return sub;
         };
+        const adoptions = this.conn.adoptions;
         let sub = await open();
         let closed = false;
         // The connection turned into a cluster client (its one node was down at the start, and is
@@ -147,6 +148,8 @@ export class RedisFleet implements Fleet {
           );
         };
         const off = this.conn.onAdopt(replace);
+        // (adopted while the first one was being made: from the client of before, perhaps)
+        if (this.conn.adoptions !== adoptions) replace();
         return async () => {
           closed = true;
           off();

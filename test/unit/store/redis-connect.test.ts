@@ -115,6 +115,7 @@ test('RedisFleet: a connection that adopts another client gets a new reload subs
       return c;
     },
     noteError: () => {},
+    adoptions: 0,
     fail: (_what: string, err: unknown) => err as Error,
     onAdopt: (fn: () => void) => {
       adopt = fn;
