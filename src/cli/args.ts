@@ -1,7 +1,8 @@
 /** Command-line details the tools share. */
-import { existsSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { dataDirFileProblem } from '../store/open-store.js';
 
 type Tokens = NonNullable<ReturnType<typeof parseArgs>['tokens']>;
 
@@ -45,26 +46,21 @@ export function repeatedOption(tokens: Tokens, names: readonly string[]): string
 }
 
 /**
- * A line for stderr when the embedded store's folder does not exist yet: a read-only command
- * (list, reload) would otherwise report an empty store as if all were well, and a mistyped
- * DATA_DIR would go unnoticed. Null when there is nothing to say (Redis, or the folder exists);
- * throws when a file stands where the folder or one of its parents should be.
- * Call it before the store is opened (opening creates the folder).
+ * The note for a read-only command whose DATA_DIR does not exist: it answers from nothing and
+ * does not create the folder, but says so, or a mistyped DATA_DIR would go unnoticed. Null when
+ * there is nothing to say (Redis, or the folder exists). Throws when a file stands where the
+ * folder, a parent or a subfolder should be, as the server's start refuses it (these commands
+ * said the folder "did not exist", or printed an ENOTDIR from a mkdir they do not mean to make:
+ * audits). Call it before the store is opened (opening creates the folder).
  */
-export function newDataDirNote(tool: string, store: { redisUrl: string | null; dataDir: string }): string | null {
+export async function newDataDirNote(
+  tool: string,
+  store: { redisUrl: string | null; dataDir: string },
+): Promise<string | null> {
   if (store.redisUrl !== null) return null;
+  const problem = await dataDirFileProblem(store.dataDir);
+  if (problem !== null) throw new Error(problem);
   const dir = path.resolve(store.dataDir);
-  // a file where the folder or a parent should be is a mistake to name, as the server's start
-  // names it (it read "did not exist (nothing was ever stored there)", or ENOTDIR from a mkdir
-  // these commands do not mean to make: audits)
-  for (let p = dir; p !== path.dirname(p); p = path.dirname(p))
-    if (existsSync(p)) {
-      if (!statSync(p).isDirectory())
-        throw new Error(
-          `store: cannot use DATA_DIR ${JSON.stringify(store.dataDir)}: ${JSON.stringify(p)} is a file, not a folder`,
-        );
-      if (p === dir) return null;
-      break;
-    }
+  if (existsSync(dir)) return null;
   return `${tool}: note: DATA_DIR ${JSON.stringify(dir)} did not exist (nothing was ever stored there): check the path\n`;
 }

@@ -249,7 +249,7 @@ async function main(argv: string[]): Promise<number> {
       // and answers from no keys without making it (the next run with the same typo would be
       // silent: an audit)
       if (command !== 'create') {
-        const note = newDataDirNote('keys', config);
+        const note = await newDataDirNote('keys', config);
         if (note !== null) {
           process.stderr.write(note);
           return NO_KEYS;

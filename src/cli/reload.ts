@@ -243,7 +243,7 @@ async function main(argv: string[]): Promise<number> {
   let stores: Stores | null = null;
   try {
     const config = loadStoreConfig();
-    const note = newDataDirNote('reload', config);
+    const note = await newDataDirNote('reload', config);
     if (note !== null) {
       // nothing was ever stored there, so no server uses it: said without creating the folder
       // (opening the store would, and the next run with the same typo would be silent)

@@ -190,7 +190,7 @@ async function runImport(values: ReturnType<typeof args>['values']): Promise<voi
  */
 async function runList(json: boolean): Promise<number> {
   const config = loadStoreConfig();
-  const note = newDataDirNote('snapshot', config);
+  const note = await newDataDirNote('snapshot', config);
   if (note !== null) process.stderr.write(note);
   // a folder that is not there lists nothing, and is not made (the next run with the same typo
   // would be silent: an audit)

@@ -35,11 +35,8 @@ export async function openStores(
     // A file where the folder, one of its parents or one of its subfolders should be is a bad
     // value (CONTRACT 8): the start fails naming DATA_DIR (it answered 503 for ever). A folder
     // that cannot be reached yet (a symlink to a volume not mounted yet) is retried.
-    const file = await fileInTheWay(config.dataDir);
-    if (file !== null)
-      throw new Error(
-        `store: cannot use DATA_DIR ${JSON.stringify(config.dataDir)}: ${JSON.stringify(file)} is a file, not a folder`,
-      );
+    const problem = await dataDirFileProblem(config.dataDir);
+    if (problem !== null) throw new Error(problem);
     // A folder that can be read but not written (a read-only mount) serves what it holds: said
     // as such, not as a store that is down (the server never answered 503 for it: an audit)
     const readable = await store.open('read').then(
@@ -49,6 +46,18 @@ export async function openStores(
     onDown(err, readable);
     return store;
   });
+}
+
+/**
+ * "store: cannot use DATA_DIR …: … is a file, not a folder" when a file stands where DATA_DIR, a
+ * parent or one of its subfolders should be; null otherwise. The server's start and the tools that
+ * only list (newDataDirNote) refuse such a DATA_DIR alike.
+ */
+export async function dataDirFileProblem(dataDir: string): Promise<string | null> {
+  const file = await fileInTheWay(dataDir);
+  return file === null
+    ? null
+    : `store: cannot use DATA_DIR ${JSON.stringify(dataDir)}: ${JSON.stringify(file)} is a file, not a folder`;
 }
 
 /**

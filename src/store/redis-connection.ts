@@ -345,8 +345,11 @@ export class RedisConnection {
   readonly url: string;
   private lastError: Error | null = null;
   private readonly adoptListeners = new Set<() => void>();
+  private adopted = 0;
   /** How many times the connection adopted another client (0 or 1). */
-  adoptions = 0;
+  get adoptions(): number {
+    return this.adopted;
+  }
 
   /** Calls `fn` when the connection goes on with a cluster client (adopt); returns how to stop. */
   onAdopt(fn: () => void): () => void {
@@ -419,7 +422,7 @@ export class RedisConnection {
     // (a cluster client keeps retrying with clusterRetryStrategy when this first connect fails)
     cluster.client.connect().catch(() => {});
     old.disconnect();
-    this.adoptions++;
+    this.adopted++;
     for (const fn of this.adoptListeners) fn();
   }
 
