@@ -115,15 +115,44 @@ export function readShardsFile(file: string): Shards {
 }
 
 /**
- * ` at line L, column C` for a JSON.parse message that names a position (or its end of input), so
- * an operator finds the mistake in an edited file without counting characters; '' otherwise
- * (V8 names none for an unexpected token: its message quotes the text around it instead).
+ * ` at line L, column C` for a JSON.parse failure of `text`, so an operator finds the mistake in an
+ * edited file without counting characters; '' when it cannot be placed. V8 names a position for
+ * most mistakes; for an unexpected token it quotes the text around it instead, and the token is the
+ * last character of the shortest prefix that fails before its own end (every longer prefix fails
+ * there too, so a binary search finds it in a few parses).
  */
 export function placeOf(text: string, message: string): string {
   const m = /at position (\d+)/.exec(message);
-  const at = m !== null ? Number(m[1]) : /end of JSON input/.test(message) ? text.length : -1;
+  let at = m !== null ? Number(m[1]) : /end of JSON input/.test(message) ? text.length : -1;
+  if (at < 0 && /^Unexpected token/.test(message)) at = unexpectedTokenAt(text);
   if (at < 0 || at > text.length) return '';
   const before = text.slice(0, at);
   const line = before.split('\n').length;
   return ` at line ${line}, column ${at - before.lastIndexOf('\n')}`;
+}
+
+/** The index of the token JSON.parse stops at in `text`, or -1 if no prefix fails before its end. */
+function unexpectedTokenAt(text: string): number {
+  let lo = 1;
+  let hi = text.length;
+  if (!failsBeforeEnd(text.slice(0, hi))) return -1;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (failsBeforeEnd(text.slice(0, mid))) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo - 1;
+}
+
+/** Whether `prefix` holds a mistake of its own, not merely an end that comes too soon. */
+function failsBeforeEnd(prefix: string): boolean {
+  try {
+    JSON.parse(prefix);
+    return false;
+  } catch (err) {
+    const message = (err as Error).message;
+    if (/end of JSON input/.test(message)) return false;
+    const m = /at position (\d+)/.exec(message);
+    return m === null || Number(m[1]) < prefix.length;
+  }
 }
