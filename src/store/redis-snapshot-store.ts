@@ -67,8 +67,13 @@ const WINDOW = 8;
 const DIRECT_MIN_BYTES = CHUNK_MAX;
 
 // Moves the pointer forward only: returns the old version, or -current when it is not older.
+// A pointer that is not a hash, or names no version, is unreadable (the listing names it): it is
+// replaced, as the embedded store replaces a garbled CURRENT, so that an import repairs it.
 const SWITCH_SCRIPT = `
-local cur = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind ~= 'hash' and kind ~= 'none' then redis.call('DEL', KEYS[1]) end
+local cur = 0
+if kind == 'hash' then cur = tonumber(redis.call('HGET', KEYS[1], 'version') or '0') or 0 end
 local v = tonumber(ARGV[1])
 if cur >= v then return -cur end
 redis.call('HSET', KEYS[1], 'version', v, 'previous', cur)

@@ -14,6 +14,8 @@ export interface Tamper {
   corruptChunk(ref: SnapshotRef): Promise<void>;
   /** Rewrites the manifest of `ref` with another format version, or as `format` maps it (and a valid checksum). */
   setFormat(ref: SnapshotRef, format: number | ((m: Manifest) => Manifest)): Promise<void>;
+  /** Makes the organization's pointer unreadable, in the backend's form number `how` (0 or 1). */
+  garblePointer(org: string, how: number): Promise<void>;
 }
 
 /** Registers the cases; `store()` is read once the enclosing suite has opened it. */
@@ -54,6 +56,22 @@ export function snapshotStoreCases(store: () => SnapshotStore, tamper: Tamper): 
       for (let s = 1; s <= 4; s++) refs.push(await store().publishSnapshot(orgData(generate(5, 3, 10, s))));
       await store().loadSnapshot(refs[2]);
       await assert.rejects(store().loadSnapshot(refs[1]), /^Error: store: /);
+    });
+
+    // A CLI audit: on Redis such an import failed with a Lua error (a version that is no number)
+    // or WRONGTYPE (a pointer that is no hash), and the organization could not be repaired.
+    test('an unreadable pointer is named by the listing and replaced by the next publish', async () => {
+      for (const how of [0, 1]) {
+        const org = uuid(16 + how, 0);
+        await store().publishSnapshot(orgData(generate(16 + how, 3, 20, 1)));
+        await tamper.garblePointer(org, how);
+        await assert.rejects(store().latest(), new RegExp(`unreadable pointer of organization ${org}`));
+        const data = orgData(generate(16 + how, 4, 30, 2));
+        const ref = await store().publishSnapshot(data);
+        const latest = new Map((await store().latest()).map((r) => [r.organizationId, r.version]));
+        assert.equal(latest.get(org), ref.version);
+        assert.deepEqual(await store().loadSnapshot(ref), data);
+      }
     });
 
     test('a corrupted chunk is refused; the previous version stays loadable', async () => {

@@ -44,6 +44,8 @@ interface Harness {
   corruptChunk(stores: Stores, ref: SnapshotRef): Promise<void>;
   /** Rewrites the manifest of `ref` with another format version, or as `format` maps it (and a valid checksum). */
   setFormat(stores: Stores, ref: SnapshotRef, format: number | ((m: Manifest) => Manifest)): Promise<void>;
+  /** A pointer no reader can follow: 0, a version that is no number; 1, not the pointer's type at all. */
+  garblePointer(stores: Stores, org: string, how: number): Promise<void>;
   cleanup(): Promise<void>;
 }
 
@@ -73,6 +75,9 @@ function embeddedHarness(): Harness {
       const footer = Buffer.from(b.subarray(b.length - 12));
       footer.writeUInt32BE(m.length, 0);
       writeFileSync(file, Buffer.concat([b.subarray(0, at), m, footer]));
+    },
+    async garblePointer(_s, org, how) {
+      writeFileSync(path.join(dir, 'snapshots', org, 'CURRENT'), how === 0 ? '{"version":"abc"}' : 'garbage');
     },
     async cleanup() {
       rmSync(dir, { recursive: true, force: true });
@@ -110,6 +115,12 @@ function redisHarness(cluster = false): Harness {
       const b = (await rs.client.hgetBuffer(rs.snapshots.versionKeyOf(ref), 'manifest'))!;
       await rs.client.hset(rs.snapshots.versionKeyOf(ref), 'manifest', Buffer.from(reformat(b, format)));
     },
+    async garblePointer(s, org, how) {
+      const rs = s as RedisStore;
+      const key = `snap:{${org}}:ptr`;
+      if (how === 0) await rs.client.hset(key, 'version', 'abc', 'previous', '0');
+      else await rs.client.del(key).then(() => rs.client.set(key, 'garbage'));
+    },
     async cleanup() {
       await redis?.stop();
     },
@@ -130,6 +141,7 @@ function backendCases(h: Harness): void {
     snapshotStoreCases(() => stores.snapshots, {
       corruptChunk: (ref) => h.corruptChunk(stores, ref),
       setFormat: (ref, format) => h.setFormat(stores, ref, format),
+      garblePointer: (org, how) => h.garblePointer(stores, org, how),
     });
     keyStoreCases(() => stores.keys);
     fleetCases(() => stores.fleet);
