@@ -120,9 +120,14 @@ export async function* readLines(
   }
 }
 
+/**
+ * A line of white space only (CONTRACT 10: JavaScript's `\s`, what trim() removes). The first
+ * character tells most lines apart without a trim: \t \v \f \r (9-13), space, NBSP, BOM, or
+ * one of the white spaces above U+1000. (\v and \f were missing: such a line failed as JSON.)
+ */
 function isBlank(text: string): boolean {
   const c = text.charCodeAt(0);
-  return (c === 32 || c === 9 || c === 13 || c === 0xa0 || c === 0xfeff || c > 0x1000) && text.trim() === '';
+  return ((c >= 9 && c <= 13) || c === 32 || c === 0xa0 || c === 0xfeff || c > 0x1000) && text.trim() === '';
 }
 
 /** The first invalid UTF-8 sequence of `b`: its offset and length in bytes, or null when `b` is valid. */

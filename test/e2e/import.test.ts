@@ -81,7 +81,8 @@ describe('import validation', () => {
 
   test('BOM, CRLF, blank lines, upper-case UUIDs, empty content and name are accepted', async () => {
     const lines = g.messages.map((m) => JSON.stringify({ ...m, contact_id: m.contact_id.toUpperCase() }));
-    const text = '\uFEFF' + lines[0] + '\r\n\r\n   \n' + lines.slice(1).join('\r\n') + '\r\n\n';
+    // white space lines as CONTRACT 10 reads it (\s): \f and \v alone too (a CLI audit)
+    const text = '\uFEFF' + lines[0] + '\r\n\r\n   \n\f\n\v\r\n\u3000\n' + lines.slice(1).join('\r\n') + '\r\n\n';
     const cs = ndjson(g.contacts.map((c, i) => ({ ...c, id: c.id.toUpperCase(), name: i === 0 ? '' : c.name })));
     const data = await readImport(file('contacts.ndjson', cs), file('messages.ndjson', text));
     assert.equal(data.contacts, 3);
