@@ -227,6 +227,9 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (command === 'list') {
+      // import's files given to list were ignored, exit 0: a mistyped command line looked done
+      for (const flag of ['contacts', 'messages'] as const)
+        if (values[flag] !== undefined) throw new UsageError(`list takes no --${flag}`);
       return await runList(values.json ?? false);
     }
     throw new UsageError(command === undefined ? 'missing command' : `unknown command ${JSON.stringify(command)}`);

@@ -407,6 +407,9 @@ for (const kind of ['embedded', 'redis'] as const) {
         );
         assert.equal(r4.code, 2);
         assert.match(r4.stderr, /^snapshot: --contacts given more than once\n/);
+        const r5 = await snapshotCli(['list', '--messages', messages], env);
+        assert.equal(r5.code, 2);
+        assert.match(r5.stderr, /^snapshot: list takes no --messages\n/);
       });
 
       test('a pipe, a device or a directory as a file: exit 2 naming the flag, nothing published', async () => {
