@@ -103,7 +103,17 @@ export function openApiDocument(): object {
       },
       '431': errorResponse('request headers larger than 32768 characters'),
       '500': errorResponse('internal error; retry with backoff'),
-      '503': errorResponse('not ready yet'),
+      '503': {
+        ...errorResponse(
+          "unavailable: still loading, the key store cannot be read, or this organization's snapshot failed to load and no older version is in memory",
+        ),
+        headers: {
+          'Retry-After': {
+            schema: { type: 'integer', minimum: 1 },
+            description: 'seconds after which to retry',
+          },
+        },
+      },
     },
   };
   // HEAD (CONTRACT 6): the same checks, status and headers as GET, no body
