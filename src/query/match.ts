@@ -22,8 +22,11 @@ import type { Plan } from './plan.js';
 import type { Scratch } from './scratch.js';
 import { holdsPhrase, type TermView } from './term-view.js';
 
-/** Newest message of phrase view position e that passes the filters and contains the phrase, or -1. */
-function newestCounting(plan: Plan, v: TermView, e: number): number {
+/**
+ * Newest message of phrase view position e that passes the filters and contains the phrase, or
+ * -1; only messages of a time rank below `hi` (plan.hi, or lower: matchSeveral's bound) count.
+ */
+function newestCounting(plan: Plan, v: TermView, e: number, hi: number): number {
   const { index } = plan;
   const g = v.entry === null ? e : v.entry[e];
   const f = index.entryFlags[g];
@@ -31,11 +34,11 @@ function newestCounting(plan: Plan, v: TermView, e: number): number {
   // inbound (the default): an entry whose newest inbound message is older than the date window
   // has none in it, decided without reading its postings (a quarter of a common word's entries)
   const { msgCombo, storedPostings: postings, entryNewestIn: words } = index;
-  if (plan.direction === INBOUND && (words[g] & plan.rankField) >= plan.hi) return -1;
+  if (plan.direction === INBOUND && (words[g] & plan.rankField) >= hi) return -1;
   if ((f & HEAD_INLINE) !== 0) {
     // the inline head is the entry's newest message
     const o = words[g] & plan.headField;
-    if (o >= plan.hi) return -1;
+    if (o >= hi) return -1;
     if (o >= plan.lo && ((1 << msgCombo[o]) & plan.mask) !== 0 && (v.phrase === null || holdsPhrase(plan, v, e, o)))
       return o;
   }
@@ -45,7 +48,7 @@ function newestCounting(plan: Plan, v: TermView, e: number): number {
   if (plan.lo > 0) p = postingsLowerBound(postings, p, end, plan.lo);
   for (; p < end; p++) {
     const o = postings[p];
-    if (o >= plan.hi) return -1;
+    if (o >= hi) return -1;
     if (((1 << msgCombo[o]) & plan.mask) !== 0 && (v.phrase === null || holdsPhrase(plan, v, e, o))) return o;
   }
   return -1;
@@ -56,12 +59,12 @@ function newestCounting(plan: Plan, v: TermView, e: number): number {
  * (0xffffffff): a value outside the small-integer range returned from a function that is not
  * inlined is boxed, one heap number per call (measured: 13 KB of garbage a request).
  */
-function newestRank(plan: Plan, v: TermView, e: number): number {
+function newestRank(plan: Plan, v: TermView, e: number, hi: number): number {
   if (v.entry === null && v.phrase === null) {
     // a plain token: without date or channel filter the precomputed newest (of a direction)
     return plan.precomputed ? newestOf(plan.index, e, plan.direction) : newestFiltered(plan, e);
   }
-  const o = newestCounting(plan, v, e);
+  const o = newestCounting(plan, v, e, hi);
   return o < 0 ? -1 : rankOf(plan.index, o, plan.index.msgCombo[o]);
 }
 
@@ -174,7 +177,7 @@ export function matchContacts(plan: Plan, s: Scratch): number {
     }
     if (v.entry === null && v.phrase === null) return matchFiltered(plan, v, s);
     for (let e = v.from; e < v.to; e++) {
-      const r = newestRank(plan, v, e);
+      const r = newestRank(plan, v, e, plan.hi);
       if (r >= 0) keys[n++] = r * contactCount + idRank[v.contact[e]];
     }
     return n;
@@ -275,6 +278,10 @@ function matchChannel(plan: Plan, v: TermView, s: Scratch, bits: number): number
  * matchContacts for several terms: each view walked on its own (sequential reads), the newest
  * rank and the number of terms passed kept per contact ordinal. Under `all`, views go from the
  * smallest and a contact that failed an earlier one is skipped before any of its postings is read.
+ * Under `any`, plain tokens go first and phrases last, and a phrase looks at a contact already
+ * matched only for a message newer than the one it has: the rest cannot change the contact's key
+ * (a time rank is never below its ordinal's tie group start, so no message at or past that rank
+ * is newer). `keywords=de,o o o` checked every candidate of the phrase, 14 ms at 1M messages.
  */
 function matchSeveral(plan: Plan, s: Scratch): number {
   const { views, index, all } = plan;
@@ -284,7 +291,7 @@ function matchSeveral(plan: Plan, s: Scratch): number {
   let n = 0;
   const gen = s.generation;
   const { contactStamp: stamp, contactBest: best, contactHits: hits, touched } = s;
-  const order = all ? [...views].sort((a, b) => a.to - a.from - (b.to - b.from)) : views;
+  const order = all ? [...views].sort((a, b) => a.to - a.from - (b.to - b.from)) : plainFirst(views);
   const k = order.length;
   // a plain token without date or channel filter reads its rank from the precomputed columns
   const direction = plan.direction;
@@ -302,7 +309,7 @@ function matchSeveral(plan: Plan, s: Scratch): number {
         r = newestOf(index, e, direction);
         if (r < 0) continue;
       } else {
-        r = newestRank(plan, v, e);
+        r = newestRank(plan, v, e, !all && seen ? best[c] : plan.hi);
         if (r < 0) continue;
       }
       if (!seen) {
@@ -321,4 +328,14 @@ function matchSeveral(plan: Plan, s: Scratch): number {
     if (!all || hits[c] === k) keys[n++] = best[c] * contactCount + idRank[c];
   }
   return n;
+}
+
+/** `views` with its plain tokens before its phrases: itself when they already are (no garbage). */
+function plainFirst(views: TermView[]): TermView[] {
+  let phrase = false;
+  for (const v of views) {
+    if (v.phrase !== null) phrase = true;
+    else if (phrase) return [...views].sort((a, b) => (a.phrase === null ? 0 : 1) - (b.phrase === null ? 0 : 1));
+  }
+  return views;
 }
