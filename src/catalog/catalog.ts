@@ -456,6 +456,7 @@ export class Catalog {
   private recovered(org: string, version: number): void {
     const f = this.failures.get(org)!;
     this.failures.delete(org);
+    this.cleared++;
     this.log.info(
       { organization_id: org, version, failed_since: f.since.toISOString(), attempts: f.attempts },
       'catalog: organization recovered',
@@ -463,13 +464,14 @@ export class Catalog {
   }
 
   /**
-   * Changes whenever stats() may have: every load counted, every failure forgotten (what the
-   * metrics' per-organization series are rendered again for).
+   * Changes whenever stats() may have: every load counted, every failure cleared without a load
+   * (forgotten, or recovered: a pointer naming the version in memory again), what the metrics'
+   * per-organization series are rendered again for.
    */
   get statsVersion(): number {
-    return this.loadsOk + this.loadsFailed + this.forgotten;
+    return this.loadsOk + this.loadsFailed + this.cleared;
   }
-  private forgotten = 0;
+  private cleared = 0;
 
   private count(org: string, result: 'ok' | 'failed'): void {
     let n = this.loadsByOrg.get(org);
@@ -485,7 +487,7 @@ export class Catalog {
     for (const [org, f] of this.failures) {
       if (listed.has(org)) continue;
       this.failures.delete(org);
-      this.forgotten++;
+      this.cleared++;
       this.log.info(
         { organization_id: org, version: f.version },
         'catalog: failed organization no longer in the store; forgotten',

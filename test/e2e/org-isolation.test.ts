@@ -409,11 +409,16 @@ for (const storeName of ['embedded', 'redis'] as const) {
             [[C, old.version]],
           );
           assert.deepEqual(await storedState(h, store), stored, `${damage.name}: the server changed nothing stored`);
+          const failing = new RegExp(`catalog_organization_failing\\{organization_id="${C}"\\} 1`);
+          assert.match(await (await fetch(`${server.adminUrl}/metrics`)).text(), failing);
           await repair();
           const again = await adminReload(server, C);
           assert.equal(again.status, 200);
           assert.deepEqual(again.body.failed, []);
           assert.deepEqual((await readyz(server)).body.failed_organizations, []);
+          // a recovery without a load (the pointer names the version in memory again) is printed
+          // too: the series were printed again only when a load counted (a code review)
+          assert.doesNotMatch(await (await fetch(`${server.adminUrl}/metrics`)).text(), failing);
           for (const org of ORGS) await assertServed(server, all.key, org, `${damage.name} repaired`);
         } finally {
           await server.stop();
