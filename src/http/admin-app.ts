@@ -56,6 +56,7 @@ export function createAdminApp(deps: AdminAppDeps): TemplatedApp {
   return serveWith(uws.App(), {
     common: commonHeaders(null),
     logger,
+    budgeted: false,
     answer: createAdminPipeline(deps),
     done(req, answer, status, startedAt, aborted) {
       metrics.observe('admin', status, startedAt);

@@ -96,6 +96,7 @@ export function createPublicApp(deps: PublicAppDeps): TemplatedApp {
   return serveWith(uws.App(), {
     common: commonHeaders(deps.sunsetAt),
     logger,
+    budgeted: true,
     answer: answerSearchRequest,
     done(req, answer, status, startedAt) {
       metrics.observe('public', status, startedAt);

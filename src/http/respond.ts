@@ -33,6 +33,8 @@ export interface Exchange {
   aborted: boolean;
   /** what the request's `Connection` header asks of this connection after the answer (see closeOf) */
   readonly close: CloseAsked;
+  /** false on the operator listener: its answers are never cut for the slow readers' budget */
+  readonly budgeted: boolean;
 }
 
 /**
@@ -226,7 +228,7 @@ function writeBody(ex: Exchange, body: string | Uint8Array): void {
   // over 64 KiB were refused before a byte went out (uws-adapter.ts busyAnswer), so this is the
   // fallback for a smaller one that the socket did not take (not seen on loopback). The first
   // body is always held, so one larger than the budget still reaches a client that reads it.
-  if (inFlight.wouldOverflow(total)) {
+  if (ex.budgeted && inFlight.wouldOverflow(total)) {
     inFlight.onCut?.('cut after what the socket took', total, inFlight.heldBytes);
     // closed after this cork, not inside it; until then an abort must be heard (FIELD-NOTES)
     res.onAborted(() => {

@@ -15,6 +15,12 @@ export interface Listener {
   /** headers of the last-resort 500 */
   common: CommonHeaders;
   logger: Logger;
+  /**
+   * Whether large answers are refused or cut while slow readers hold SLOW_CLIENT_BUFFER_MB (the
+   * public listener). The operator listener is not: its /metrics of ~150 organizations or more is
+   * over 64 KiB, and scrapes failed with 503 exactly when public clients read slowly (a review).
+   */
+  budgeted: boolean;
 }
 
 /**
@@ -23,11 +29,11 @@ export interface Listener {
  * before returning or attaches onAborted first; writes after an await are corked (writeAnswer).
  */
 export function serveWith(app: TemplatedApp, listener: Listener): TemplatedApp {
-  const { logger, common } = listener;
+  const { logger, common, budgeted } = listener;
   return app.any('/*', (res: HttpResponse, req: HttpRequest) => {
     const startedAt = process.hrtime.bigint();
     const request = copyRequest(req);
-    const ex: Exchange = { res, aborted: false, close: closeOf(request.headers.connection) };
+    const ex: Exchange = { res, aborted: false, close: closeOf(request.headers.connection), budgeted };
     let result: Answer | Promise<Answer>;
     try {
       result = listener.answer(request);
@@ -59,7 +65,7 @@ export function serveWith(app: TemplatedApp, listener: Listener): TemplatedApp {
   });
 
   function finish(ex: Exchange, request: RequestIn, answer: Answer, startedAt: bigint): void {
-    const sent = busyAnswer(answer, common);
+    const sent = budgeted ? busyAnswer(answer, common) : answer;
     let status = sent.status;
     try {
       writeAnswer(ex, sent);
