@@ -59,7 +59,13 @@ interface Slot {
   stopping: boolean;
   /** a replacement was started (the thread reported a crash, or exited) */
   replaced: boolean;
+  /** the thread has ended (or will never serve: it could not listen): nothing waits for its acks */
+  exited: boolean;
 }
+
+/** The first wait before another try at a thread that could not be replaced; doubled up to RETRY_MAX_MS. */
+const RETRY_FIRST_MS = 1000;
+const RETRY_MAX_MS = 30_000;
 
 const STATE_MS = 250;
 // How long a /metrics scrape waits for the threads' counts.
@@ -75,6 +81,12 @@ export class ThreadPool {
   private readonly slots: Slot[] = [];
   private readonly flats = new Map<string, { version: number; flat: PackedFlat }>();
   private readonly waiters: Array<{ seq: number; resolve: () => void }> = [];
+  /**
+   * Replaced threads that have not ended yet: a crashed one finishes its answers in flight (at
+   * most 5 s) before it exits, holding its connections. The process must not exit before them
+   * (uv_loop_close with open handles aborts it, exit 134: a review), so stop() stops them too.
+   */
+  private readonly dying = new Set<Worker>();
   private seq = 0;
   private stopping = false;
   private lastState: ServingState = { ready: false, unavailable: [] };
@@ -98,9 +110,9 @@ export class ThreadPool {
     this.timer.unref();
   }
 
-  /** True once every thread has the catalog's ready state and its keys loaded. */
+  /** True once every live thread has the catalog's ready state and its keys loaded. */
   get ready(): boolean {
-    return this.syncedReady && this.slots.every((s) => s.keysReady);
+    return this.syncedReady && this.slots.some((s) => !s.exited) && this.slots.every((s) => s.exited || s.keysReady);
   }
 
   /** a prefault asked for before the first thread was started (the start's first load) */
@@ -191,6 +203,7 @@ export class ThreadPool {
   /** During stop(): every thread stops waiting for its responses in flight (a second signal). */
   hurry(): void {
     for (const s of this.slots) s.worker.postMessage({ kind: 'hurry' } satisfies ToThread);
+    for (const w of this.dying) w.postMessage({ kind: 'hurry' } satisfies ToThread);
   }
 
   /** Closes every listener, waits (bounded) for each thread's responses in flight, then ends them. */
@@ -202,20 +215,23 @@ export class ThreadPool {
     // stop with it (the process hung after SIGTERM during a reload, with 2 or more threads).
     // The process is going: nothing waits for the threads any longer.
     for (const w of this.waiters.splice(0)) w.resolve();
-    const results = await Promise.all(
-      this.slots.map(
-        (s) =>
-          new Promise<boolean>((resolve) => {
-            s.stopping = true;
-            s.worker.on('message', (m: FromThread) => {
-              if (m.kind === 'stopped') resolve(m.drained);
-            });
-            s.worker.once('exit', () => resolve(false));
-            s.worker.postMessage({ kind: 'stop', timeoutMs } satisfies ToThread);
-            setTimeout(() => resolve(false), timeoutMs + 1000).unref();
-          }),
-      ),
-    );
+    const stopOne = (worker: Worker): Promise<boolean> =>
+      new Promise<boolean>((resolve) => {
+        worker.on('message', (m: FromThread) => {
+          if (m.kind === 'stopped') resolve(m.drained);
+        });
+        worker.once('exit', () => resolve(false));
+        worker.postMessage({ kind: 'stop', timeoutMs } satisfies ToThread);
+        setTimeout(() => resolve(false), timeoutMs + 1000).unref();
+      });
+    const results = await Promise.all([
+      ...this.slots.map((s) => {
+        s.stopping = true;
+        // a thread that has ended has nothing in flight (its 'exit' would never come again)
+        return s.exited ? Promise.resolve(true) : stopOne(s.worker);
+      }),
+      ...[...this.dying].map(stopOne),
+    ]);
     for (const s of this.slots) s.keysPort.close();
     // No worker.terminate(): tearing down a thread whose uWS loop still has connections (an idle
     // keep-alive one) aborts the process; the caller's process.exit ends them all at once.
@@ -224,13 +240,14 @@ export class ThreadPool {
 
   /** Resolves once every live thread acknowledged `seq` (a thread that dies is replaced with everything). */
   private acked(seq: number): Promise<void> {
-    // a stopping pool's threads may acknowledge nothing more (see stop)
-    if (this.stopping || this.slots.every((s) => s.acked >= seq)) return Promise.resolve();
+    // a stopping pool's threads may acknowledge nothing more (see stop); an ended thread never will
+    if (this.stopping || this.slots.every((s) => s.exited || s.acked >= seq)) return Promise.resolve();
     return new Promise((resolve) => this.waiters.push({ seq, resolve }));
   }
 
   private wake(): void {
-    const min = Math.min(...this.slots.map((s) => s.acked));
+    let min = Number.POSITIVE_INFINITY;
+    for (const s of this.slots) if (!s.exited && s.acked < min) min = s.acked;
     for (let i = this.waiters.length - 1; i >= 0; i--) {
       if (this.waiters[i].seq <= min) this.waiters.splice(i, 1)[0].resolve();
     }
@@ -267,6 +284,7 @@ export class ThreadPool {
       listening: false,
       stopping: false,
       replaced: false,
+      exited: false,
     };
     this.slots[i] = slot;
     for (const [organizationId, { version, flat }] of this.flats) {
@@ -285,6 +303,11 @@ export class ThreadPool {
             resolve();
             break;
           case 'listen-failed':
+            // it will never serve: nothing waits for it, and it is stopped (it holds no
+            // connection, so it can be ended once its app is closed)
+            slot.exited = true;
+            this.wake();
+            worker.postMessage({ kind: 'stop', timeoutMs: 0 } satisfies ToThread);
             reject(new Error(m.message));
             break;
           case 'ack':
@@ -300,6 +323,7 @@ export class ThreadPool {
               this.deps.metrics.record('public', m.pairs[k], m.pairs[k + 1]);
             break;
           case 'stopped':
+            if (slot.exited) void worker.terminate();
             break;
           case 'crashed':
             this.deps.logger.error(
@@ -312,6 +336,10 @@ export class ThreadPool {
       });
       worker.on('error', (err) => this.deps.logger.error({ err, thread: name }, 'serving thread failed'));
       worker.on('exit', (code) => {
+        slot.exited = true;
+        slot.keysPort.close();
+        this.dying.delete(worker);
+        this.wake();
         if (!slot.listening) reject(new Error(`serving thread ${name} exited with code ${code} before listening`));
         this.replace(i, slot, `exited with code ${code}`);
       });
@@ -323,15 +351,33 @@ export class ThreadPool {
     if (slot.replaced || this.stopping || slot.stopping || !slot.listening || this.slots[i] !== slot) return;
     slot.replaced = true;
     slot.keysPort.close();
-    const started = Date.now();
+    if (!slot.exited) this.dying.add(slot.worker);
     this.deps.logger.error({ thread: slot.name, why }, 'serving thread failed; replacing it');
+    this.respawn(i, slot.name, Date.now(), 0);
+  }
+
+  /**
+   * spawn(i) for a replacement, tried again with backoff while it fails (a thread that cannot
+   * start, e.g. EMFILE, or cannot listen): the slot's dead thread is left out of acks and
+   * readiness meanwhile, so reloads and /readyz do not wait for it for ever (a review).
+   */
+  private respawn(i: number, name: string, started: number, attempt: number): void {
     this.spawn(i).then(
       () => {
         this.wake();
-        this.deps.logger.info({ thread: slot.name, ms: Date.now() - started }, 'serving thread replaced');
+        this.deps.logger.info({ thread: name, ms: Date.now() - started }, 'serving thread replaced');
       },
-      (err: Error) =>
-        this.deps.logger.error({ err: err.message, thread: slot.name }, 'serving thread could not be replaced'),
+      (err: Error) => {
+        if (this.stopping) return;
+        const delayMs = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** attempt);
+        this.deps.logger.error(
+          { err: err.message, thread: name, retry_in_ms: delayMs },
+          'serving thread could not be replaced; trying again',
+        );
+        setTimeout(() => {
+          if (!this.stopping) this.respawn(i, name, started, attempt + 1);
+        }, delayMs).unref();
+      },
     );
   }
 

@@ -481,6 +481,34 @@ async function stalledReader(port: number): Promise<net.Socket> {
 }
 
 describe('SIGTERM drains; stray errors do not stop the server', () => {
+  // A code review: a crashed serving thread finishing a slow reader's answer was no longer in the
+  // pool, which stopped only the others and exited under it: uv_loop_close, exit 134.
+  it('SIGTERM while a crashed serving thread still writes to slow readers: exit 0 (two threads)', async () => {
+    const s = await startServer({
+      DATA_DIR: data.dir,
+      LOG_LEVEL: 'info',
+      SERVER_THREADS: '2',
+      SERVING_THREAD_FAULT_HOOK: '1',
+      SHUTDOWN_TIMEOUT_MS: '1000',
+    });
+    const readers: net.Socket[] = [];
+    try {
+      const p = portOf(s);
+      // six stalled readers: each lands on either thread; serving-0 is the one that crashes
+      for (let i = 0; i < 6; i++) readers.push(await stalledReader(p));
+      s.child.kill('SIGUSR2');
+      const deadline = Date.now() + 5000;
+      while (!s.output().includes('serving thread replaced') && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 20));
+      assert.match(s.output(), /serving thread replaced/);
+      assert.equal(await s.stop(), 0, s.output().slice(-2000));
+      assert.doesNotMatch(s.output(), /uv_loop_close/);
+    } finally {
+      for (const r of readers) r.destroy();
+      await s.stop();
+    }
+  });
+
   it('a response in flight is finished after SIGTERM; no new connection is accepted; exit 0', async () => {
     const s2 = drainServer;
     const p2 = portOf(s2);
