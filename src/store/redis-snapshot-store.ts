@@ -69,13 +69,18 @@ const DIRECT_MIN_BYTES = CHUNK_MAX;
 // Moves the pointer forward only: returns the old version, or -current when it is not older.
 // A pointer that is not a hash, or names no version, is unreadable (the listing names it): it is
 // replaced, as the embedded store replaces a garbled CURRENT, so that an import repairs it.
+// Idempotent: ioredis sends a command again after a reconnection when its reply was lost, and a
+// pointer already at this version (versions are never allocated twice) is this switch done: its
+// previous is returned, as the first run did. Taken for a newer publisher's, the import deleted the
+// version the pointer named and failed (a review, with a proxy that dropped the reply).
 const SWITCH_SCRIPT = `
 local kind = redis.call('TYPE', KEYS[1]).ok
 if kind ~= 'hash' and kind ~= 'none' then redis.call('DEL', KEYS[1]) end
 local cur = 0
 if kind == 'hash' then cur = tonumber(redis.call('HGET', KEYS[1], 'version') or '0') or 0 end
 local v = tonumber(ARGV[1])
-if cur >= v then return -cur end
+if cur == v then return tonumber(redis.call('HGET', KEYS[1], 'previous') or '0') or 0 end
+if cur > v then return -cur end
 redis.call('HSET', KEYS[1], 'version', v, 'previous', cur)
 return cur`;
 
@@ -179,7 +184,10 @@ export class RedisSnapshotStore implements SnapshotStore {
           // signal only: a lost one is caught by the pollers' periodic full listing; its own key,
           // as a pointer is in its organization's slot on a cluster)
           await this.conn.client.incr(CHANGES_KEY).catch(() => {});
-          await this.removeOldVersions(org, ref.version, old);
+          // Best effort, as on the embedded store: the new version is published now, and a failed
+          // clean-up must not say otherwise (an import exited 1 with its pointers moved: a review);
+          // the next publish removes what is left.
+          await this.removeOldVersions(org, ref.version, old).catch(() => {});
         }),
       discard: () => this.removeVersion(ref).catch(() => {}),
     };

@@ -270,3 +270,33 @@ for (const cluster of [false, true]) {
     });
   });
 }
+
+// A review, with a proxy that dropped the reply to the pointer switch: ioredis sent the switch
+// again after reconnecting, which then found the pointer at its own version, took it for a newer
+// publisher's, deleted the version the pointer named, and failed the import.
+describe('redis store: a pointer switch sent twice', () => {
+  let redis: TestRedis;
+  after(async () => {
+    await redis?.stop();
+  });
+
+  test('a commit whose switch already ran (its reply lost) succeeds and keeps its version', async () => {
+    redis = await startRedis();
+    const store = await RedisStore.connect(redis.url);
+    try {
+      const first = await store.snapshots.publishSnapshot(orgData(generate(23, 3, 30, 1)));
+      const data = orgData(generate(23, 4, 40, 2));
+      const staged = await store.snapshots.stageSnapshot(data);
+      const ptr = `snap:{${data.organizationId}}:ptr`;
+      // the first run of the switch, as Redis did it before the connection dropped
+      await store.client.hset(ptr, 'version', String(staged.ref.version), 'previous', String(first.version));
+      await staged.commit();
+      const latest = (await store.snapshots.latest()).find((r) => r.organizationId === data.organizationId);
+      assert.equal(latest?.version, staged.ref.version);
+      assert.deepEqual(await store.snapshots.loadSnapshot(staged.ref), data);
+      assert.equal((await store.snapshots.loadSnapshot(first)).messages.count, 30, 'the previous version is kept');
+    } finally {
+      await store.close();
+    }
+  });
+});
