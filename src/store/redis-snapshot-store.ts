@@ -73,13 +73,23 @@ const DIRECT_MIN_BYTES = CHUNK_MAX;
 // pointer already at this version (versions are never allocated twice) is this switch done: its
 // previous is returned, as the first run did. Taken for a newer publisher's, the import deleted the
 // version the pointer named and failed (a review, with a proxy that dropped the reply).
+// A version is what the listing accepts: a safe integer from 1 (-3, 1e999 or 2^53 + 1 read as
+// unreadable there were taken here for a newer pointer: the import failed, or removed its own).
 const SWITCH_SCRIPT = `
+local function version(s)
+  local n = tonumber(s)
+  if n == nil or n < 1 or n > 9007199254740991 or n ~= math.floor(n) then return nil end
+  return n
+end
 local kind = redis.call('TYPE', KEYS[1]).ok
 if kind ~= 'hash' and kind ~= 'none' then redis.call('DEL', KEYS[1]) end
 local cur = 0
-if kind == 'hash' then cur = tonumber(redis.call('HGET', KEYS[1], 'version') or '0') or 0 end
+if kind == 'hash' then
+  local raw = redis.call('HGET', KEYS[1], 'version')
+  if raw then cur = version(raw) or 0 end
+end
 local v = tonumber(ARGV[1])
-if cur == v then return tonumber(redis.call('HGET', KEYS[1], 'previous') or '0') or 0 end
+if cur == v then return version(redis.call('HGET', KEYS[1], 'previous') or '0') or 0 end
 if cur > v then return -cur end
 redis.call('HSET', KEYS[1], 'version', v, 'previous', cur)
 return cur`;
@@ -213,7 +223,11 @@ export class RedisSnapshotStore implements SnapshotStore {
     for (let i = 0; i < orgs.length; i += 16) {
       await Promise.all(
         orgs.slice(i, i + 16).map(async (org) => {
-          const current = Number((await r.hget(snapKey(org, 'ptr'), 'version')) ?? 0);
+          const raw = await r.hget(snapKey(org, 'ptr'), 'version');
+          const current = raw === null ? 0 : Number(raw);
+          // an unreadable pointer cannot tell what is newer: its versions wait for its repair
+          // (a pointer of -3 had every version taken for abandoned, the last good one included)
+          if (raw !== null && (!Number.isSafeInteger(current) || current < 1)) return;
           const newer = await r.zrangebyscore(snapKey(org, 'versions'), `(${current}`, '+inf');
           for (const v of newer.map(Number)) {
             const ref = { organizationId: org, version: v };

@@ -44,7 +44,10 @@ interface Harness {
   corruptChunk(stores: Stores, ref: SnapshotRef): Promise<void>;
   /** Rewrites the manifest of `ref` with another format version, or as `format` maps it (and a valid checksum). */
   setFormat(stores: Stores, ref: SnapshotRef, format: number | ((m: Manifest) => Manifest)): Promise<void>;
-  /** A pointer no reader can follow: 0, a version that is no number; 1, not the pointer's type at all. */
+  /**
+   * A pointer no reader can follow: 0, a version that is no number; 1, not the pointer's type at
+   * all; 2, a negative version; 3, a number past the safe integers.
+   */
   garblePointer(stores: Stores, org: string, how: number): Promise<void>;
   cleanup(): Promise<void>;
 }
@@ -77,7 +80,8 @@ function embeddedHarness(): Harness {
       writeFileSync(file, Buffer.concat([b.subarray(0, at), m, footer]));
     },
     async garblePointer(_s, org, how) {
-      writeFileSync(path.join(dir, 'snapshots', org, 'CURRENT'), how === 0 ? '{"version":"abc"}' : 'garbage');
+      const text = ['{"version":"abc"}', 'garbage', '{"version":-3}', '{"version":1e999}'][how];
+      writeFileSync(path.join(dir, 'snapshots', org, 'CURRENT'), text);
     },
     async cleanup() {
       rmSync(dir, { recursive: true, force: true });
@@ -118,8 +122,8 @@ function redisHarness(cluster = false): Harness {
     async garblePointer(s, org, how) {
       const rs = s as RedisStore;
       const key = `snap:{${org}}:ptr`;
-      if (how === 0) await rs.client.hset(key, 'version', 'abc', 'previous', '0');
-      else await rs.client.del(key).then(() => rs.client.set(key, 'garbage'));
+      if (how === 1) await rs.client.del(key).then(() => rs.client.set(key, 'garbage'));
+      else await rs.client.hset(key, 'version', ['abc', '', '-3', '1e999'][how], 'previous', '0');
     },
     async cleanup() {
       await redis?.stop();
@@ -297,6 +301,35 @@ describe('redis store: a pointer switch sent twice', () => {
       assert.equal((await store.snapshots.loadSnapshot(first)).messages.count, 30, 'the previous version is kept');
     } finally {
       await store.close();
+    }
+  });
+
+  // A regression audit: a pointer of -3 had every version taken for newer than it, and the
+  // import's sweep removed the organization's last good one (its writer gone).
+  test("the sweep of abandoned versions leaves an unreadable pointer's organization alone", async () => {
+    const first = await RedisStore.connect(redis.url);
+    const a = orgData(generate(24, 3, 30, 1));
+    const ref = await first.snapshots.publishSnapshot(a);
+    await first.close();
+    const dead = spawnSync(process.execPath, ['-e', '0']).pid;
+    const key = `snap:{${a.organizationId}}:v:${ref.version}`;
+    const admin = await RedisStore.connect(redis.url);
+    try {
+      await admin.client.hset(
+        key,
+        'writer',
+        JSON.stringify({ hostname: hostname(), pidNamespace: pidNamespace(), pid: dead, at: Date.now() }),
+      );
+      await admin.client.hset(`snap:{${a.organizationId}}:ptr`, 'version', '-3');
+    } finally {
+      await admin.close();
+    }
+    const later = await RedisStore.connect(redis.url);
+    try {
+      await later.snapshots.publishSnapshot(orgData(generate(25, 3, 30, 1)));
+      assert.equal(await later.client.exists(key), 1, 'the version stays until the pointer is repaired');
+    } finally {
+      await later.close();
     }
   });
 });
