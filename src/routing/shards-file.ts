@@ -128,7 +128,9 @@ export function placeOf(text: string, message: string): string {
   if (at < 0 || at > text.length) return '';
   const before = text.slice(0, at);
   const line = before.split('\n').length;
-  return ` at line ${line}, column ${at - before.lastIndexOf('\n')}`;
+  // in characters (code points), as an editor counts them, not UTF-16 units
+  const column = Array.from(before.slice(before.lastIndexOf('\n') + 1)).length + 1;
+  return ` at line ${line}, column ${column}`;
 }
 
 /** The index of the token JSON.parse stops at in `text`, or -1 if no prefix fails before its end. */

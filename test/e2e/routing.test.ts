@@ -87,10 +87,11 @@ describe('routing CLI: usage and shards file errors', () => {
     assert.match(b.stderr, /^routing: broken\.json: not valid JSON at line 3, column 4: /m);
     // V8 names no position for an unexpected token; the line and column are found all the same
     const token = path.join(t.dir, 'token.json');
-    writeFileSync(token, '{"shards": [\n  {"name": "a", "upstreams": [h:1]}\n]}\n');
+    // (the column in characters: the emoji is one, not two UTF-16 units)
+    writeFileSync(token, '{"shards": [\n  {"name": "a😀", "upstreams": [h:1]}\n]}\n');
     const tk = await routing(['nginx', '--shards', token]);
     assert.equal(tk.code, 2);
-    assert.match(tk.stderr, /^routing: token\.json: not valid JSON at line 2, column 31: Unexpected token 'h'/m);
+    assert.match(tk.stderr, /^routing: token\.json: not valid JSON at line 2, column 32: Unexpected token 'h'/m);
     const truncated = path.join(t.dir, 'truncated.json');
     writeFileSync(truncated, '{"shards": [\n');
     const tr = await routing(['nginx', '--shards', truncated]);
