@@ -50,7 +50,14 @@ process.on('uncaughtException', (err) => {
   const timer = setInterval(() => {
     if (inFlight.count > 0 && Date.now() - dyingSince < DYING_MAX_MS) return;
     clearInterval(timer);
+    // told first, so that a shutdown waiting for this thread reports whether answers were cut
+    const drained = inFlight.count === 0;
     closeApp();
+    try {
+      post({ kind: 'stopped', drained });
+    } catch {
+      /* the port is gone */
+    }
     setTimeout(() => process.exit(1), 50);
   }, 100);
 });

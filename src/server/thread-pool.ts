@@ -61,6 +61,8 @@ interface Slot {
   replaced: boolean;
   /** the thread has ended (or will never serve: it could not listen): nothing waits for its acks */
   exited: boolean;
+  /** what the thread's 'stopped' said: its answers in flight finished (null: not stopped yet) */
+  drained: boolean | null;
 }
 
 /** The first wait before another try at a thread that could not be replaced; doubled up to RETRY_MAX_MS. */
@@ -86,7 +88,7 @@ export class ThreadPool {
    * most 5 s) before it exits, holding its connections. The process must not exit before them
    * (uv_loop_close with open handles aborts it, exit 134: a review), so stop() stops them too.
    */
-  private readonly dying = new Set<Worker>();
+  private readonly dying = new Map<Worker, Slot>();
   private seq = 0;
   private stopping = false;
   private lastState: ServingState = { ready: false, unavailable: [] };
@@ -110,9 +112,14 @@ export class ThreadPool {
     this.timer.unref();
   }
 
-  /** True once every live thread has the catalog's ready state and its keys loaded. */
+  /**
+   * True once every thread that listens has the catalog's ready state and its keys loaded. A
+   * replacement not listening yet takes no request: /readyz answered 503 for a moment at every
+   * replacement (a regression audit: 2 of 150 probes while threads crashed).
+   */
   get ready(): boolean {
-    return this.syncedReady && this.slots.some((s) => !s.exited) && this.slots.every((s) => s.exited || s.keysReady);
+    const serving = (s: Slot): boolean => s.listening && !s.exited;
+    return this.syncedReady && this.slots.some(serving) && this.slots.every((s) => !serving(s) || s.keysReady);
   }
 
   /** a prefault asked for before the first thread was started (the start's first load) */
@@ -203,7 +210,7 @@ export class ThreadPool {
   /** During stop(): every thread stops waiting for its responses in flight (a second signal). */
   hurry(): void {
     for (const s of this.slots) s.worker.postMessage({ kind: 'hurry' } satisfies ToThread);
-    for (const w of this.dying) w.postMessage({ kind: 'hurry' } satisfies ToThread);
+    for (const w of this.dying.keys()) w.postMessage({ kind: 'hurry' } satisfies ToThread);
   }
 
   /** Closes every listener, waits (bounded) for each thread's responses in flight, then ends them. */
@@ -230,7 +237,8 @@ export class ThreadPool {
         // a thread that has ended has nothing in flight (its 'exit' would never come again)
         return s.exited ? Promise.resolve(true) : stopOne(s.worker);
       }),
-      ...[...this.dying].map(stopOne),
+      // a crashed thread that ended during the wait said whether its answers finished first
+      ...[...this.dying].map(([worker, slot]) => stopOne(worker).then((drained) => drained || slot.drained === true)),
     ]);
     for (const s of this.slots) s.keysPort.close();
     // No worker.terminate(): tearing down a thread whose uWS loop still has connections (an idle
@@ -285,6 +293,7 @@ export class ThreadPool {
       stopping: false,
       replaced: false,
       exited: false,
+      drained: null,
     };
     this.slots[i] = slot;
     for (const [organizationId, { version, flat }] of this.flats) {
@@ -323,6 +332,8 @@ export class ThreadPool {
               this.deps.metrics.record('public', m.pairs[k], m.pairs[k + 1]);
             break;
           case 'stopped':
+            // (also from a crashed thread about to exit: whether it finished its answers)
+            slot.drained = m.drained;
             if (slot.exited) void worker.terminate();
             break;
           case 'crashed':
@@ -351,7 +362,7 @@ export class ThreadPool {
     if (slot.replaced || this.stopping || slot.stopping || !slot.listening || this.slots[i] !== slot) return;
     slot.replaced = true;
     slot.keysPort.close();
-    if (!slot.exited) this.dying.add(slot.worker);
+    if (!slot.exited) this.dying.set(slot.worker, slot);
     this.deps.logger.error({ thread: slot.name, why }, 'serving thread failed; replacing it');
     this.respawn(i, slot.name, Date.now(), 0);
   }
