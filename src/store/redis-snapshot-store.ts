@@ -66,7 +66,8 @@ const WINDOW = 8;
  */
 const DIRECT_MIN_BYTES = CHUNK_MAX;
 
-// Moves the pointer forward only: returns the old version, or -current when it is not older.
+// Moves the pointer forward only: returns the old version (its previous when the pointer is at
+// this version already: see below), or -current when it is newer.
 // A pointer that is not a hash, or names no version, is unreadable (the listing names it): it is
 // replaced, as the embedded store replaces a garbled CURRENT, so that an import repairs it.
 // Idempotent: ioredis sends a command again after a reconnection when its reply was lost, and a

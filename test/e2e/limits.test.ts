@@ -480,17 +480,23 @@ async function stalledReader(port: number): Promise<net.Socket> {
   return sock;
 }
 
+/** Two serving threads, SIGUSR2 crashing the first (the fault hook). */
+function crashableServer(extra: Record<string, string> = {}): Promise<RunningServer> {
+  return startServer({
+    DATA_DIR: data.dir,
+    LOG_LEVEL: 'info',
+    SERVER_THREADS: '2',
+    SERVING_THREAD_FAULT_HOOK: '1',
+    ...extra,
+  });
+}
+
 describe('SIGTERM drains; stray errors do not stop the server', () => {
   // A code review: a crashed serving thread finishing a slow reader's answer was no longer in the
   // pool, which stopped only the others and exited under it: uv_loop_close, exit 134.
   // The regression audit: a crash then SIGTERM at once reported "drained":false with nothing in flight.
   it('SIGTERM right after a serving thread crashed, nothing in flight: exit 0, drained', async () => {
-    const s = await startServer({
-      DATA_DIR: data.dir,
-      LOG_LEVEL: 'info',
-      SERVER_THREADS: '2',
-      SERVING_THREAD_FAULT_HOOK: '1',
-    });
+    const s = await crashableServer();
     s.child.kill('SIGUSR2');
     const deadline = Date.now() + 5000;
     while (!s.output().includes('serving thread: uncaught exception') && Date.now() < deadline)
@@ -500,13 +506,7 @@ describe('SIGTERM drains; stray errors do not stop the server', () => {
   });
 
   it('SIGTERM while a crashed serving thread still writes to slow readers: exit 0 (two threads)', async () => {
-    const s = await startServer({
-      DATA_DIR: data.dir,
-      LOG_LEVEL: 'info',
-      SERVER_THREADS: '2',
-      SERVING_THREAD_FAULT_HOOK: '1',
-      SHUTDOWN_TIMEOUT_MS: '1000',
-    });
+    const s = await crashableServer({ SHUTDOWN_TIMEOUT_MS: '1000' });
     const readers: net.Socket[] = [];
     try {
       const p = portOf(s);
