@@ -122,8 +122,7 @@ export function readShardsFile(file: string): Shards {
  * there too, so a binary search finds it in a few parses).
  */
 export function placeOf(text: string, message: string): string {
-  const m = /at position (\d+)/.exec(message);
-  let at = m !== null ? Number(m[1]) : /end of JSON input/.test(message) ? text.length : -1;
+  let at = statedPosition(message, text.length);
   if (at < 0 && /^Unexpected token/.test(message)) at = unexpectedTokenAt(text);
   if (at < 0 || at > text.length) return '';
   const before = text.slice(0, at);
@@ -152,9 +151,13 @@ function failsBeforeEnd(prefix: string): boolean {
     JSON.parse(prefix);
     return false;
   } catch (err) {
-    const message = (err as Error).message;
-    if (/end of JSON input/.test(message)) return false;
-    const m = /at position (\d+)/.exec(message);
-    return m === null || Number(m[1]) < prefix.length;
+    // (no position named: an unexpected token, which is before the end)
+    return statedPosition((err as Error).message, prefix.length) < prefix.length;
   }
+}
+
+/** Where a JSON.parse message of a text of `length` says it stopped: its position, the end, or -1. */
+function statedPosition(message: string, length: number): number {
+  const m = /at position (\d+)/.exec(message);
+  return m !== null ? Number(m[1]) : /end of JSON input/.test(message) ? length : -1;
 }

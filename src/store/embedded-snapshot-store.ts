@@ -26,6 +26,7 @@ import {
 } from './snapshot-format.js';
 import { deadTemp, fileStamp, isDir, storeError, syncDir, tempName, withLock, writeFileAtomic } from './file-utils.js';
 import {
+  isVersion,
   OlderFormatError,
   publishStaged,
   type LatestListing,
@@ -235,8 +236,7 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
       // the calling thread ~70-100 µs on the machines measured (handing it to libuv's pool and
       // being woken back), four of them a readFile: 0.6-0.75 s of a listing of 2,000 organizations.
       const p = JSON.parse(readFileSync(path.join(this.snapDir, org, 'CURRENT'), 'utf8')) as Pointer;
-      if (!Number.isSafeInteger(p.version) || p.version < 1)
-        throw new Error(`bad version ${JSON.stringify(p.version)}`);
+      if (!isVersion(p.version)) throw new Error(`bad version ${JSON.stringify(p.version)}`);
       return p;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;

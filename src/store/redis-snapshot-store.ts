@@ -33,7 +33,7 @@ import type {
   SnapshotStore,
   StagedSnapshot,
 } from './snapshot-store.js';
-import { publishStaged } from './snapshot-store.js';
+import { isVersion, publishStaged } from './snapshot-store.js';
 import { ReplyTimeout, readHashFields } from './resp-hash-reader.js';
 import { isCanonicalOrganizationId } from '../model/organization-id.js';
 import { hostname } from 'node:os';
@@ -74,8 +74,8 @@ const DIRECT_MIN_BYTES = CHUNK_MAX;
 // pointer already at this version (versions are never allocated twice) is this switch done: its
 // previous is returned, as the first run did. Taken for a newer publisher's, the import deleted the
 // version the pointer named and failed (a review, with a proxy that dropped the reply).
-// A version is what the listing accepts: a safe integer from 1 (-3, 1e999 or 2^53 + 1 read as
-// unreadable there were taken here for a newer pointer: the import failed, or removed its own).
+// A version is what the listing accepts (isVersion: -3, 1e999 or 2^53 + 1, unreadable there,
+// were taken here for a newer pointer: the import failed, or removed its own).
 const SWITCH_SCRIPT = `
 local function version(s)
   local n = tonumber(s)
@@ -228,7 +228,7 @@ export class RedisSnapshotStore implements SnapshotStore {
           const current = raw === null ? 0 : Number(raw);
           // an unreadable pointer cannot tell what is newer: its versions wait for its repair
           // (a pointer of -3 had every version taken for abandoned, the last good one included)
-          if (raw !== null && (!Number.isSafeInteger(current) || current < 1)) return;
+          if (raw !== null && !isVersion(current)) return;
           const newer = await r.zrangebyscore(snapKey(org, 'versions'), `(${current}`, '+inf');
           for (const v of newer.map(Number)) {
             const ref = { organizationId: org, version: v };
@@ -282,7 +282,7 @@ export class RedisSnapshotStore implements SnapshotStore {
         const version = err ? NaN : v === null || v === undefined ? null : Number(v);
         if (version === null) return;
         if (!isCanonicalOrganizationId(org)) return; // not ours, as the embedded store skips foreign folders
-        if (!Number.isSafeInteger(version) || version < 1) {
+        if (!isVersion(version)) {
           const cause = err ? err.message : `bad version ${JSON.stringify(v)}`;
           out.unreadable.push({
             organizationId: org,

@@ -32,6 +32,15 @@ export interface PublishOptions {
   consumeText?: boolean;
 }
 
+/**
+ * Whether a pointer's version can be followed: a safe integer from 1. Anything else is an
+ * unreadable pointer on both stores (listed apart, replaced by the next publish, and its versions
+ * left alone by the Redis sweep; the Redis switch script repeats this test in Lua).
+ */
+export function isVersion(v: unknown): v is number {
+  return Number.isSafeInteger(v) && (v as number) >= 1;
+}
+
 /** Pointer to one published snapshot of one organization. */
 export interface SnapshotRef {
   organizationId: string;
