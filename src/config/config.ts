@@ -178,6 +178,15 @@ const sunsetAt = v.pipe(
     (s) => parseRfc3339(s) !== null,
     (i) => `config: SUNSET_AT must be an RFC 3339 date-time with offset (e.g. 2026-12-31T00:00:00Z), ${got(i)}`,
   ),
+  // An HTTP-date has a four-digit year: 0000-01-01T00:00:00+01:00 is in year -1 once in UTC, and
+  // the header said "Dec -0001" (an audit)
+  v.check(
+    (s) => {
+      const year = new Date(parseRfc3339(s)!).getUTCFullYear();
+      return year >= 0 && year <= 9999;
+    },
+    (i) => `config: SUNSET_AT must fall in the years 0000-9999 once in UTC (it is sent as an HTTP-date), ${got(i)}`,
+  ),
   v.transform((s) => parseRfc3339(s)!),
 );
 

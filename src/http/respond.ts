@@ -38,19 +38,24 @@ export interface Exchange {
 }
 
 /**
- * NO: keep-alive. BY_UWS: the value is `close` itself, which uWS reads as a close (its test is the
- * value's length, 5) and carries out after the answer, but without telling the client: we write
- * the `Connection: close` header. ASKED: `close` among other options (`keep-alive, close`), which
+ * NO: keep-alive. BY_UWS: a value of 5 characters (`close` itself, or any other), which uWS reads
+ * as a close (its test is the value's length) and carries out after the answer, but without
+ * telling the client: we write the `Connection: close` header. ASKED: `close` among other options (`keep-alive, close`), which
  * uWS ignores: we close as while draining (end(body, true)).
  */
 export const CloseAsked = { NO: 0, BY_UWS: 1, ASKED: 2 } as const;
 export type CloseAsked = (typeof CloseAsked)[keyof typeof CloseAsked];
 
-/** CloseAsked of a request's `Connection` header value (RFC 9110 7.6.1: a list of options, any case). */
-export function closeOf(connection: string | undefined): CloseAsked {
-  if (connection === undefined || connection.length < 5) return CloseAsked.NO;
-  if (connection.length === 5) return connection.toLowerCase() === 'close' ? CloseAsked.BY_UWS : CloseAsked.NO;
-  for (const option of connection.split(',')) if (option.trim().toLowerCase() === 'close') return CloseAsked.ASKED;
+/**
+ * CloseAsked of a request's `Connection` lines: `first`, the first line's value (the one uWS
+ * tests; '' without one), and `all`, every line's value joined as one list (RFC 9110 7.6.1 and
+ * 5.3: options in any case, repeated lines one list).
+ */
+export function closeOf(first: string, all: string | undefined): CloseAsked {
+  // (`hello` too: uWS closes after it, and the client is told so)
+  if (first.length === 5) return CloseAsked.BY_UWS;
+  if (all === undefined || all.length < 5) return CloseAsked.NO;
+  for (const option of all.split(',')) if (option.trim().toLowerCase() === 'close') return CloseAsked.ASKED;
   return CloseAsked.NO;
 }
 

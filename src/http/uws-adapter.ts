@@ -33,7 +33,12 @@ export function serveWith(app: TemplatedApp, listener: Listener): TemplatedApp {
   return app.any('/*', (res: HttpResponse, req: HttpRequest) => {
     const startedAt = process.hrtime.bigint();
     const request = copyRequest(req);
-    const ex: Exchange = { res, aborted: false, close: closeOf(request.headers.connection), budgeted };
+    const ex: Exchange = {
+      res,
+      aborted: false,
+      close: closeOf(req.getHeader('connection'), request.headers.connection),
+      budgeted,
+    };
     let result: Answer | Promise<Answer>;
     try {
       result = listener.answer(request);
@@ -111,6 +116,8 @@ export function copyRequest(req: HttpRequest): RequestIn {
     // X-Request-Id lines that differ are one list (RFC 9110 5.3), never a well-formed id: a new
     // one (the first alone was echoed: an audit); lines that agree are that id (as Authorization)
     else if (k === 'x-request-id' && headers[k] !== v) headers[k] += `, ${v}`;
+    // Connection lines are one list too: `keep-alive` then `close` asks for a close (an audit)
+    else if (k === 'connection') headers[k] += `, ${v}`;
   });
   return {
     method: req.getCaseSensitiveMethod(),

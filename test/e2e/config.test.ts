@@ -64,6 +64,15 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
       'config: REDIS_URL must give every cluster seed node the same scheme (redis:// or rediss://), user and password: the first one is used for all of them, got "redis://u:***@a:1,redis://b:2"',
     ],
     [{ SUNSET_AT: '2026-13-01' }, 'config: SUNSET_AT must be an RFC 3339 date-time'],
+    // an HTTP-date has four digits of year: these two were sent as "Dec -0001" and "Jan 10000"
+    [
+      { SUNSET_AT: '0000-01-01T00:00:00+01:00' },
+      'config: SUNSET_AT must fall in the years 0000-9999 once in UTC (it is sent as an HTTP-date), got "0000-01-01T00:00:00+01:00"',
+    ],
+    [
+      { SUNSET_AT: '9999-12-31T23:59:59-01:00' },
+      'config: SUNSET_AT must fall in the years 0000-9999 once in UTC (it is sent as an HTTP-date), got "9999-12-31T23:59:59-01:00"',
+    ],
     [{ HOST: 'not a host' }, 'config: HOST must be a host name or IP address, got "not a host"'],
     [
       { ORGANIZATIONS: '00000000-0000-4000-8000-000000000001,nope' },

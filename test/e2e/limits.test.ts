@@ -337,6 +337,28 @@ describe('request bytes the handler sees through uWS', () => {
         c.destroy();
       }
     }
+    // repeated lines are one list (RFC 9110 5.3), whichever comes first; any other value of 5
+    // characters is a close to uWS (it tests the length), so the header says so (an audit)
+    for (const lines of [
+      [
+        ['Connection', 'keep-alive'],
+        ['Connection', 'close'],
+      ],
+      [
+        ['Connection', 'close'],
+        ['Connection', 'keep-alive'],
+      ],
+      [['Connection', 'hello']],
+    ] as Array<Array<[string, string]>>) {
+      const c = new RawConnection(port);
+      const r = await c.request(rawGet(target, [...AUTH, ...lines]));
+      const what = lines.map(([, v]) => v).join(' then ');
+      assert.equal(r.kind === 'response' && r.status, 200, what);
+      assert.equal(header(r as RawResponse, 'connection'), 'close', `${what}: the header`);
+      const next = await c.request(rawGet(target, AUTH), { timeoutMs: 2000 });
+      assert.equal(next.kind, 'closed', `${what}: closed after the answer`);
+      c.destroy();
+    }
     // without it, or with keep-alive: kept open, no Connection header
     for (const lines of [AUTH, [...AUTH, ['Connection', 'keep-alive']]] as Array<Array<[string, string]>>) {
       const c = new RawConnection(port);
