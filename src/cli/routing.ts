@@ -3,8 +3,10 @@
  * nginx configuration routing each organization_id to its shard's upstream group.
  * `npm run routing -- organizations --shards FILE --shard NAME`: prints the ORGANIZATIONS value
  * of one shard's replicas, so proxy and replicas read the same assignment.
- * Exit 0 done, 2 bad usage or a bad shards file.
+ * Exit 0 done, 1 a bad SUNSET_AT (nginx: its error pages carry the replicas' Sunset), 2 bad usage
+ * or a bad shards file.
  */
+import { ConfigError, loadSunsetConfig } from '../config/config.js';
 import { renderNginxConf } from '../routing/nginx-conf.js';
 import { readShardsFile } from '../routing/shards-file.js';
 import { parseOptions, UsageError } from './args.js';
@@ -14,7 +16,8 @@ const USAGE = `Usage: npm run routing -- nginx --shards FILE [--listen PORT|HOST
        npm run routing -- organizations --shards FILE --shard NAME
 
 nginx          prints an nginx.conf sending each organization_id to its shard's upstreams
-               (run it with: nginx -c <file> -p <dir>; pid, logs and temp folders go under <dir>)
+               (run it with: nginx -c <file> -p <dir>; pid, logs and temp folders go under <dir>);
+               with SUNSET_AT set as on the replicas, nginx's own errors carry Sunset too
 organizations  prints the ORGANIZATIONS value for the replicas of shard NAME
 
 The shards file (JSON): {"shards": [{"name": "a", "upstreams": ["10.0.0.1:3000"],
@@ -61,7 +64,18 @@ function main(argv: string[]): number {
       throw new UsageError(`--workers must be an integer 1-99, got ${JSON.stringify(values.workers)}`);
     const shards = readShardsFile(values.shards);
     if (command === 'nginx') {
-      process.stdout.write(renderNginxConf(shards, { listen: values.listen!, workers: Number(values.workers) }));
+      let sunsetAt: number | null;
+      try {
+        sunsetAt = loadSunsetConfig();
+      } catch (err) {
+        if (!(err instanceof ConfigError)) throw err;
+        // as the server and the other tools print it: one line, naming the variable
+        process.stderr.write(err.problems.join('\n') + '\n');
+        return 1;
+      }
+      process.stdout.write(
+        renderNginxConf(shards, { listen: values.listen!, workers: Number(values.workers), sunsetAt }),
+      );
       return 0;
     }
     if (values.shard === undefined) throw new UsageError('--shard NAME is required for organizations');

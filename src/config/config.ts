@@ -233,6 +233,8 @@ const STORE_ENTRIES = {
 };
 const StoreEnvSchema = v.object(STORE_ENTRIES);
 
+const SunsetEnvSchema = v.object({ SUNSET_AT: v.optional(sunsetAt) });
+
 const EnvSchema = v.object({
   PORT: v.optional(port('PORT'), '3000'),
   HOST: v.optional(host('HOST'), '0.0.0.0'),
@@ -258,7 +260,7 @@ const EnvSchema = v.object({
 });
 
 // The variables `schema` reads, an empty one counting as unset; throws ConfigError listing every problem.
-function parseEnv<S extends typeof EnvSchema | typeof StoreEnvSchema>(
+function parseEnv<S extends typeof EnvSchema | typeof StoreEnvSchema | typeof SunsetEnvSchema>(
   schema: S,
   env: NodeJS.ProcessEnv,
 ): v.InferOutput<S> {
@@ -323,4 +325,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 export function loadStoreConfig(env: NodeJS.ProcessEnv = process.env): StoreConfig {
   const o = parseEnv(StoreEnvSchema, env);
   return { redisUrl: o.REDIS_URL ?? null, dataDir: o.DATA_DIR };
+}
+
+/**
+ * Validates only SUNSET_AT, with the same rule and message as loadConfig: for `routing nginx`,
+ * whose own error pages carry the replicas' Sunset and Deprecation. Throws ConfigError.
+ */
+export function loadSunsetConfig(env: NodeJS.ProcessEnv = process.env): number | null {
+  return parseEnv(SunsetEnvSchema, env).SUNSET_AT ?? null;
 }

@@ -16,6 +16,8 @@ export interface NginxOptions {
   listen: string;
   /** worker processes (default 1) */
   workers?: number;
+  /** SUNSET_AT (ms), as the replicas have it: nginx's own error pages then carry Sunset and Deprecation too */
+  sunsetAt?: number | null;
 }
 
 const upstreamName = (shard: string): string => `shard_${shard}`;
@@ -109,6 +111,11 @@ export function renderNginxConf(shards: Shards, opts: NginxOptions): string {
     out('      add_header Cache-Control no-store always;');
     out('      add_header X-Request-Id $request_id_out always;');
     if (e.status === 503) out('      add_header Retry-After 1 always;');
+    // (as commonHeaders writes them on the replicas' answers)
+    if (opts.sunsetAt != null) {
+      out(`      add_header Sunset "${new Date(opts.sunsetAt).toUTCString()}" always;`);
+      out('      add_header Deprecation true always;');
+    }
     const body = `{"error":"${e.error}","message":"${e.message}","request_id":"$request_id_out"${e.status === 400 ? ',"details":[]' : ''}}`;
     out(`      return ${e.status} '${body.replace(/'/g, "\\'")}';`);
     out('    }');

@@ -33,7 +33,7 @@ import {
 
 const NGINX = ['/usr/sbin/nginx', '/usr/local/sbin/nginx', '/usr/bin/nginx'].find((p) => existsSync(p));
 
-const routing = (args: string[]) => runNode('src/cli/routing.ts', args, baseEnv({}));
+const routing = (args: string[], env: Record<string, string> = {}) => runNode('src/cli/routing.ts', args, baseEnv(env));
 
 describe('routing CLI: usage and shards file errors', () => {
   const t = tempDir('routing-cli-');
@@ -369,5 +369,51 @@ describe('routing through a real nginx', {
       'via-nginx-2',
     );
     assert.equal(down.headers.get('retry-after'), '1');
+  });
+
+  test("with SUNSET_AT, nginx's own errors carry the replicas' Sunset and Deprecation; a bad one: exit 1", async () => {
+    const bad = await routing(['nginx', '--shards', path.join(prefix.dir, 'shards.json')], { SUNSET_AT: 'soon' });
+    assert.equal(bad.code, 1, bad.stderr);
+    assert.equal(bad.stdout, '');
+    assert.match(bad.stderr, /^config: SUNSET_AT must be an RFC 3339 date-time with offset .*, got "soon"\n$/);
+    // every upstream refuses: nginx answers the 503 itself
+    const file = path.join(prefix.dir, 'dead.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        shards: [{ name: 'a', upstreams: ['127.0.0.1:1'], organizations: ['00000000-0000-4000-8000-000000000001'] }],
+      }),
+    );
+    const port = await freePort();
+    const conf = await routing(['nginx', '--shards', file, '--listen', `127.0.0.1:${port}`], {
+      SUNSET_AT: '2026-12-31T12:00:00-03:00',
+    });
+    assert.equal(conf.code, 0, conf.stderr);
+    const dir = tempDir('routing-sunset-');
+    const confFile = path.join(dir.dir, 'nginx.conf');
+    writeFileSync(confFile, conf.stdout);
+    const proc = spawn(NGINX!, ['-c', confFile, '-p', dir.dir, '-g', 'daemon off;'], { stdio: 'ignore' });
+    try {
+      let res: Response | null = null;
+      await waitFor(`nginx on port ${port}`, 10_000, async () => {
+        try {
+          res = await fetch(`http://127.0.0.1:${port}/contacts/message-search?q=x`);
+          return true;
+        } catch {
+          return false;
+        }
+      });
+      const r = res as unknown as Response;
+      assert.equal(r.status, 503);
+      assert.equal(JSON.parse(await r.text()).error, 'unavailable');
+      // as the replicas send it (commonHeaders): the instant as an HTTP-date
+      assert.equal(r.headers.get('sunset'), 'Thu, 31 Dec 2026 15:00:00 GMT');
+      assert.equal(r.headers.get('deprecation'), 'true');
+    } finally {
+      const exited = new Promise((resolve) => proc.once('exit', resolve));
+      proc.kill('SIGQUIT');
+      await exited;
+      dir.cleanup();
+    }
   });
 });
