@@ -69,4 +69,13 @@ test('a line of exactly 16 MiB is read', async () => {
   writeFileSync(messages, `${message(1, 'y'.repeat(MAX_LINE_BYTES - shell))}\n`);
   const data = await readImport(contacts, messages);
   assert.equal(data.messages, 1);
+  // its CR and a BOM are not the record's: the same line ended CRLF, after a BOM, is read too
+  // (it was refused as longer than 16 MiB), and one byte more is still refused
+  writeFileSync(messages, `\uFEFF${message(1, 'y'.repeat(MAX_LINE_BYTES - shell))}\r\n`);
+  assert.equal((await readImport(contacts, messages)).messages, 1);
+  writeFileSync(messages, `\uFEFF${message(1, 'y'.repeat(MAX_LINE_BYTES - shell + 1))}\r\n`);
+  await assert.rejects(readImport(contacts, messages), refused('messages2.ndjson', 1));
+  // the same line as the last, without a newline after it
+  writeFileSync(messages, `${message(0, 'ok')}\n${message(1, 'y'.repeat(MAX_LINE_BYTES - shell + 1))}`);
+  await assert.rejects(readImport(contacts, messages), refused('messages2.ndjson', 2));
 });
