@@ -179,7 +179,13 @@ export async function publishImport(
             staged[i] = { snapshot, org: { ...counts, version: snapshot.ref.version } };
           },
           (err: unknown) => {
-            failed ??= { err };
+            // a limit of the index (more than 2^32 - 1 bytes of ids and text): which organization
+            failed ??= {
+              err:
+                err instanceof Error && err.message.startsWith('index: ')
+                  ? new Error(`import: organization ${orgId}: ${err.message.slice(7)}; nothing was published`)
+                  : err,
+            };
           },
         )
         .finally(() => {

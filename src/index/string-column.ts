@@ -25,6 +25,17 @@ export function jsonEscaped(s: string): string {
  * offsets[i+1]). Two typed arrays instead of millions of JS strings, so an index moves between
  * threads without copying and costs 4 bytes a string beyond its text.
  */
+/** The most bytes a column holds: its offsets are Uint32 (and a Buffer holds 4 GiB at most). */
+export const MAX_COLUMN_BYTES = 0xffffffff;
+
+/** A push past MAX_COLUMN_BYTES (the caller names the organization: OrgDataBuilder). */
+export class ColumnFull extends Error {
+  constructor() {
+    super('index: more than 4 GiB (2^32 - 1 bytes) of text in one column');
+    this.name = 'ColumnFull';
+  }
+}
+
 export class StringColumnBuilder {
   // small to start with (a builder an organization, a column a read block), doubled as needed
   private bytes = Buffer.allocUnsafe(1 << 12);
@@ -93,14 +104,16 @@ export class StringColumnBuilder {
    * resident.
    */
   reserve(bytes: number, strings: number): void {
-    this.room(bytes, strings);
+    // (a guess, 5% over: never past the limit itself, which only text that is there may reach)
+    this.room(Math.min(bytes, MAX_COLUMN_BYTES - this.length), strings);
   }
 
   /** Room for `strings` more strings of `need` bytes in all, their offsets and the closing one. */
   private room(need: number, strings = 1): void {
     if (this.length + need > this.bytes.length) {
-      const size = Math.max(this.bytes.length * 2, this.length + need);
-      if (size > 0xffffffff) throw new Error('index: more than 4 GiB of text in one column');
+      if (this.length + need > MAX_COLUMN_BYTES) throw new ColumnFull();
+      // doubling stops at the limit: from 2 GiB it asked for 4 and threw with 2 GiB of text (an audit)
+      const size = Math.min(MAX_COLUMN_BYTES, Math.max(this.bytes.length * 2, this.length + need));
       const next = Buffer.allocUnsafe(size);
       this.bytes.copy(next, 0, 0, this.length);
       this.bytes = next;

@@ -1,4 +1,4 @@
-import { jsonEscaped, StringColumnBuilder } from '../index/string-column.js';
+import { ColumnFull, jsonEscaped, StringColumnBuilder } from '../index/string-column.js';
 import { internTokens } from '../text/analyze.js';
 import { TokenInterner } from '../text/token-interner.js';
 import { ConversationTable } from './conversation-table.js';
@@ -122,7 +122,19 @@ export class OrgDataBuilder {
     t.conversation[i] = t.conversations.idOf(contact, conversationId);
     t.seqStart[i] = t.seq.length;
     internTokens(content, t.interner, t.seq);
-    t.content.push(jsonEscaped(content));
+    try {
+      t.content.push(jsonEscaped(content));
+    } catch (err) {
+      throw this.named(err);
+    }
+  }
+
+  /** `err` naming this organization when it is a column past its 4 GiB (ColumnFull); else `err`. */
+  private named(err: unknown): unknown {
+    if (!(err instanceof ColumnFull)) return err;
+    return new Error(
+      `import: organization ${this.organizationId}: more than 4 GiB (2^32 - 1 bytes) of message text as JSON, the most one organization's index holds; nothing was published`,
+    );
   }
 
   /**
@@ -165,7 +177,11 @@ export class OrgDataBuilder {
    * come before or after theirs).
    */
   addPreparedContents(batch: PreparedBatch, from: number, to: number): void {
-    this.preparedColumns().content.pushRun(batch.content, batch.contentOffsets, from, to);
+    try {
+      this.preparedColumns().content.pushRun(batch.content, batch.contentOffsets, from, to);
+    } catch (err) {
+      throw this.named(err);
+    }
   }
 
   /** This builder's id of a token another thread interned (see addPrepared). */
@@ -203,8 +219,12 @@ export class OrgDataBuilder {
     const i = this.n++;
     this.ids.push(id, idFrom, idTo);
     if (this.prepared === null) {
-      this.conversationIds.push(conversationId);
-      this.contents.push(content);
+      try {
+        this.conversationIds.push(conversationId);
+        this.contents.push(content);
+      } catch (err) {
+        throw this.named(err);
+      }
     }
     this.contactCol[i] = contact;
     this.channelCol[i] = channel;
