@@ -24,8 +24,22 @@ function be32(b: Uint8Array, at: number): number {
   return ((b[at] << 24) | (b[at + 1] << 16) | (b[at + 2] << 8) | b[at + 3]) >>> 0;
 }
 
-/** Where the msgpack value starting at byte `at` of `b` ends (one past its last byte). */
-export function skipValue(b: Uint8Array, at: number): number {
+/**
+ * An array or map claiming more elements than `maxItems` (or than the bytes left) in skipValue:
+ * a snapshot's parts never hold more than its contacts or messages, and a chunk that claims 400M
+ * of them (its CRC right) made the decoder allocate until V8 aborted the process (a review).
+ */
+function claim(n: number, maxItems: number, b: Uint8Array, at: number): number {
+  if (n > maxItems || n > b.length - at)
+    throw new RangeError(`msgpack array or map of ${n} elements at byte ${at}: more than the part can hold`);
+  return n;
+}
+
+/**
+ * Where the msgpack value starting at byte `at` of `b` ends (one past its last byte); an array
+ * or map of more than `maxItems` elements throws (claim).
+ */
+export function skipValue(b: Uint8Array, at: number, maxItems = Number.MAX_SAFE_INTEGER): number {
   // values still to step over: an array or map adds its elements (a map two a pair)
   let pending = 1;
   while (pending > 0) {
@@ -112,19 +126,19 @@ export function skipValue(b: Uint8Array, at: number): number {
         at += 17;
         break;
       case 0xdc: // array 16
-        pending += be16(b, at);
+        pending += claim(be16(b, at), maxItems, b, at);
         at += 2;
         break;
       case 0xdd: // array 32
-        pending += be32(b, at);
+        pending += claim(be32(b, at), maxItems, b, at);
         at += 4;
         break;
       case 0xde: // map 16
-        pending += 2 * be16(b, at);
+        pending += 2 * claim(be16(b, at), maxItems, b, at);
         at += 2;
         break;
       case 0xdf: // map 32
-        pending += 2 * be32(b, at);
+        pending += 2 * claim(be32(b, at), maxItems, b, at);
         at += 4;
         break;
       default: // 0xc1: never used
@@ -165,7 +179,7 @@ export interface ContactsPart {
  * kind. A contacts part whose start is not a non-negative integer, or whose rows are not an
  * array, throws a RangeError (a corrupt chunk); each row is stepped over as a whole value.
  */
-export function contactsPartAt(b: Uint8Array, at: number): ContactsPart | null {
+export function contactsPartAt(b: Uint8Array, at: number, maxItems = Number.MAX_SAFE_INTEGER): ContactsPart | null {
   need(b, at, 3);
   // fixarray of 3, then the fixstr "c"
   if (b[at] !== 0x93 || b[at + 1] !== 0xa1 || b[at + 2] !== 0x63) return null;
@@ -187,6 +201,7 @@ export function contactsPartAt(b: Uint8Array, at: number): ContactsPart | null {
   } else {
     throw new RangeError(`contacts part at ${at}: its rows are not an array`);
   }
-  for (let i = 0; i < rows; i++) p = skipValue(b, p);
+  claim(rows, maxItems, b, p);
+  for (let i = 0; i < rows; i++) p = skipValue(b, p, maxItems);
   return { start: start.value, rows, end: p };
 }

@@ -99,3 +99,21 @@ test('cut or malformed bytes are refused, never read past', () => {
   assert.throws(() => contactsPartAt(packr.pack(['c', 'x', []]), 0), /start/);
   assert.throws(() => contactsPartAt(packr.pack(['c', 0, 'rows']), 0), /rows/);
 });
+
+test('an array or map longer than the part may hold is refused before it is read', () => {
+  // array 32 of 400M empty arrays, as a review's chunk (its CRC right) claimed: the decoder
+  // allocated until V8 aborted the process; the walk now refuses the claim at once
+  const bomb = Buffer.alloc(5 + 1000, 0x90);
+  bomb[0] = 0xdd;
+  bomb.writeUInt32BE(400_000_000, 1);
+  assert.throws(() => skipValue(bomb, 0, 20_000), /array or map of 400000000 elements at byte 1/);
+  // more elements than bytes left: refused even without a bound
+  assert.throws(() => skipValue(bomb, 0), /more than the part can hold/);
+  const map = Buffer.from([0xde, 0x03, 0xe9, ...new Array(4000).fill(0xc0)]); // map 16 of 1,001 pairs
+  assert.throws(() => skipValue(map, 0, 1000), /map of 1001 elements/);
+  assert.equal(skipValue(map, 0, 1001), 3 + 2002);
+  // a contacts part with more rows than the bound
+  const rows = packr.pack(['c', 0, Array.from({ length: 30 }, () => ['id', null, null, null, null, null])]);
+  assert.throws(() => contactsPartAt(rows, 0, 29), /array or map of 30 elements/);
+  assert.equal(contactsPartAt(rows, 0, 30)!.rows, 30);
+});
