@@ -20,6 +20,7 @@ import { type Prefault, prefaultShared } from './prefault.js';
 import { endianness } from 'node:os';
 import { Packr, Unpackr } from 'msgpackr';
 import { type ContactsPart, contactsPartAt, skipValue } from './msgpack-skip.js';
+import { sectionsDisagree } from './section-checks.js';
 import { buildIndex } from '../index/build.js';
 import { buildChannelBits, CHANNEL_BITS_SECTIONS, type ChannelBits, channelBitsFit } from '../index/channel-bits.js';
 import { buildEntrySummaries, SUMMARY_MIN_DEFAULT, SUMMARY_SECTIONS, SUMMARY_WIDTH } from '../index/entry-summaries.js';
@@ -209,17 +210,22 @@ function verifiedParts<T>(
   skippedContacts?: ContactsPart[],
 ): T[] {
   verifyChunk(manifest, seen, index, chunk, corrupt);
+  // no array of a part is longer than the contacts or the messages (skipValue's claim)
+  const maxItems = Math.max(manifest.contacts, manifest.messages, 16);
   try {
-    if (skippedContacts === undefined) return unpackr.unpackMultiple(chunk) as T[];
+    if (skippedContacts === undefined) {
+      for (let at = 0; at < chunk.length; ) at = skipValue(chunk, at, maxItems);
+      return unpackr.unpackMultiple(chunk) as T[];
+    }
     const parts: T[] = [];
     for (let at = 0; at < chunk.length; ) {
-      const contacts = contactsPartAt(chunk, at);
+      const contacts = contactsPartAt(chunk, at, maxItems);
       if (contacts !== null) {
         skippedContacts.push(contacts);
         at = contacts.end;
         continue;
       }
-      const end = skipValue(chunk, at);
+      const end = skipValue(chunk, at, maxItems);
       parts.push(unpackr.unpack(chunk.subarray(at, end)) as T);
       at = end;
     }
@@ -1150,6 +1156,8 @@ class SectionsDecoder {
     if (off.length < 1 || off[off.length - 1] !== sections.tokenBytes.length) {
       throw this.corrupt('sections disagree with the counts');
     }
+    const disagree = sectionsDisagree(sections, n, m.contacts);
+    if (disagree !== null) throw this.corrupt(disagree);
     if (sections.msgRowBytes === undefined) Object.assign(sections, this.rowsFromTwoColumns(sections));
     for (const g of WHOLE_STARTS) this.blockStarts(sections, g, n + 1);
     this.postStarts(sections, n);
