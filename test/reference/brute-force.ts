@@ -5,7 +5,7 @@
  */
 import type { Contact, MessageLine } from '../../src/model/records.js';
 import type { ResultItem, ResultMessage, SearchRequest, SearchResponse } from '../../src/request/search-request.js';
-import { parseRfc3339 } from '../../src/time/rfc3339.js';
+import { referenceSentAt } from './time.js';
 
 const LETTER_OR_DIGIT = /^[\p{L}\p{N}]$/u;
 const MARK = /^\p{M}$/u;
@@ -95,7 +95,7 @@ export function referenceMatches(termTokens: string[], messageTokens: string[]):
 }
 
 function instantOf(m: MessageLine): number {
-  const t = parseRfc3339(m.sent_at);
+  const t = referenceSentAt(m.sent_at);
   if (t === null) throw new Error(`reference: message ${m.id} has invalid sent_at ${JSON.stringify(m.sent_at)}`);
   return t;
 }

@@ -10,6 +10,7 @@
  */
 import type { SearchRequest } from '../../src/request/search-request.js';
 import { referenceTerms } from './brute-force.js';
+import { referenceInstant } from './time.js';
 
 export type ReferenceParams =
   | { ok: true; request: SearchRequest }
@@ -92,69 +93,6 @@ function isUuid(s: string): boolean {
   if (groups.length !== 5) return false;
   const sizes = [8, 4, 4, 4, 12];
   return groups.every((g, i) => g.length === sizes[i] && [...g].every((c) => HEX.includes(c)));
-}
-
-const daysIn = (y: number, m: number): number =>
-  m === 2 ? ((y % 4 === 0 && y % 100 !== 0) || y % 400 === 0 ? 29 : 28) : [4, 6, 9, 11].includes(m) ? 30 : 31;
-
-/** Two ASCII digits at s[i..i+2] as a number, or null. */
-function two(s: string, i: number): number | null {
-  const t = s.slice(i, i + 2);
-  return t.length === 2 && isDigits(t) ? Number(t) : null;
-}
-
-/** Epoch ms of a proleptic-Gregorian UTC wall time (years 0-9999; no 1900 mapping of years < 100). */
-function epoch(y: number, mo: number, d: number, h: number, mi: number, s: number, ms: number): number {
-  const t = new Date(0);
-  t.setUTCFullYear(y, mo - 1, d);
-  t.setUTCHours(h, mi, s, ms);
-  return t.getTime();
-}
-
-/**
- * `from` / `to` (CONTRACT 4, 10): `YYYY-MM-DD`, or `YYYY-MM-DDTHH:MM[:SS[.fraction]]` with `Z`,
- * `±HH:MM` or nothing (UTC); `T` and `Z` upper case only; impossible dates and second 60 refused;
- * a fraction of any length cut to milliseconds; a date-only `to` is the day's last millisecond.
- */
-export function referenceInstant(s: string, isTo: boolean): number | null {
-  if (s.length < 10 || s[4] !== '-' || s[7] !== '-') return null;
-  const yText = s.slice(0, 4);
-  if (!isDigits(yText)) return null;
-  const y = Number(yText),
-    mo = two(s, 5),
-    d = two(s, 8);
-  if (mo === null || d === null || mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo)) return null;
-  if (s.length === 10) return isTo ? epoch(y, mo, d, 23, 59, 59, 999) : epoch(y, mo, d, 0, 0, 0, 0);
-  if (s[10] !== 'T' || s[13] !== ':') return null;
-  const h = two(s, 11),
-    mi = two(s, 14);
-  if (h === null || mi === null || h > 23 || mi > 59) return null;
-  let i = 16,
-    sec = 0,
-    ms = 0;
-  if (s[i] === ':') {
-    const v = two(s, i + 1);
-    if (v === null || v > 59) return null;
-    sec = v;
-    i += 3;
-    if (s[i] === '.') {
-      let j = i + 1;
-      while (j < s.length && s[j] >= '0' && s[j] <= '9') j++;
-      if (j === i + 1) return null;
-      ms = Number((s.slice(i + 1, j) + '00').slice(0, 3));
-      i = j;
-    }
-  }
-  let offsetMin = 0;
-  const rest = s.slice(i);
-  if (rest === 'Z' || rest === '') offsetMin = 0;
-  else if ((rest[0] === '+' || rest[0] === '-') && rest.length === 6 && rest[3] === ':') {
-    const oh = two(rest, 1),
-      om = two(rest, 4);
-    if (oh === null || om === null || oh > 23 || om > 59) return null;
-    offsetMin = (rest[0] === '-' ? -1 : 1) * (oh * 60 + om);
-  } else return null;
-  return epoch(y, mo, d, h, mi, sec, ms) - offsetMin * 60_000;
 }
 
 const codePoints = (s: string): number => [...s].length;

@@ -1,9 +1,14 @@
-/** The hand-written RFC 3339 parser of the import against its regex definition. */
+/**
+ * The hand-written RFC 3339 parser of the import against its regex definition, and both against
+ * the test reference's own reading of CONTRACT 9 (test/reference/time.ts), which the brute-force
+ * reference reads message times with.
+ */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { parseRfc3339, parseRfc3339ByRegex } from '../../../src/time/rfc3339.js';
 import { testSeed } from '../../helpers/seed.js';
+import { referenceSentAt } from '../../reference/time.js';
 
 const SEED = testSeed('RFC3339_SEED', 'test/unit/time/rfc3339.test.ts');
 
@@ -11,6 +16,8 @@ const same = (s: string): void => {
   const a = parseRfc3339(s),
     b = parseRfc3339ByRegex(s);
   assert.ok(Object.is(a, b), `${JSON.stringify(s)}: ${a} (hand) vs ${b} (regex)`);
+  const r = referenceSentAt(s);
+  assert.ok(Object.is(a, r), `${JSON.stringify(s)}: ${a} (hand) vs ${r} (test reference)`);
 };
 
 test('rfc3339: chosen edges equal the regex reading', () => {
