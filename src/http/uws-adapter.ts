@@ -36,7 +36,7 @@ export function serveWith(app: TemplatedApp, listener: Listener): TemplatedApp {
     const ex: Exchange = {
       res,
       aborted: false,
-      close: closeOf(req.getHeader('connection'), request.headers.connection),
+      close: closeOf(firstConnection, request.headers.connection),
       budgeted,
     };
     let result: Answer | Promise<Answer>;
@@ -102,15 +102,25 @@ function closeQuietly(ex: Exchange): void {
   }
 }
 
+/**
+ * The first `Connection` line's value of the request copyRequest last copied ('' without one):
+ * the one uWS tests (closeOf). Read right after the copy, in the same synchronous handler.
+ */
+let firstConnection = '';
+
 /** Everything a pipeline may read, copied out of `req`. */
 export function copyRequest(req: HttpRequest): RequestIn {
   // no prototype: a header named __proto__ is just a header
   const headers: Record<string, string> = Object.create(null) as Record<string, string>;
   let headerChars = 0;
+  firstConnection = '';
   req.forEach((k, v) => {
     headerChars += k.length + v.length + 4;
     // uWS getHeader returns the first of repeated headers: keep the first too.
-    if (headers[k] === undefined) headers[k] = v;
+    if (headers[k] === undefined) {
+      headers[k] = v;
+      if (k === 'connection') firstConnection = v;
+    }
     // every Authorization line, for singleAuthorization (several keys are ambiguous: a 401)
     else if (k === 'authorization') headers[k] += `\n${v}`;
     // X-Request-Id lines that differ are one list (RFC 9110 5.3), never a well-formed id: a new
