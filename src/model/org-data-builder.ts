@@ -133,7 +133,7 @@ export class OrgDataBuilder {
   private named(err: unknown): unknown {
     if (!(err instanceof ColumnFull)) return err;
     return new Error(
-      `import: organization ${this.organizationId}: more than 4 GiB (2^32 - 1 bytes) of message text as JSON, the most one organization's index holds; nothing was published`,
+      `import: organization ${this.organizationId}: more than 4 GiB (2^32 - 1 bytes) of message text (or of conversation ids) as JSON, the most one organization's index holds; nothing was published`,
     );
   }
 
