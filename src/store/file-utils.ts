@@ -1,5 +1,5 @@
 /** Small file-system helpers for the embedded store: durable atomic writes and a cross-process lock. */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { promises as fs, readFileSync, readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
@@ -184,14 +184,22 @@ const LOCK_STALE_MS = 30_000;
 const LOCK_WAIT_MS = 15_000;
 /** A lock file still empty this long after it was made will never name its owner. */
 const EMPTY_LOCK_STALE_MS = 1_000;
+/** A breaker lock (see breakIfStale) is held for a few file calls: one this old was left by a process killed holding it. */
+const BREAKER_STALE_MS = 5_000;
+/** How long a release waits for the breaker lock before it removes its own lock without it. */
+const BREAKER_WAIT_MS = 2_000;
 
 /**
  * Runs `fn` holding an exclusive lock file (O_EXCL create) shared by every process using the
- * folder. A lock left by a dead process (or older than 30 s: holders only do short work) is broken.
+ * folder. A lock left by a dead process (or older than 30 s: holders only do short work) is broken,
+ * and only under breakIfStale's rules, so that a lock is never removed by anyone but its owner
+ * once it is live.
  */
 export async function withLock<T>(lockFile: string, fn: () => Promise<T>): Promise<T> {
   const deadline = Date.now() + LOCK_WAIT_MS;
-  const owner = `${hostname()} ${process.pid}`;
+  // a token of its own: a later lock of the same process (or of a reused PID) is not this one
+  const owner = `${hostname()} ${process.pid} ${randomBytes(6).toString('hex')}`;
+  let acquiredAt: number;
   for (;;) {
     try {
       const fh = await fs.open(lockFile, 'wx');
@@ -205,13 +213,11 @@ export async function withLock<T>(lockFile: string, fn: () => Promise<T>): Promi
         throw err;
       }
       await fh.close();
+      acquiredAt = Date.now();
       break;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      if (await lockIsStale(lockFile)) {
-        await fs.rm(lockFile, { force: true });
-        continue;
-      }
+      if (await breakIfStale(lockFile)) continue;
       if (Date.now() > deadline) throw new Error(`store: timed out waiting for lock ${lockFile}`);
       await new Promise((r) => setTimeout(r, 10 + Math.random() * 20));
     }
@@ -219,7 +225,74 @@ export async function withLock<T>(lockFile: string, fn: () => Promise<T>): Promi
   try {
     return await fn();
   } finally {
+    await releaseLock(lockFile, owner, acquiredAt);
+  }
+}
+
+/**
+ * Removes `lockFile` if it is stale; whether it did. The decision is made again, and the lock
+ * removed, under a second lock (`.break`) that every breaker and every late release takes: a
+ * stale lock (its owner dead, or past 30 s) then cannot change between the two, so no live lock
+ * is removed. Before, a lock read as "host pid", whose owner released it and exited before the
+ * PID was checked, was judged stale after another process had taken the lock anew, and that new
+ * lock was removed: two writers read-modified-wrote keys.json at once, and 20 concurrent
+ * `keys revoke` lost up to 6 revocations, each printed as done (a review).
+ */
+async function breakIfStale(lockFile: string): Promise<boolean> {
+  if (!(await lockIsStale(lockFile))) return false;
+  const broke = await underBreaker(lockFile, 0, async () => {
+    if (!(await lockIsStale(lockFile))) return false;
     await fs.rm(lockFile, { force: true });
+    return true;
+  });
+  return broke === true;
+}
+
+/**
+ * Removes this process's lock (`owner` its content). A lock held for less than LOCK_STALE_MS
+ * (with a margin) is this one: no breaker judges it stale (its PID is alive), so it goes at once.
+ * One held longer may have been broken and taken by another: removed only if it is still ours,
+ * under the breaker lock.
+ */
+async function releaseLock(lockFile: string, owner: string, acquiredAt: number): Promise<void> {
+  if (Date.now() - acquiredAt < LOCK_STALE_MS - 5_000) {
+    await fs.rm(lockFile, { force: true });
+    return;
+  }
+  const removeOwn = async () => {
+    if ((await fs.readFile(lockFile, 'utf8').catch(() => null)) === owner) await fs.rm(lockFile, { force: true });
+  };
+  // (without the breaker lock after the wait: a lock of ours left behind would hold every writer 30 s)
+  const done = await underBreaker(lockFile, BREAKER_WAIT_MS, async () => {
+    await removeOwn();
+    return true;
+  });
+  if (done === null) await removeOwn();
+}
+
+/** Runs `fn` holding `${lockFile}.break`, waiting up to `waitMs` for it; null when not had. */
+async function underBreaker<T>(lockFile: string, waitMs: number, fn: () => Promise<T>): Promise<T | null> {
+  const breaker = `${lockFile}.break`;
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    try {
+      await (await fs.open(breaker, 'wx')).close();
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const st = await fs.stat(breaker).catch(() => null);
+      if (st !== null && Date.now() - st.mtimeMs > BREAKER_STALE_MS) {
+        await fs.rm(breaker, { force: true });
+        continue;
+      }
+      if (Date.now() >= deadline) return null;
+      await new Promise((r) => setTimeout(r, 5 + Math.random() * 10));
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    await fs.rm(breaker, { force: true });
   }
 }
 
