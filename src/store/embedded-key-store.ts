@@ -82,7 +82,12 @@ export class EmbeddedKeyStore implements KeyStore {
   async touchKeys(lastUsed: Map<string, string>): Promise<void> {
     if (lastUsed.size === 0) return;
     await this.updateKeys((keys) => {
-      for (const [prefix, at] of lastUsed) if (Object.hasOwn(keys, prefix)) keys[prefix].last_used_at = at;
+      // only forward: another server (or thread) may have written a later use (redis-key-store.ts)
+      for (const [prefix, at] of lastUsed) {
+        if (!Object.hasOwn(keys, prefix)) continue;
+        const cur = keys[prefix].last_used_at;
+        if (cur == null || cur < at) keys[prefix].last_used_at = at;
+      }
     });
   }
 }

@@ -96,8 +96,24 @@ export class RedisKeyStore implements KeyStore {
 
   async touchKeys(lastUsed: Map<string, string>): Promise<void> {
     if (lastUsed.size === 0) return;
+    const args: string[] = [];
+    for (const [prefix, at] of lastUsed) args.push(prefix, at);
     await this.conn.run('touching keys', async () => {
-      await this.conn.client.hset('key-used', Object.fromEntries(lastUsed));
+      await this.conn.client.eval(TOUCH_SCRIPT, 1, 'key-used', ...args);
     });
   }
 }
+
+/**
+ * last_used_at only moves forward: each server (and serving thread) flushes what it last saw, and
+ * an unconditional HSET let a server's older use overwrite a newer one another server had written
+ * (a review: 10:17:43.986 went back to 10:17:43.460). ARGV: prefix, instant pairs; the instants
+ * are toISOString()s, whose text order is their time order.
+ */
+const TOUCH_SCRIPT = `
+for i = 1, #ARGV, 2 do
+  local cur = redis.call('HGET', KEYS[1], ARGV[i])
+  if not cur or cur < ARGV[i + 1] then redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+end
+return 0
+`;

@@ -69,5 +69,17 @@ export function keyStoreCases(keys: () => KeyStore): void {
       assert.equal(await keys().getKey('ghost000'), null);
       assert.ok(!(await keys().listKeys()).some((r) => r.prefix === 'ghost000'));
     });
+
+    test('last_used_at only moves forward: a server flushing an older use leaves a later one', async () => {
+      // each server flushes the last use it saw: one that saw an earlier use, flushing after
+      // another server, took last_used_at back in time (a review, on both stores)
+      const org = uuid(9, 3);
+      await keys().putKey(key('order000', org));
+      await keys().touchKeys(new Map([['order000', '2024-07-07T10:17:43.986Z']]));
+      await keys().touchKeys(new Map([['order000', '2024-07-07T10:17:43.460Z']]));
+      assert.equal((await keys().getKey('order000'))?.last_used_at, '2024-07-07T10:17:43.986Z');
+      await keys().touchKeys(new Map([['order000', '2024-07-07T10:17:44.001Z']]));
+      assert.equal((await keys().getKey('order000'))?.last_used_at, '2024-07-07T10:17:44.001Z');
+    });
   });
 }
