@@ -10,6 +10,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import * as v from 'valibot';
 import { ConfigError, loadStoreConfig } from '../config/config.js';
 import type { Fleet, ReloadAck, ServerEntry } from '../store/fleet.js';
 import { onThisHost, pidAlive, processStopped } from '../store/file-utils.js';
@@ -73,10 +74,33 @@ function describe(s: ServerEntry): string {
   return `server ${s.id} (pid ${s.pid} on ${s.hostname}${s.adminUrl ? `, ${s.adminUrl}` : ''})`;
 }
 
+/**
+ * A server's reload summary (admin-app.ts: the catalog's ReloadSummary), as far as this tool reads
+ * it; other fields pass through to --json. An answer of another shape (another service on the
+ * admin port, a proxy's page) is that server's failure, not this tool's crash: `{}` printed
+ * "Cannot read properties of undefined" and dropped every other server's line (a review).
+ */
+const Summary = v.looseObject({
+  reloaded: v.array(v.looseObject({ organization_id: v.string(), version: v.number() })),
+  unchanged: v.number(),
+  failed: v.optional(
+    v.array(v.looseObject({ organization_id: v.string(), version: v.nullable(v.number()), error: v.string() })),
+  ),
+});
+
 function fromAck(server: ServerEntry, ack: ReloadAck): Outcome {
   if (!ack.ok) return { server, status: 'failed', error: ack.error };
-  const failed =
-    (ack.summary as { failed?: { organization_id: string; version: number | null; error: string }[] }).failed ?? [];
+  const parsed = v.safeParse(Summary, ack.summary);
+  if (!parsed.success) {
+    let shown: string;
+    try {
+      shown = oneLine(JSON.stringify(ack.summary) ?? String(ack.summary));
+    } catch {
+      shown = typeof ack.summary;
+    }
+    return { server, status: 'failed', error: `answered 200 with a body that is not a reload summary: ${shown}` };
+  }
+  const failed = parsed.output.failed ?? [];
   if (failed.length > 0) {
     // version null: the organization's pointer itself was unreadable.
     const error = failed
@@ -147,7 +171,13 @@ async function viaAdmin(
         const text = await res.text();
         // (one line: another service on that port may answer a page of HTML)
         if (res.status !== 200) return { server, status: 'failed', error: `HTTP ${res.status}: ${oneLine(text)}` };
-        return fromAck(server, { ok: true, summary: JSON.parse(text) });
+        let summary: unknown;
+        try {
+          summary = JSON.parse(text);
+        } catch {
+          return { server, status: 'failed', error: `answered 200 with a body that is not JSON: ${oneLine(text)}` };
+        }
+        return fromAck(server, { ok: true, summary });
       } catch (err) {
         // killed on this host (connection refused on its admin port), or left the registry and
         // not merely suspended here

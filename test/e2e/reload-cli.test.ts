@@ -256,4 +256,57 @@ describe('reload CLI: a registered admin URL answered by something else', () => 
       other.cleanup();
     }
   });
+
+  it('a 200 that is not a reload summary fails that server alone: exit 1, the other server reported', async () => {
+    // `{}` crashed the tool ("Cannot read properties of undefined") and dropped every other
+    // server's line (a review)
+    for (const [body, said] of [
+      ['{}', 'answered 200 with a body that is not a reload summary: {}'],
+      ['null', 'answered 200 with a body that is not a reload summary: null'],
+      [
+        '{"reloaded":[{"organization_id":1}],"unchanged":0}',
+        'not a reload summary: {"reloaded":[{"organization_id":1}],',
+      ],
+      ['<html>fine</html>', 'answered 200 with a body that is not JSON: <html>fine</html>'],
+    ]) {
+      const other = tempDataDir();
+      const answer = (text: string) =>
+        http.createServer((_req, res) => {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(text);
+        });
+      const bad = answer(body);
+      const good = answer('{"reloaded":[],"unchanged":3,"failed":[]}');
+      await Promise.all([bad, good].map((x) => new Promise<void>((resolve) => x.listen(0, '127.0.0.1', resolve))));
+      try {
+        const fleet = new EmbeddedFleet(other.dir);
+        mkdirSync(path.join(other.dir, 'servers'), { recursive: true });
+        for (const [id, x] of [
+          ['odd-answer', bad],
+          ['good-answer', good],
+        ] as const)
+          await fleet.registerServer(
+            {
+              id,
+              pid: process.pid,
+              hostname: hostname(),
+              adminUrl: `http://127.0.0.1:${(x.address() as AddressInfo).port}`,
+              startedAt: new Date().toISOString(),
+              heartbeatAt: Date.now(),
+            },
+            60_000,
+          );
+        const r = await reloadCli(baseEnv({ DATA_DIR: other.dir }));
+        assert.equal(r.code, 1, `${body}: ${r.stderr}`);
+        assert.ok(r.stderr.includes(said), `${body}: ${r.stderr}`);
+        assert.match(r.stderr, /server odd-answer /);
+        assert.doesNotMatch(r.stderr, /Cannot read|TypeError|SyntaxError/);
+        assert.match(r.stdout + r.stderr, /server good-answer .*0 reloaded, 3 unchanged/);
+      } finally {
+        bad.close();
+        good.close();
+        other.cleanup();
+      }
+    }
+  });
 });
