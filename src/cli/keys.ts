@@ -66,6 +66,13 @@ const CreateSchema = v.object({
         (x) => x.ms! > Date.now(),
         (i) => `--expires-at must be in the future, got ${JSON.stringify((i.input as { raw: string }).raw)}`,
       ),
+      // stored as RFC 3339: 9999-12-31T23:59:59-01:00 is in year 10000 once in UTC, and was
+      // stored as "+010000-01-01T00:59:59.000Z" (a review)
+      v.check(
+        (x) => new Date(x.ms!).getUTCFullYear() <= 9999,
+        (i) =>
+          `--expires-at must fall before the year 10000 once in UTC, got ${JSON.stringify((i.input as { raw: string }).raw)}`,
+      ),
       v.transform((x) => new Date(x.ms!).toISOString()),
     ),
   ),

@@ -91,6 +91,11 @@ describe('keys create / list / revoke', () => {
       /--expires-at must be in the future/,
     ],
     [
+      'an expiry in year 10000 once in UTC (it was stored as "+010000-...")',
+      ['create', '--organization-id', ORG, '--scopes', 'contacts:read', '--expires-at', '9999-12-31T23:59:59-01:00'],
+      /--expires-at must fall before the year 10000 once in UTC, got "9999-12-31T23:59:59-01:00"/,
+    ],
+    [
       'malformed expiry',
       ['create', '--organization-id', ORG, '--scopes', 'contacts:read', '--expires-at', 'tomorrow'],
       /--expires-at must be an ISO 8601 date-time or YYYY-MM-DD, got "tomorrow"/,
