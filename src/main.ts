@@ -166,6 +166,7 @@ async function main(): Promise<void> {
     onLoaded: pool ? (org, version, built) => pool.loaded(org, version, built) : undefined,
     // the threads hear of it at once, not at the next periodic state post (up to 250 ms later)
     onReady: pool ? () => void pool.postState() : undefined,
+    onUnavailable: pool ? () => pool.postState() : undefined,
   });
   // The start's large loads have their pages touched by another thread meanwhile: the first
   // serving thread, which has nothing else to do yet, or one of their own (store/prefault.ts).

@@ -57,6 +57,11 @@ export interface CatalogOptions {
   onLoaded?: (organizationId: string, version: number, built: BuiltIndex) => Promise<void>;
   /** Called once, when every organization listed at start has been tried (ready). */
   onReady?: () => void;
+  /**
+   * Called (and awaited) after a reload that left an organization with nothing to serve (its
+   * first version refused): serving threads learn that it answers 503 before the reload answers.
+   */
+  onUnavailable?: () => Promise<void>;
 }
 
 /** What one reload did; JSON-able, the body of `POST /admin/reload`. */
@@ -127,7 +132,10 @@ export class Catalog {
   private readonly store: Pick<Stores, 'snapshots' | 'fleet' | 'currentRedisUrl'>;
   private readonly log: CatalogLogger;
   private readonly opts: Required<
-    Omit<CatalogOptions, 'logger' | 'adminUrl' | 'build' | 'organizations' | 'onLoaded' | 'onReady' | 'storeConfig'>
+    Omit<
+      CatalogOptions,
+      'logger' | 'adminUrl' | 'build' | 'organizations' | 'onLoaded' | 'onReady' | 'onUnavailable' | 'storeConfig'
+    >
   > & { adminUrl: string | null };
   private readonly shard: ReadonlySet<string> | null;
   private readonly builder: IndexBuilder;
@@ -151,11 +159,13 @@ export class Catalog {
 
   private readonly onLoaded: CatalogOptions['onLoaded'];
   private readonly onReady: CatalogOptions['onReady'];
+  private readonly onUnavailable: CatalogOptions['onUnavailable'];
 
   constructor(store: Pick<Stores, 'snapshots' | 'fleet' | 'currentRedisUrl'>, options: CatalogOptions) {
     this.store = store;
     this.onLoaded = options.onLoaded;
     this.onReady = options.onReady;
+    this.onUnavailable = options.onUnavailable;
     this.log = options.logger;
     this.opts = {
       adminUrl: options.adminUrl ?? null,
@@ -406,6 +416,9 @@ export class Catalog {
     }
     if (summary.reloaded.length > 0 || summary.failed.length > 0)
       this.lastReloadSeconds = (performance.now() - t0) / 1000;
+    // (at the next periodic state post, up to 250 ms later, serving threads answered such an
+    // organization 200 with no data meanwhile: a review)
+    if (this.ready && summary.failed.some((f) => !this.indexes.has(f.organization_id))) await this.onUnavailable?.();
     // Every organization listed has now been tried: the start is over, whatever failed.
     if (orgId === null && !this.ready) {
       // (the start's garbage collected first, so that RSS at ready is the settled figure)

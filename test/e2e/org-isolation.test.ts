@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, renameSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { generateDataset, mulberry32 } from '../../scripts/gen-lib.js';
@@ -37,7 +37,15 @@ import {
   type StoreHarness,
 } from '../helpers/e2e.js';
 import { startRedis } from '../helpers/redis-server.js';
-import { baseEnv, createKey, keysCli, startServer, type CreatedKey, type RunningServer } from '../helpers/server.js';
+import {
+  baseEnv,
+  createKey,
+  freshGet,
+  keysCli,
+  startServer,
+  type CreatedKey,
+  type RunningServer,
+} from '../helpers/server.js';
 
 const SEED = 1313;
 // message and conversation ids in UUID form, as CRMs export them (the index packs message ids)
@@ -657,3 +665,53 @@ async function assertDown(server: RunningServer, key: string): Promise<void> {
     await new Promise((r) => setTimeout(r, 500));
   }
 }
+
+describe('a first version refused, with serving threads (embedded store)', () => {
+  test('the organization answers 503 as soon as the reload that refused it has answered', async () => {
+    // Serving threads heard of the failure at the next periodic state post (up to 250 ms later)
+    // and answered 200 with no data meanwhile, as for an organization without any data (a review).
+    const h = await openHarness('embedded');
+    const dir = tempDir('first-refused-');
+    const store = await openStores(loadStoreConfig(h.env));
+    let server: RunningServer | null = null;
+    try {
+      const of = (org: string) =>
+        writeDataset(
+          path.join(dir.dir, org),
+          data.contacts.filter((c) => c.organization_id === org),
+          data.messages.filter((m) => m.organization_id === org),
+        );
+      for (const org of [A, C]) mkdirSync(path.join(dir.dir, org));
+      assert.equal((await importCli(h.env, of(A))).code, 0);
+      const key = await createKey(h.env, [A, C], 'contacts:read,messages:read');
+      server = await startServer({ ...h.serverEnv, SERVER_THREADS: '2' });
+      const empty = await search(server.url, key.key, probes.get(C)![0].query);
+      assert.equal(empty.status, 200, 'no data yet: an empty answer');
+      assert.equal((JSON.parse(empty.text) as { data: unknown[] }).data.length, 0);
+      const imported = await importCli(h.env, of(C));
+      assert.equal(imported.code, 0, imported.stderr);
+      await damages(h, store)
+        .find((d) => d.name === 'a corrupt chunk')!
+        .apply(await currentRef(store, C));
+      const reload = await adminReload(server, C);
+      assert.deepEqual(
+        reload.body.failed.map((f) => f.organization_id),
+        [C],
+      );
+      // at once, on fresh connections (each may reach either thread)
+      for (let i = 0; i < 4; i++) {
+        const r = await freshGet(
+          `${server.url}/contacts/message-search?${probes.get(C)![0].query}`,
+          `Bearer ${key.key}`,
+        );
+        assert.equal(r.status, 503, `request ${i + 1} right after the refusal: ${r.body}`);
+      }
+      await assertServed(server, key.key, A, 'beside the refused one');
+    } finally {
+      await server?.stop();
+      await store.close();
+      await h.cleanup();
+      dir.cleanup();
+    }
+  });
+});
