@@ -201,7 +201,7 @@ export async function publishImport(
     // every stage settled before any is removed (one still writing would leave its file)
     await Promise.all(inFlight);
     await Promise.all(staged.map((s) => s?.snapshot.discard()));
-    throw err;
+    throw nothingPublished(err);
   }
   onPublishing?.();
   // the pointer moves, STAGE_WINDOW at a time (each is a small durable write: one at a time, 1,000
@@ -235,9 +235,23 @@ export async function publishImport(
     const done = all
       .filter((_, i) => published[i])
       .map((x) => `organization ${x.org.organization_id} version ${x.org.version}`);
-    if (done.length === 0) throw err;
+    if (done.length === 0) throw nothingPublished(err);
     throw new Error(`${(err as Error).message}; published all the same: ${done.join(', ')}`);
   }
   const out = all.map((x) => x.org);
+  return out;
+}
+
+/**
+ * A store's failure before any pointer moved, saying so: 'store: redis publishing organization X:
+ * OOM ...' alone left an operator to guess whether some organizations were published (a review).
+ * Other errors (an interrupt, an import error) say it their own way.
+ */
+function nothingPublished(err: unknown): unknown {
+  if (!(err instanceof Error) || err.constructor !== Error || err.message.includes('nothing was published')) return err;
+  const out = new Error(`${err.message}; nothing was published, and what was staged was removed`);
+  // (a file error's code marks it expected to the CLI: no stack trace)
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code !== undefined) (out as NodeJS.ErrnoException).code = code;
   return out;
 }
