@@ -43,8 +43,21 @@ for (const [name, host, p] of [
   ['ADMIN_PORT', process.env.ADMIN_HOST ?? '127.0.0.1', adminPort],
 ] as const) {
   if (!(await portFree(host, Number(p)))) {
+    // ports found free now, each unlike the other and the taken ones (PORT + 1 could be the
+    // running demo's own ADMIN_PORT: an audit with 5801 / 5802)
+    const taken = new Set([Number(port), Number(adminPort)]);
+    const free = async (h: string, from: number): Promise<number> => {
+      for (let q = from; q < from + 200 && q <= 65535; q++)
+        if (!taken.has(q) && (await portFree(h, q))) {
+          taken.add(q);
+          return q;
+        }
+      return from;
+    };
+    const newPort = await free(process.env.HOST ?? '0.0.0.0', Number(port) + 1);
+    const newAdmin = await free(process.env.ADMIN_HOST ?? '127.0.0.1', Number(adminPort) + 1);
     console.error(
-      `demo: port ${p} (${name}) is in use: another server, or an earlier demo still running. Stop it, or choose free ports, e.g.\n  PORT=${Number(port) + 1} ADMIN_PORT=${Number(adminPort) + 1} npm run demo`,
+      `demo: port ${p} (${name}) is in use: another server, or an earlier demo still running. Stop it, or choose free ports, e.g.\n  PORT=${newPort} ADMIN_PORT=${newAdmin} npm run demo`,
     );
     process.exit(1);
   }

@@ -68,7 +68,8 @@ export function parseShards(doc: unknown, where: string): Shards {
   const upstreams = new Map<string, string>();
   for (const [i, s] of r.output.shards.entries()) {
     for (const [j, u] of s.upstreams.entries()) {
-      const at = `shards[${i}].upstreams[${j}]`;
+      // (a leading dot, as the schema's own messages write a path)
+      const at = `.shards[${i}].upstreams[${j}]`;
       const first = upstreams.get(u.toLowerCase());
       if (first !== undefined)
         problems.push(`${where}: ${at}: upstream ${JSON.stringify(u)} is also ${first}: a replica serves one shard`);
@@ -77,11 +78,11 @@ export function parseShards(doc: unknown, where: string): Shards {
     const first = names.get(s.name);
     if (first !== undefined)
       problems.push(
-        `${where}: shards[${i}].name: shard name ${JSON.stringify(s.name)} is used twice (also shards[${first}].name)`,
+        `${where}: .shards[${i}].name: shard name ${JSON.stringify(s.name)} is used twice (also .shards[${first}].name)`,
       );
     else names.set(s.name, i);
     for (const [j, org] of s.organizations.entries()) {
-      const at = `shards[${i}].organizations[${j}]`;
+      const at = `.shards[${i}].organizations[${j}]`;
       const other = owner.get(org);
       if (other !== undefined)
         problems.push(

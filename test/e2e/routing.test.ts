@@ -131,13 +131,13 @@ describe('routing CLI: usage and shards file errors', () => {
     // one replica in two shards would serve one of them with the other's ORGANIZATIONS
     assert.match(
       twice.stderr,
-      /: shards\[1\]\.upstreams\[1\]: upstream "H:1" is also shards\[0\]\.upstreams\[0\]: a replica serves one shard/,
+      /: \.shards\[1\]\.upstreams\[1\]: upstream "H:1" is also \.shards\[0\]\.upstreams\[0\]: a replica serves one shard/,
     );
     // named by its JSON path, and where it first was
     assert.match(
       twice.stderr,
       new RegExp(
-        `: shards\\[1\\]\\.organizations\\[0\\]: organization ${org} is in shards "a" \\(shards\\[0\\]\\.organizations\\[0\\]\\) and "b"`,
+        `: \\.shards\\[1\\]\\.organizations\\[0\\]: organization ${org} is in shards "a" \\(\\.shards\\[0\\]\\.organizations\\[0\\]\\) and "b"`,
       ),
     );
     const missing = await routing(['nginx', '--shards', path.join(t.dir, 'none.json')]);
