@@ -1,6 +1,7 @@
 /** Small file-system helpers for the embedded store: durable atomic writes and a cross-process lock. */
 import { createHash, randomBytes } from 'node:crypto';
 import { promises as fs, readFileSync, readlinkSync } from 'node:fs';
+import net from 'node:net';
 import { hostname } from 'node:os';
 import path from 'node:path';
 
@@ -191,33 +192,69 @@ const BREAKER_WAIT_MS = 2_000;
 
 /**
  * Runs `fn` holding an exclusive lock file (O_EXCL create) shared by every process using the
- * folder. A lock left by a dead process (or older than 30 s: holders only do short work) is broken,
- * and only under breakIfStale's rules, so that a lock is never removed by anyone but its owner
- * once it is live.
+ * folder. A lock left by a dead process (or older than 30 s: holders only do short work) is
+ * broken, under breakIfStale's rules, so that a live lock is not removed by anyone but its owner.
  */
 export async function withLock<T>(lockFile: string, fn: () => Promise<T>): Promise<T> {
   const deadline = Date.now() + LOCK_WAIT_MS;
-  // a token of its own: a later lock of the same process (or of a reused PID) is not this one
-  const owner = `${hostname()} ${process.pid} ${randomBytes(6).toString('hex')}`;
-  let acquiredAt: number;
+  // the processes of this host first take turns on a socket name (hostMutex): the file lock, and
+  // the breaking of a stale one, then see one of them at a time
+  const leave = await hostMutex(lockFile, deadline);
+  try {
+    return await withFileLock(lockFile, deadline, fn);
+  } finally {
+    await leave();
+  }
+}
+
+/**
+ * A mutex among the processes of this host (of one network namespace: one container) named after
+ * `lockFile`: a Linux abstract Unix socket that one process at a time can listen on, which the
+ * kernel lets go when that process ends however it ends, so it is never stale. The file lock
+ * beneath it still orders processes it does not reach (other hosts or containers sharing the
+ * folder). Where there are no abstract sockets (not Linux), a no-op. Resolves to its release.
+ * Why: 60 processes breaking the file lock left by a killed holder could still, in rare
+ * interleavings of their renames, each think it held it (a review lost up to 18 of 60 keys).
+ */
+async function hostMutex(lockFile: string, deadline: number): Promise<() => Promise<void>> {
+  if (process.platform !== 'linux') return async () => undefined;
+  let where: string;
+  try {
+    where = path.join(await fs.realpath(path.dirname(lockFile)), path.basename(lockFile));
+  } catch {
+    where = path.resolve(lockFile);
+  }
+  const name = `\0contact-message-search-lock-${createHash('sha256').update(where).digest('hex').slice(0, 40)}`;
   for (;;) {
+    const server = net.createServer();
+    const listened = await new Promise<NodeJS.ErrnoException | null>((resolve) => {
+      server.once('error', resolve);
+      server.listen({ path: name, exclusive: true }, () => resolve(null));
+    });
+    if (listened === null) {
+      server.unref();
+      return () => new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+    server.close();
+    if (listened.code !== 'EADDRINUSE') return async () => undefined; // no abstract sockets here
+    if (Date.now() > deadline) throw new Error(`store: timed out waiting for lock ${lockFile}`);
+    await new Promise((r) => setTimeout(r, 5 + Math.random() * 10));
+  }
+}
+
+/** withLock's file lock, taken by `deadline`. */
+async function withFileLock<T>(lockFile: string, deadline: number, fn: () => Promise<T>): Promise<T> {
+  let acquiredAt: number;
+  let owner: string;
+  for (;;) {
+    owner = ownerToken();
     try {
-      const fh = await fs.open(lockFile, 'wx');
-      try {
-        await fh.writeFile(owner);
-      } catch (err) {
-        // e.g. ENOSPC: the lock is ours but names no owner; left behind, it held every later
-        // writer up to LOCK_WAIT_MS and then failed it (a full disk, freed, still blocked keys)
-        await fh.close().catch(() => undefined);
-        await fs.rm(lockFile, { force: true });
-        throw err;
-      }
-      await fh.close();
+      await createLock(lockFile, owner);
       acquiredAt = Date.now();
       break;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      if (await breakIfStale(lockFile)) continue;
+      if (await breakIfStale(lockFile, LOCK_STALE_MS)) continue;
       if (Date.now() > deadline) throw new Error(`store: timed out waiting for lock ${lockFile}`);
       await new Promise((r) => setTimeout(r, 10 + Math.random() * 20));
     }
@@ -230,61 +267,130 @@ export async function withLock<T>(lockFile: string, fn: () => Promise<T>): Promi
 }
 
 /**
- * Removes `lockFile` if it is stale; whether it did. The decision is made again, and the lock
- * removed, under a second lock (`.break`) that every breaker and every late release takes: a
- * stale lock (its owner dead, or past 30 s) then cannot change between the two, so no live lock
- * is removed. Before, a lock read as "host pid", whose owner released it and exited before the
- * PID was checked, was judged stale after another process had taken the lock anew, and that new
- * lock was removed: two writers read-modified-wrote keys.json at once, and 20 concurrent
- * `keys revoke` lost up to 6 revocations, each printed as done (a review).
+ * "host pid token": the token is this acquisition's own, so that a lock read twice with the same
+ * content is the same acquisition (another one of the same process, or of a reused PID, is not).
  */
-async function breakIfStale(lockFile: string): Promise<boolean> {
-  if (!(await lockIsStale(lockFile))) return false;
+function ownerToken(): string {
+  return `${hostname()} ${process.pid} ${randomBytes(6).toString('hex')}`;
+}
+
+/**
+ * Creates `file` holding `owner`, or fails with EEXIST when it exists. The content is written to
+ * a file of its own first, then linked into place: a lock is never seen empty, so no live one can
+ * pass for a dead maker's empty lock (a new breaker, still empty, was removed as the stale one it
+ * replaced: a review).
+ */
+async function createLock(file: string, owner: string): Promise<void> {
+  const made = `${file}.${process.pid}-${randomBytes(4).toString('hex')}.new`;
+  try {
+    const fh = await fs.open(made, 'wx');
+    try {
+      await fh.writeFile(owner);
+    } finally {
+      await fh.close();
+    }
+    await fs.link(made, file);
+  } finally {
+    // (e.g. ENOSPC writing the owner: nothing is left behind, and the lock was never there)
+    await fs.rm(made, { force: true });
+  }
+}
+
+/**
+ * Removes `lockFile` if it is stale (staleContent); whether it did. The decision is made again,
+ * and the lock removed, holding a second lock (`<lock>.break`, itself broken the same way when
+ * stale) so that breakers do not race each other; and a lock is removed only while it still holds
+ * what was judged stale (stillStale, removeIfStill). Before (a review): a lock read as "host
+ * pid", whose owner released it and exited before the PID was checked, was judged stale after
+ * another process had taken the lock anew, and that new lock was removed: two writers
+ * read-modified-wrote keys.json at once, and 100 concurrent `keys create` stored 35 of their keys.
+ */
+async function breakIfStale(lockFile: string, staleMs: number): Promise<boolean> {
+  if ((await staleContent(lockFile, staleMs)) === null) return false;
   const broke = await underBreaker(lockFile, 0, async () => {
-    if (!(await lockIsStale(lockFile))) return false;
-    await fs.rm(lockFile, { force: true });
-    return true;
+    const judged = await staleContent(lockFile, staleMs);
+    return judged !== null && (await removeIfStill(lockFile, judged));
   });
   return broke === true;
 }
 
 /**
+ * The content of `file` when it is a stale lock, else null: its owner on this host is dead (and
+ * the file still holds what was read before the PID was checked: an owner that released it and
+ * exited meanwhile left the path to a new owner), it is older than `staleMs`, or it has stayed
+ * empty past EMPTY_LOCK_STALE_MS (its maker died between creating and writing it).
+ */
+async function staleContent(file: string, staleMs: number): Promise<string | null> {
+  try {
+    const [st, text] = await Promise.all([fs.stat(file), fs.readFile(file, 'utf8')]);
+    if (Date.now() - st.mtimeMs > staleMs) return text;
+    if (text === '') return Date.now() - st.mtimeMs > EMPTY_LOCK_STALE_MS ? text : null;
+    const [host, pid] = text.split(' ');
+    if (host !== hostname() || pid === undefined || pidAlive(Number(pid))) return null;
+    return (await fs.readFile(file, 'utf8')) === text ? text : null;
+  } catch {
+    return null; // vanished or being written: try again
+  }
+}
+
+/**
+ * Removes `file` if it still holds `content`: it is moved aside first and its content checked
+ * there, so a lock made at that path after the judgement (a new owner's) is put back, not
+ * removed. Whether it removed it.
+ */
+async function removeIfStill(file: string, content: string): Promise<boolean> {
+  const aside = `${file}.${process.pid}-${randomBytes(4).toString('hex')}.stale`;
+  try {
+    await fs.rename(file, aside);
+  } catch {
+    return false; // gone already
+  }
+  const moved = await fs.readFile(aside, 'utf8').catch(() => null);
+  if (moved !== content) {
+    // a live lock: back where it was (unless yet another was made in these few microseconds)
+    await fs.link(aside, file).catch(() => undefined);
+    await fs.rm(aside, { force: true });
+    return false;
+  }
+  await fs.rm(aside, { force: true });
+  return true;
+}
+
+/**
  * Removes this process's lock (`owner` its content). A lock held for less than LOCK_STALE_MS
  * (with a margin) is this one: no breaker judges it stale (its PID is alive), so it goes at once.
- * One held longer may have been broken and taken by another: removed only if it is still ours,
- * under the breaker lock.
+ * One held longer may have been broken and taken by another: removed only if it still holds
+ * `owner`, under the breaker lock.
  */
 async function releaseLock(lockFile: string, owner: string, acquiredAt: number): Promise<void> {
   if (Date.now() - acquiredAt < LOCK_STALE_MS - 5_000) {
     await fs.rm(lockFile, { force: true });
     return;
   }
-  const removeOwn = async () => {
-    if ((await fs.readFile(lockFile, 'utf8').catch(() => null)) === owner) await fs.rm(lockFile, { force: true });
-  };
+  const done = await underBreaker(lockFile, BREAKER_WAIT_MS, () => removeIfStill(lockFile, owner));
   // (without the breaker lock after the wait: a lock of ours left behind would hold every writer 30 s)
-  const done = await underBreaker(lockFile, BREAKER_WAIT_MS, async () => {
-    await removeOwn();
-    return true;
-  });
-  if (done === null) await removeOwn();
+  if (done === null) await removeIfStill(lockFile, owner);
 }
 
-/** Runs `fn` holding `${lockFile}.break`, waiting up to `waitMs` for it; null when not had. */
+/**
+ * Runs `fn` holding `${lockFile}.break` (an owner token like a lock's), waiting up to `waitMs`
+ * for it; null when not had. One left by a dead process, or older than BREAKER_STALE_MS, is
+ * broken as a lock is (its content checked again before it goes): a stale breaker that several
+ * processes removed at once let many break the lock together (a review).
+ */
 async function underBreaker<T>(lockFile: string, waitMs: number, fn: () => Promise<T>): Promise<T | null> {
   const breaker = `${lockFile}.break`;
   const deadline = Date.now() + waitMs;
+  let owner: string;
   for (;;) {
+    owner = ownerToken();
     try {
-      await (await fs.open(breaker, 'wx')).close();
+      await createLock(breaker, owner);
       break;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const st = await fs.stat(breaker).catch(() => null);
-      if (st !== null && Date.now() - st.mtimeMs > BREAKER_STALE_MS) {
-        await fs.rm(breaker, { force: true });
-        continue;
-      }
+      const judged = await staleContent(breaker, BREAKER_STALE_MS);
+      if (judged !== null && (await removeIfStill(breaker, judged))) continue;
       if (Date.now() >= deadline) return null;
       await new Promise((r) => setTimeout(r, 5 + Math.random() * 10));
     }
@@ -292,20 +398,7 @@ async function underBreaker<T>(lockFile: string, waitMs: number, fn: () => Promi
   try {
     return await fn();
   } finally {
-    await fs.rm(breaker, { force: true });
-  }
-}
-
-async function lockIsStale(lockFile: string): Promise<boolean> {
-  try {
-    const [st, text] = await Promise.all([fs.stat(lockFile), fs.readFile(lockFile, 'utf8')]);
-    if (Date.now() - st.mtimeMs > LOCK_STALE_MS) return true;
-    // no owner written a second after it was made: its maker died or failed between the two
-    if (text === '') return Date.now() - st.mtimeMs > EMPTY_LOCK_STALE_MS;
-    const [host, pid] = text.split(' ');
-    return host === hostname() && pid !== undefined && !pidAlive(Number(pid));
-  } catch {
-    return false; // vanished or being written: try again
+    await removeIfStill(breaker, owner);
   }
 }
 

@@ -7,7 +7,9 @@
  * own, loaded only then).
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { readdirSync, utimesSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import http from 'node:http';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -189,6 +191,42 @@ test('100 `keys create` at once on one keys.json: every key printed is stored (t
     const stored = (JSON.parse(list.stdout) as Array<{ prefix: string }>).map((k) => k.prefix);
     assert.deepEqual(stored.sort(), printed.sort());
   } finally {
+    dir.cleanup();
+  }
+});
+
+test("60 `keys create` waiting on the lock of a holder killed meanwhile, a killed breaker's file left too: every key printed is stored", async () => {
+  // The recovery from a killed holder, many processes breaking its lock at once: renames of
+  // theirs could each leave one thinking it held the lock (a review lost up to 18 of 60 keys).
+  const dir = tempDir('lock-stale-');
+  const holder = spawn('sleep', ['1000'], { stdio: 'ignore' });
+  try {
+    const env = { ...h.env, DATA_DIR: dir.dir };
+    writeFileSync(path.join(dir.dir, '.keys.lock'), `${hostname()} ${holder.pid} deadbeef`);
+    const breaker = path.join(dir.dir, '.keys.lock.break');
+    writeFileSync(breaker, '');
+    utimesSync(breaker, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
+    const runs = Promise.all(
+      Array.from({ length: 60 }, () =>
+        runCompiled('cli/keys.js', ['create', '--organization-id', org, '--scopes', 'contacts:read', '--json'], env),
+      ),
+    );
+    await new Promise((r) => setTimeout(r, 2_000));
+    holder.kill('SIGKILL');
+    const printed = (await runs).map((r) => {
+      assert.equal(r.code, 0, r.stderr);
+      return (JSON.parse(r.stdout) as { prefix: string }).prefix;
+    });
+    const list = await runCompiled('cli/keys.js', ['list', '--json'], env);
+    const stored = (JSON.parse(list.stdout) as Array<{ prefix: string }>).map((k) => k.prefix);
+    assert.deepEqual(stored.sort(), printed.sort());
+    assert.deepEqual(
+      readdirSync(dir.dir).filter((n) => n.startsWith('.keys.lock') && n !== '.keys.lock.break'),
+      [],
+      'no lock or temp file left',
+    );
+  } finally {
+    holder.kill('SIGKILL');
     dir.cleanup();
   }
 });
