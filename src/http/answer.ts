@@ -11,7 +11,8 @@ export interface RequestIn {
   readonly query: string;
   /**
    * lower-case header names; the first value of a repeated header (as uWS `getHeader`), but
-   * every Authorization line, joined by '\n' (see singleAuthorization)
+   * every Authorization line, joined by '\n' (see singleAuthorization), and X-Request-Id lines
+   * that differ and every Connection line, joined by ', ' (one list, RFC 9110 5.3)
    */
   readonly headers: Readonly<Record<string, string>>;
   /** size of the header block: names + values + 4 a line (the 431 limit counts it) */

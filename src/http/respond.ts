@@ -38,10 +38,11 @@ export interface Exchange {
 }
 
 /**
- * NO: keep-alive. BY_UWS: a value of 5 characters (`close` itself, or any other), which uWS reads
- * as a close (its test is the value's length) and carries out after the answer, but without
- * telling the client: we write the `Connection: close` header. ASKED: `close` among other options (`keep-alive, close`), which
- * uWS ignores: we close as while draining (end(body, true)).
+ * NO: keep-alive. BY_UWS: a first line of 5 characters (`close` itself, or any other), which uWS
+ * reads as a close (its test is the value's length) and carries out after the answer, but without
+ * telling the client: we write the `Connection: close` header. ASKED: `close` among other options
+ * (`keep-alive, close`, or over several lines), which uWS ignores: we close as while draining
+ * (end(body, true)).
  */
 export const CloseAsked = { NO: 0, BY_UWS: 1, ASKED: 2 } as const;
 export type CloseAsked = (typeof CloseAsked)[keyof typeof CloseAsked];

@@ -300,7 +300,8 @@ async function createLock(file: string, owner: string): Promise<void> {
  * Removes `lockFile` if it is stale (staleContent); whether it did. The decision is made again,
  * and the lock removed, holding a second lock (`<lock>.break`, itself broken the same way when
  * stale) so that breakers do not race each other; and a lock is removed only while it still holds
- * what was judged stale (stillStale, removeIfStill). Before (a review): a lock read as "host
+ * what was judged stale (staleContent reads it twice, removeIfStill checks it moved aside).
+ * Before (a review): a lock read as "host
  * pid", whose owner released it and exited before the PID was checked, was judged stale after
  * another process had taken the lock anew, and that new lock was removed: two writers
  * read-modified-wrote keys.json at once, and 100 concurrent `keys create` stored 35 of their keys.
