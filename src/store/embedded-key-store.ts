@@ -33,12 +33,16 @@ export class EmbeddedKeyStore implements KeyStore {
   // Read-modify-write under a lock: the server (touchKeys) and the keys CLI write concurrently.
   private async updateKeys<T>(fn: (keys: Record<string, KeyRecord>) => T): Promise<T> {
     try {
-      return await withLock(path.join(this.dataDir, '.keys.lock'), async () => {
-        const keys = await this.readKeys();
-        const result = fn(keys);
-        await writeFileAtomic(this.keysFile, JSON.stringify(keys, null, 1) + '\n');
-        return result;
-      });
+      return await withLock(
+        path.join(this.dataDir, '.keys.lock'),
+        async () => {
+          const keys = await this.readKeys();
+          const result = fn(keys);
+          await writeFileAtomic(this.keysFile, JSON.stringify(keys, null, 1) + '\n');
+          return result;
+        },
+        this.dataDir,
+      );
     } catch (err) {
       throw wrap('writing keys', err);
     }

@@ -170,25 +170,29 @@ export class EmbeddedSnapshotStore implements SnapshotStore {
       ref,
       commit: async () => {
         try {
-          await withLock(path.join(dir, '.lock'), async () => {
-            // an unreadable pointer is replaced (the import that repairs it; the listing names it)
-            const cur = await this.readPointer(org).catch(() => null);
-            if (cur !== null && cur.version >= version) {
-              throw new Error(
-                `store: a newer snapshot (version ${cur.version}) of organization ${org} was published concurrently`,
+          await withLock(
+            path.join(dir, '.lock'),
+            async () => {
+              // an unreadable pointer is replaced (the import that repairs it; the listing names it)
+              const cur = await this.readPointer(org).catch(() => null);
+              if (cur !== null && cur.version >= version) {
+                throw new Error(
+                  `store: a newer snapshot (version ${cur.version}) of organization ${org} was published concurrently`,
+                );
+              }
+              await writeFileAtomic(
+                path.join(dir, 'CURRENT'),
+                JSON.stringify({ version, previous: cur?.version ?? null, stamp } satisfies Pointer),
               );
-            }
-            await writeFileAtomic(
-              path.join(dir, 'CURRENT'),
-              JSON.stringify({ version, previous: cur?.version ?? null, stamp } satisfies Pointer),
-            );
-            // after the pointer: a poller that sees the new token lists the new pointer (a signal
-            // only, so not fsynced; a lost one is caught by the pollers' periodic full listing)
-            await writeFileAtomic(this.changeFile, `${version} ${org}\n`, false).catch(() => {});
-            // Best effort: the new version is published now, a failed clean-up must not say otherwise
-            // (the next publish removes what is left).
-            await this.removeOldVersions(dir, version, cur?.version ?? null).catch(() => {});
-          });
+              // after the pointer: a poller that sees the new token lists the new pointer (a signal
+              // only, so not fsynced; a lost one is caught by the pollers' periodic full listing)
+              await writeFileAtomic(this.changeFile, `${version} ${org}\n`, false).catch(() => {});
+              // Best effort: the new version is published now, a failed clean-up must not say otherwise
+              // (the next publish removes what is left).
+              await this.removeOldVersions(dir, version, cur?.version ?? null).catch(() => {});
+            },
+            this.dataDir,
+          );
         } catch (err) {
           // Our version file, when the pointer never came to name it, is garbage: remove it now
           // rather than at the next publish. (When the pointer did switch, e.g. only the directory

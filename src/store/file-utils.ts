@@ -195,11 +195,11 @@ const BREAKER_WAIT_MS = 2_000;
  * folder. A lock left by a dead process (or older than 30 s: holders only do short work) is
  * broken, under breakIfStale's rules, so that a live lock is not removed by anyone but its owner.
  */
-export async function withLock<T>(lockFile: string, fn: () => Promise<T>): Promise<T> {
+export async function withLock<T>(lockFile: string, fn: () => Promise<T>, root?: string): Promise<T> {
   const deadline = Date.now() + LOCK_WAIT_MS;
   // the processes of this host first take turns on a socket name (hostMutex): the file lock, and
   // the breaking of a stale one, then see one of them at a time
-  const leave = await hostMutex(lockFile, deadline);
+  const leave = await hostMutex(lockFile, deadline, root ?? path.dirname(lockFile));
   try {
     return await withFileLock(lockFile, deadline, fn);
   } finally {
@@ -210,37 +210,86 @@ export async function withLock<T>(lockFile: string, fn: () => Promise<T>): Promi
 /**
  * A mutex among the processes of this host (of one network namespace: one container) named after
  * `lockFile`: a Linux abstract Unix socket that one process at a time can listen on, which the
- * kernel lets go when that process ends however it ends, so it is never stale. The file lock
- * beneath it still orders processes it does not reach (other hosts or containers sharing the
- * folder). Where there are no abstract sockets (not Linux), a no-op. Resolves to its release.
+ * kernel lets go when that process ends however it ends, so it is never stale (a stopped holder
+ * is waited for: it may run again). The file lock beneath it still orders processes it does not
+ * reach (other hosts or containers sharing the folder). Resolves to its release. A no-op where
+ * there are no abstract sockets (not Linux) or `root`'s secret cannot be had (mutexSecret).
  * Why: 60 processes breaking the file lock left by a killed holder could still, in rare
  * interleavings of their renames, each think it held it (a review lost up to 18 of 60 keys).
  */
-async function hostMutex(lockFile: string, deadline: number): Promise<() => Promise<void>> {
+async function hostMutex(lockFile: string, deadline: number, root: string): Promise<() => Promise<void>> {
   if (process.platform !== 'linux') return async () => undefined;
+  const secret = await mutexSecret(root);
+  if (secret === null) return async () => undefined;
   let where: string;
   try {
     where = path.join(await fs.realpath(path.dirname(lockFile)), path.basename(lockFile));
   } catch {
     where = path.resolve(lockFile);
   }
-  const name = `\0contact-message-search-lock-${createHash('sha256').update(where).digest('hex').slice(0, 40)}`;
+  const digest = createHash('sha256').update(`${secret} ${where}`).digest('hex');
+  const name = `\0contact-message-search-lock-${digest.slice(0, 40)}`;
   for (;;) {
-    const server = net.createServer();
+    const server = net.createServer((socket) => socket.destroy());
     const listened = await new Promise<NodeJS.ErrnoException | null>((resolve) => {
       server.once('error', resolve);
       server.listen({ path: name, exclusive: true }, () => resolve(null));
     });
     if (listened === null) {
       server.unref();
+      // (no one has a reason to connect; one that does is sent away at once, so the close's
+      // callback, which waits for every connection, does not wait on a stranger: an audit)
       return () => new Promise<void>((resolve) => server.close(() => resolve()));
     }
     server.close();
     if (listened.code !== 'EADDRINUSE') return async () => undefined; // no abstract sockets here
-    if (Date.now() > deadline) throw new Error(`store: timed out waiting for lock ${lockFile}`);
+    if (Date.now() > deadline) throw new Error(await heldMessage(lockFile));
     await new Promise((r) => setTimeout(r, 5 + Math.random() * 10));
   }
 }
+
+/** The timeout's message: which process of this host holds the lock, as its file says. */
+async function heldMessage(lockFile: string): Promise<string> {
+  const text = await fs.readFile(lockFile, 'utf8').catch(() => null);
+  const [host, pid] = text?.split(' ') ?? [];
+  const who =
+    host === hostname() && pid !== undefined && /^\d+$/.test(pid)
+      ? `process ${pid} of this host holds it${processStopped(Number(pid)) ? ' and is stopped (SIGSTOP): it holds it until it runs again or ends' : ''}`
+      : 'another process of this host holds it';
+  return `store: timed out waiting for lock ${lockFile}: ${who} (removing the lock file does not free it)`;
+}
+
+/**
+ * The secret in the socket's name: 32 random bytes in `<root>/.lock-secret`, readable by the
+ * store's owner only (0600), made by the first writer. Abstract sockets have no permissions: a
+ * name any user could work out from the path alone let any local user block every writer (an
+ * audit); now only a user who can read the store's own secret can. Null (no mutex, the file lock
+ * alone) when it can be neither read nor made.
+ */
+async function mutexSecret(root: string): Promise<string | null> {
+  const file = path.join(root, '.lock-secret');
+  const cached = secrets.get(file);
+  if (cached !== undefined) return cached;
+  let secret: string | null = await fs.readFile(file, 'utf8').catch(() => null);
+  if (secret === null || secret.length === 0) {
+    const made = tempName(root);
+    try {
+      await fs.writeFile(made, randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' });
+      // linked into place: a reader never sees it empty; two makers at once keep the first
+      await fs.link(made, file).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EEXIST') throw err;
+      });
+      secret = await fs.readFile(file, 'utf8');
+    } catch {
+      secret = null;
+    } finally {
+      await fs.rm(made, { force: true }).catch(() => undefined);
+    }
+  }
+  if (secret !== null && secret.length > 0) secrets.set(file, secret);
+  return secret !== null && secret.length > 0 ? secret : null;
+}
+const secrets = new Map<string, string>();
 
 /** withLock's file lock, taken by `deadline`. */
 async function withFileLock<T>(lockFile: string, deadline: number, fn: () => Promise<T>): Promise<T> {
@@ -281,7 +330,8 @@ function ownerToken(): string {
  * replaced: a review).
  */
 async function createLock(file: string, owner: string): Promise<void> {
-  const made = `${file}.${process.pid}-${randomBytes(4).toString('hex')}.new`;
+  // (a temp name: the store's sweep removes one its writer, killed, left behind)
+  const made = tempName(path.dirname(file));
   try {
     const fh = await fs.open(made, 'wx');
     try {
@@ -340,7 +390,7 @@ async function staleContent(file: string, staleMs: number): Promise<string | nul
  * removed. Whether it removed it.
  */
 async function removeIfStill(file: string, content: string): Promise<boolean> {
-  const aside = `${file}.${process.pid}-${randomBytes(4).toString('hex')}.stale`;
+  const aside = tempName(path.dirname(file));
   try {
     await fs.rename(file, aside);
   } catch {

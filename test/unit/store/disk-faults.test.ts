@@ -252,8 +252,9 @@ describe('disk faults on the embedded store (injected ENOSPC / EIO)', () => {
       ['EIO at fsync', { at: 'sync', code: 'EIO', file: /^\.tmp-/ }],
       ['EIO at rename', { at: 'rename', code: 'EIO', file: /^keys\.json$/ }],
       // the lock file made but its owner not written: it was left behind, and the next write
-      // waited 15 s for it and failed (the owner is now written to a file of its own, then linked)
-      ['ENOSPC writing the lock', { at: 'write', code: 'ENOSPC', afterBytes: 0, file: /^\.keys\.lock\..*\.new$/ }],
+      // waited 15 s for it and failed (the owner is now written to a temp file of its own, then
+      // linked into place: the first temp file written is the lock's)
+      ['ENOSPC writing the lock', { at: 'write', code: 'ENOSPC', afterBytes: 0, file: /^\.tmp-/, via: 'writeFile' }],
     ];
     for (const [n, [name, fault]] of keyFaults.entries()) {
       const fresh = `bbbb000${n}`;
