@@ -58,7 +58,10 @@ test('every organization staged, then every one committed', async () => {
 
 test('a staging failure publishes nothing and discards what was staged', async () => {
   const { store, log } = recordingStore({ stage: ORGS[2] });
-  await assert.rejects(publishImport(store, importData()), { message: /OOM$/ });
+  // (saying so: the store's message alone left an operator to guess)
+  await assert.rejects(publishImport(store, importData()), {
+    message: /OOM; nothing was published, and what was staged was removed$/,
+  });
   assert.deepEqual(log, [`stage ${ORGS[0]}`, `stage ${ORGS[1]}`, `discard ${ORGS[0]}`, `discard ${ORGS[1]}`]);
 });
 
@@ -131,7 +134,9 @@ test('after a commit failure no further commit starts: the organizations not sta
 
 test('a staging failure while others are writing: they finish, then all are discarded; no later one starts', async () => {
   const { store, log } = slowStore({ stage: TWELVE[1] });
-  await assert.rejects(publishImport(store, importOf(TWELVE)), { message: /ENOSPC$/ });
+  await assert.rejects(publishImport(store, importOf(TWELVE)), {
+    message: /ENOSPC; nothing was published, and what was staged was removed$/,
+  });
   const written = TWELVE.slice(0, 8).filter((_, i) => i !== 1);
   assert.deepEqual(
     log.filter((l) => l.startsWith('stage ')),
