@@ -92,12 +92,8 @@ function fromAck(server: ServerEntry, ack: ReloadAck): Outcome {
   if (!ack.ok) return { server, status: 'failed', error: ack.error };
   const parsed = v.safeParse(Summary, ack.summary);
   if (!parsed.success) {
-    let shown: string;
-    try {
-      shown = oneLine(JSON.stringify(ack.summary) ?? String(ack.summary));
-    } catch {
-      shown = typeof ack.summary;
-    }
+    // (parsed JSON, from the admin answer or the ack hash: stringifying it again cannot throw)
+    const shown = oneLine(JSON.stringify(ack.summary) ?? String(ack.summary));
     return { server, status: 'failed', error: `answered 200 with a body that is not a reload summary: ${shown}` };
   }
   const failed = parsed.output.failed ?? [];

@@ -272,18 +272,14 @@ async function mutexSecret(root: string): Promise<string | null> {
   if (cached !== undefined) return cached;
   let secret: string | null = await fs.readFile(file, 'utf8').catch(() => null);
   if (secret === null || secret.length === 0) {
-    const made = tempName(root);
     try {
-      await fs.writeFile(made, randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' });
-      // linked into place: a reader never sees it empty; two makers at once keep the first
-      await fs.link(made, file).catch((err: NodeJS.ErrnoException) => {
+      // made whole as a lock is (never seen empty); two makers at once keep the first
+      await createLock(file, randomBytes(32).toString('hex'), 0o600).catch((err: NodeJS.ErrnoException) => {
         if (err.code !== 'EEXIST') throw err;
       });
       secret = await fs.readFile(file, 'utf8');
     } catch {
       secret = null;
-    } finally {
-      await fs.rm(made, { force: true }).catch(() => undefined);
     }
   }
   if (secret !== null && secret.length > 0) secrets.set(file, secret);
@@ -324,16 +320,16 @@ function ownerToken(): string {
 }
 
 /**
- * Creates `file` holding `owner`, or fails with EEXIST when it exists. The content is written to
- * a file of its own first, then linked into place: a lock is never seen empty, so no live one can
- * pass for a dead maker's empty lock (a new breaker, still empty, was removed as the stale one it
- * replaced: a review).
+ * Creates `file` holding `owner`, with permissions `mode` (the mutex secret's are 0600), or fails
+ * with EEXIST when it exists. The content is written to a file of its own first, then linked into
+ * place: a lock is never seen empty, so no live one can pass for a dead maker's empty lock (a new
+ * breaker, still empty, was removed as the stale one it replaced: a review).
  */
-async function createLock(file: string, owner: string): Promise<void> {
+async function createLock(file: string, owner: string, mode = 0o644): Promise<void> {
   // (a temp name: the store's sweep removes one its writer, killed, left behind)
   const made = tempName(path.dirname(file));
   try {
-    const fh = await fs.open(made, 'wx');
+    const fh = await fs.open(made, 'wx', mode);
     try {
       await fh.writeFile(owner);
     } finally {
