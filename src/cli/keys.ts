@@ -5,7 +5,7 @@
 import type { ParseArgsConfig } from 'node:util';
 import * as v from 'valibot';
 import { generateKey, KNOWN_SCOPES, PREFIX_PATTERN } from '../auth/api-key.js';
-import type { KeyRecord } from '../auth/key-record.js';
+import { type KeyRecord, listedKeyRecordProblem } from '../auth/key-record.js';
 import { type Config, ConfigError, loadConfig } from '../config/config.js';
 import type { KeyStore } from '../auth/key-store.js';
 import { openStores } from '../store/open-store.js';
@@ -181,9 +181,19 @@ async function revoke(args: string[], store: () => Promise<KeyStore>): Promise<v
 async function list(args: string[], store: () => Promise<KeyStore>): Promise<void> {
   const { values, positionals } = parse(args, { json: { type: 'boolean' } });
   if (positionals.length > 0) throw new UsageError(`list: unexpected argument ${JSON.stringify(positionals[0])}`);
-  const records = (await (await store()).listKeys()).sort((a, b) =>
-    a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0,
-  );
+  const all = await (await store()).listKeys();
+  // a hand-edited or damaged record is named on stderr, and the others listed (it crashed the listing)
+  const malformed = all.flatMap((r) => {
+    const problem = listedKeyRecordProblem(r);
+    return problem === null ? [] : [`${typeof r?.prefix === 'string' ? r.prefix : '(no prefix)'}: ${problem}`];
+  });
+  if (malformed.length > 0)
+    process.stderr.write(
+      `keys: list: malformed key records, not listed (fix them in the store): ${malformed.join('; ')}\n`,
+    );
+  const records = all
+    .filter((r) => listedKeyRecordProblem(r) === null)
+    .sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0));
   if (values.json) {
     process.stdout.write(JSON.stringify(records.map(publicRecord)) + '\n');
     return;

@@ -51,7 +51,12 @@ const got = (issue: { input: unknown }) => `got ${JSON.stringify(issue.input)}`;
 export function maskedUrl(value: string): string {
   return value
     .split(',')
-    .map((part) => part.replace(/^(\s*[A-Za-z][A-Za-z0-9+.-]*:\/\/[^:@/]*:).*@/, '$1***@'))
+    .map((part) =>
+      part
+        .replace(/^(\s*[A-Za-z][A-Za-z0-9+.-]*:\/\/[^:@/]*:).*@/, '$1***@')
+        // ioredis reads a query's password too (refused by the check, but not to be shown by it)
+        .replace(/([?&]password=)[^&]*/gi, '$1***'),
+    )
     .join(',');
 }
 
@@ -87,6 +92,16 @@ const serverThreads = v.pipe(
  * `/abc` made it send `SELECT NaN` (every command-line tool then died with ioredis's stack), and a
  * URL without a host or with port 0 passed as a URL and failed only on connecting.
  */
+/** Does `s` percent-decode (the user and password of a URL are decoded before use)? */
+function decodes(s: string): boolean {
+  try {
+    decodeURIComponent(s);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function redisUrlProblem(one: string, seeds: number): string | null {
   if (!/^rediss?:\/\//.test(one)) return 'must be a redis:// or rediss:// URL';
   const hostAndPort = 'must be a redis:// or rediss:// URL with a valid host and a port of 1-65535';
@@ -97,6 +112,14 @@ function redisUrlProblem(one: string, seeds: number): string | null {
     return hostAndPort;
   }
   if (u.hostname === '' || !(u.port === '' || (+u.port >= 1 && +u.port <= 65535))) return hostAndPort;
+  if (!decodes(u.username) || !decodes(u.password))
+    return "must percent-encode its user and password validly (each '%' followed by two hex digits)";
+  // ioredis takes any query parameter as an option (`?password=`, `?family=`), for a single node
+  // only: the cluster's nodes and the direct reads would go on without it
+  for (const name of u.searchParams.keys())
+    if (name !== 'db')
+      return 'may carry no query parameter but db (a password goes before the host: redis://:password@host)';
+  if (u.searchParams.getAll('db').length > 1) return 'must name its database once';
   const path = u.pathname === '/' ? '' : u.pathname;
   const db = u.searchParams.get('db');
   if (!/^(\/[0-9]{1,9})?$/.test(path) || (db !== null && !/^[0-9]{1,9}$/.test(db)))

@@ -307,6 +307,7 @@ export function redactUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password) u.password = '***';
+    if (u.searchParams.has('password')) u.searchParams.set('password', '***');
     return u.toString();
   } catch {
     return '<unparsable REDIS_URL>';
@@ -341,9 +342,19 @@ export class RedisConnection {
   duplicate(): RedisClient {
     return this.current.duplicate();
   }
-  /** the URL without its password */
+  /** the URL without its password, for messages */
   readonly url: string;
+  /**
+   * the URL as configured, password included, for this process's other connections (currentUrl):
+   * the build worker given the masked one authenticated with "***" and every reload failed
+   */
+  private readonly configuredUrl: string;
   private lastError: Error | null = null;
+  /**
+   * Redis refusing the URL's database on a later connection: kept, as later errors ("Stream
+   * isn't writeable") would hide the one cause an operator can act on
+   */
+  private refusedDb: Error | null = null;
   private readonly adoptListeners = new Set<() => void>();
   private adopted = 0;
   /** How many times the connection adopted another client (0 or 1). */
@@ -363,8 +374,8 @@ export class RedisConnection {
    * being down does not keep a new connection out; else the configured URL.
    */
   currentUrl(): string {
-    if (!(this.client instanceof Cluster)) return this.url;
-    const seeds = seedUrls(this.url);
+    if (!(this.client instanceof Cluster)) return this.configuredUrl;
+    const seeds = seedUrls(this.configuredUrl);
     const first = new URL(seeds[0]);
     const all = new Set(seeds);
     for (const node of this.client.nodes('all')) {
@@ -381,6 +392,7 @@ export class RedisConnection {
   private constructor(connected: Connected, url: string) {
     this.current = connected;
     this.url = redactUrl(url);
+    this.configuredUrl = url;
     this.listen(connected.client);
     const later = connected.clusterLater;
     if (later !== undefined) {
@@ -406,7 +418,10 @@ export class RedisConnection {
       this.noteError(err);
       // the URL's database refused on a later connection (a server that started while Redis was
       // down): ioredis would go on in database 0, so the client stops and calls fail, naming why
-      if (refusedDatabase(err)) client.disconnect();
+      if (refusedDatabase(err)) {
+        this.refusedDb = err;
+        client.disconnect();
+      }
     });
   }
 
@@ -496,7 +511,7 @@ export class RedisConnection {
       const cause =
         status === 'ready'
           ? plainCause(msg)
-          : `not connected (${status}${this.lastError ? `, last error: ${this.lastError.message}` : ''})`;
+          : `not connected (${status}${this.refusedDb ? `: the URL's database was refused: ${this.refusedDb.message}` : this.lastError ? `, last error: ${this.lastError.message}` : ''})`;
       return new Error(`store: redis unavailable at ${this.url}: ${cause}`);
     }
     return new Error(`store: redis ${what}: ${msg}`);

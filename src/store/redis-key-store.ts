@@ -5,7 +5,7 @@
  *   key-used                  hash prefix -> last_used_at
  *   keys:changes              incremented after every record written (create, revoke)
  */
-import type { KeyRecord } from '../auth/key-record.js';
+import { type KeyRecord, unreadableKeyRecord } from '../auth/key-record.js';
 import type { KeyStore } from '../auth/key-store.js';
 import type { RedisConnection } from './redis-connection.js';
 import { FULL_LISTING_MS } from './stores.js';
@@ -22,13 +22,15 @@ export class RedisKeyStore implements KeyStore {
 
   // last_used_at lives apart, in the hash key-used, so the server's frequent touches never
   // rewrite (and race with) a revocation made by the keys CLI. Three slots on a cluster: the
-  // record goes first, and a prefix listed without a record is skipped by listKeys.
+  // prefix is listed first, and a prefix listed without a record is skipped by listKeys. (With
+  // the record first, a create that timed out while Redis was paused left, once Redis ran the
+  // queued write, an active record that no listing showed and no revoke could be aimed from.)
   async putKey(record: KeyRecord): Promise<void> {
     await this.conn.run('writing key', async () => {
       const { last_used_at, ...rest } = record;
-      await this.conn.client.set(`key:${record.prefix}`, JSON.stringify(rest));
+      await this.conn.client.sadd('keys', record.prefix);
       await Promise.all([
-        this.conn.client.sadd('keys', record.prefix),
+        this.conn.client.set(`key:${record.prefix}`, JSON.stringify(rest)),
         last_used_at !== null
           ? this.conn.client.hset('key-used', record.prefix, last_used_at)
           : this.conn.client.hdel('key-used', record.prefix),
@@ -37,8 +39,15 @@ export class RedisKeyStore implements KeyStore {
     });
   }
 
-  private withUsed(json: string, used: string | null): KeyRecord {
-    return { ...(JSON.parse(json) as KeyRecord), last_used_at: used };
+  /** The record stored as `json` for `prefix`, with its last use; a value not JSON is a stand-in the cache refuses. */
+  private withUsed(prefix: string, json: string, used: string | null): KeyRecord {
+    let record: KeyRecord;
+    try {
+      record = JSON.parse(json) as KeyRecord;
+    } catch (err) {
+      return unreadableKeyRecord(prefix, `not JSON (${(err as Error).message})`);
+    }
+    return { ...record, last_used_at: used };
   }
 
   async getKey(prefix: string): Promise<KeyRecord | null> {
@@ -47,7 +56,7 @@ export class RedisKeyStore implements KeyStore {
         this.conn.client.get(`key:${prefix}`),
         this.conn.client.hget('key-used', prefix),
       ]);
-      return json === null ? null : this.withUsed(json, used);
+      return json === null ? null : this.withUsed(prefix, json, used);
     });
   }
 
@@ -77,7 +86,7 @@ export class RedisKeyStore implements KeyStore {
     ]);
     const out: KeyRecord[] = [];
     values.forEach((v, i) => {
-      if (v !== null) out.push(this.withUsed(v, used[prefixes[i]] ?? null));
+      if (v !== null) out.push(this.withUsed(prefixes[i], v, used[prefixes[i]] ?? null));
     });
     return out;
   }
@@ -86,7 +95,14 @@ export class RedisKeyStore implements KeyStore {
     return this.conn.run('revoking key', async () => {
       const json = await this.conn.client.get(`key:${prefix}`);
       if (json === null) return false;
-      const rec = JSON.parse(json) as KeyRecord;
+      let rec: KeyRecord;
+      try {
+        rec = JSON.parse(json) as KeyRecord;
+      } catch (err) {
+        throw new Error(
+          `store: redis key record key:${prefix} is not JSON (${(err as Error).message}); fix or delete it`,
+        );
+      }
       rec.revoked_at ??= at;
       await this.conn.client.set(`key:${prefix}`, JSON.stringify(rec));
       await this.conn.client.incr('keys:changes');

@@ -225,8 +225,13 @@ function start(
     onread: { buffer: readBuffer, callback: onRead },
   });
   socket.setTimeout(target.connectTimeoutMs);
+  // Only a reply that does not come is Redis not answering (the load fails, as it would through the
+  // client); a connection that cannot be made in time is this connection's own failure (a
+  // firewall, a full accept queue), so the caller reads through its client instead.
   socket.on('timeout', () =>
-    fail(`no reply within ${socket.connecting ? target.connectTimeoutMs : target.replyTimeoutMs} ms`, ReplyTimeout),
+    socket.connecting
+      ? fail(`no connection within ${target.connectTimeoutMs} ms`)
+      : fail(`no reply within ${target.replyTimeoutMs} ms`, ReplyTimeout),
   );
   socket.on('error', (err) => fail(err.message));
   socket.on('close', () => fail('connection closed'));

@@ -103,6 +103,20 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
       'config: REDIS_URL must be a redis:// or rediss:// URL, got "http://:***@127.0.0.1:1"',
     ],
     [{ REDIS_URL: 'redis://a:1,http://:abc/S3CRET@127.0.0.1:6379' }, 'got "redis://a:1,http://:***@127.0.0.1:6379"'],
+    // ioredis decodes the user and password: a bad escape was "redis unavailable ...: URI malformed"
+    [
+      { REDIS_URL: 'redis://:ab%zz@127.0.0.1:6379' },
+      `config: REDIS_URL must percent-encode its user and password validly (each '%' followed by two hex digits), got "redis://:***@127.0.0.1:6379"`,
+    ],
+    // ioredis takes a query's password (and any option) for one node only; it showed in messages
+    [
+      { REDIS_URL: 'redis://127.0.0.1:6379?password=S3CRET' },
+      'config: REDIS_URL may carry no query parameter but db (a password goes before the host: redis://:password@host), got "redis://127.0.0.1:6379?password=***"',
+    ],
+    [
+      { REDIS_URL: 'redis://127.0.0.1:6379?db=1&db=2' },
+      'config: REDIS_URL must name its database once, got "redis://127.0.0.1:6379?db=1&db=2"',
+    ],
     [{ DATA_DIR: ' ' }, 'config: DATA_DIR must be a folder path, got " "'],
     // a file where the folder, or one of its parents, should be: it answered 503 for ever
     [

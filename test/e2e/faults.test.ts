@@ -45,6 +45,7 @@ import {
   ROOT,
   baseEnv,
   createKey,
+  keysCli,
   startServer,
   type CreatedKey,
   type RunningServer,
@@ -524,6 +525,71 @@ describe('a reload right after a Redis outage longer than the registry entry (pe
     const now = { contacts: small.contacts, messages: small.messages.slice(0, 500) };
     for (const p of probes)
       assertBody((await search(server.url, key.key, p.query)).text, expected(now, p.request), `?${p.query}`);
+  });
+});
+
+describe('a Redis with a password (requirepass)', () => {
+  let redis: TestRedis, env: NodeJS.ProcessEnv, serverEnv: Record<string, string>;
+  let key: CreatedKey, server: RunningServer;
+  before(async () => {
+    redis = await startRedis({ password: 'pw/1@x' });
+    serverEnv = { REDIS_URL: redis.url };
+    env = baseEnv(serverEnv);
+    const imp = await importCli(env, small);
+    assert.equal(imp.code, 0, imp.stderr);
+    key = await createKey(env, [org], 'contacts:read,messages:read');
+    server = await startServer(serverEnv);
+  });
+  after(async () => {
+    await server?.stop();
+    await redis?.stop();
+  });
+
+  test('a reload loads the new version (its worker was given the URL with the password masked: WRONGPASS for ever)', async () => {
+    const store = await RedisStore.connect(redis.url);
+    try {
+      await store.snapshots.publishSnapshot(smallOrgData(small, 500));
+    } finally {
+      await store.close();
+    }
+    const rel = await reloadCli(env);
+    assert.equal(rel.code, 0, rel.stderr + rel.stdout);
+    const now = { contacts: small.contacts, messages: small.messages.slice(0, 500) };
+    for (const p of probes)
+      assertBody((await search(server.url, key.key, p.query)).text, expected(now, p.request), `?${p.query}`);
+    assert.doesNotMatch(server.output(), /WRONGPASS|\*\*\*@/);
+  });
+
+  test('a key record that is not JSON: the other keys still refresh (a revocation takes effect), list names it', async () => {
+    const ctl = new Redis(redis.url, { maxRetriesPerRequest: 0, retryStrategy: () => null });
+    try {
+      // one such value failed every listing: no server saw a revocation again
+      await ctl.set('key:zzzzzzzz', '{not json');
+      await ctl.sadd('keys', 'zzzzzzzz');
+      await ctl.incr('keys:changes');
+      const other = await createKey(env, [org], 'contacts:read,messages:read');
+      const q = `organization_id=${org}&q=pedido`;
+      assert.equal((await search(server.url, other.key, q)).status, 200);
+      const list = await keysCli(['list'], env);
+      assert.equal(list.code, 0, list.stderr);
+      assert.match(list.stdout, new RegExp(other.prefix));
+      assert.match(
+        list.stderr,
+        /^keys: list: malformed key records, not listed \(fix them in the store\): zzzzzzzz: record: not JSON \(/,
+      );
+      const rev = await keysCli(['revoke', other.prefix], env);
+      assert.equal(rev.code, 0, rev.stderr);
+      await waitFor(
+        'the revocation to take effect',
+        2500,
+        async () => (await search(server.url, other.key, q)).status === 401,
+      );
+      assert.equal((await search(server.url, 'crm_live_zzzzzzzz_' + 'a'.repeat(32), q)).status, 401);
+    } finally {
+      await ctl.del('key:zzzzzzzz');
+      await ctl.srem('keys', 'zzzzzzzz');
+      ctl.disconnect();
+    }
   });
 });
 

@@ -1,7 +1,7 @@
 /** The keys CLI from outside (CONTRACT 7, 8, 10): output, validation, exit codes, no secrets in list. */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -22,6 +22,30 @@ const env = baseEnv({ DATA_DIR: data.dir });
 after(() => data.cleanup());
 
 describe('keys create / list / revoke', () => {
+  it('list: a hand-edited record missing fields is named on stderr, the others listed (it crashed the listing)', async () => {
+    const d = tempDataDir();
+    try {
+      const e = baseEnv({ DATA_DIR: d.dir });
+      const good = await createKey(e, [ORG], 'contacts:read,messages:read');
+      const file = path.join(d.dir, 'keys.json');
+      const stored = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+      stored.zzzzzzzz = { prefix: 'zzzzzzzz', name: 'x' };
+      writeFileSync(file, JSON.stringify(stored));
+      for (const args of [['list'], ['list', '--json']]) {
+        const r = await keysCli(args, e);
+        assert.equal(r.code, 0, r.stderr);
+        assert.match(r.stdout, new RegExp(good.prefix));
+        assert.doesNotMatch(r.stdout, /zzzzzzzz/);
+        assert.match(
+          r.stderr,
+          /^keys: list: malformed key records, not listed \(fix them in the store\): zzzzzzzz: hash: /,
+        );
+      }
+    } finally {
+      d.cleanup();
+    }
+  });
+
   it('create --json prints the key once, with its record; list never shows secret or hash', async () => {
     const created = await createKey(
       env,

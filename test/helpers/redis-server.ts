@@ -30,7 +30,8 @@ function ping(port: number): Promise<boolean> {
       buf += d;
       if (buf.includes('\r\n')) {
         sock.destroy();
-        resolve(buf.startsWith('+PONG'));
+        // (a Redis with a password answers, refusing: it is up)
+        resolve(buf.startsWith('+PONG') || buf.startsWith('-NOAUTH'));
       }
     });
   });
@@ -39,6 +40,8 @@ function ping(port: number): Promise<boolean> {
 export interface StartRedisOptions {
   /** append-only file with an fsync per write, so data survives kill() and restart() (default: no persistence) */
   persist?: boolean;
+  /** `requirepass`: the URL then carries it (`redis://:<password>@...`) */
+  password?: string;
 }
 
 export async function startRedis(options: StartRedisOptions = {}): Promise<TestRedis> {
@@ -49,7 +52,18 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<TestR
     const persistence = options.persist ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no'];
     proc = spawn(
       'redis-server',
-      ['--save', '', ...persistence, '--port', String(port), '--bind', '127.0.0.1', '--dir', dir],
+      [
+        '--save',
+        '',
+        ...persistence,
+        ...(options.password === undefined ? [] : ['--requirepass', options.password]),
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        dir,
+      ],
       { stdio: 'ignore' },
     );
     const deadline = Date.now() + 10_000;
@@ -69,7 +83,10 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<TestR
   };
   await launch();
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url:
+      options.password === undefined
+        ? `redis://127.0.0.1:${port}`
+        : `redis://:${encodeURIComponent(options.password)}@127.0.0.1:${port}`,
     port,
     restart: launch,
     kill,
