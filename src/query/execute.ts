@@ -12,7 +12,7 @@ import { filterMask } from './filter-mask.js';
 import { matchContacts } from './match.js';
 import type { Plan } from './plan.js';
 import { emptyBody, openBody, writePage, writeTail } from './render.js';
-import { type Scratch, scratchFor } from './scratch.js';
+import { releaseIndexViews, type Scratch, scratchFor } from './scratch.js';
 import { subsumedTerms } from './subsumed.js';
 import { termTokens, termView, type TermView } from './term-view.js';
 import { topPage } from './top-page.js';
@@ -41,6 +41,12 @@ function topListBody(plan: Plan, s: Scratch, req: SearchRequest): Uint8Array | n
  * the organization.
  */
 export function searchBody(index: OrgIndex | null, req: SearchRequest): Uint8Array {
+  const body = pageBody(index, req);
+  releaseIndexViews(); // the scratch must not keep a replaced index alive
+  return body;
+}
+
+function pageBody(index: OrgIndex | null, req: SearchRequest): Uint8Array {
   if (index === null || index.messageCount === 0) return emptyBody(req, 0);
   // the date filter is one contiguous ordinal window, because ordinals follow sent_at descending
   const lo = req.to === null ? 0 : firstSentBefore(index, req.to, true);

@@ -6,6 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { generateDataset } from '../../../scripts/gen-lib.js';
 import { buildIndex } from '../../../src/index/build.js';
 import type { OrgIndex } from '../../../src/index/org-index.js';
@@ -78,4 +80,21 @@ test('one scratch a thread: queries interleaved over organizations of 40, 300 an
     }
   }
   assert.ok(answers > 30, `${answers} non-empty answers`);
+});
+
+test("the scratch keeps no view of the last queried index once its query is done (a replaced version's sections stayed alive)", async () => {
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc') as () => void;
+  let o: Org | null = org(600, 40, 11);
+  const parsed = parseSearchParams(`organization_id=${o.id}&q=que&messages_limit=20`);
+  assert.ok(parsed.ok);
+  assert.ok(executeSearch(o.index, parsed.request).data.length > 0);
+  // the message rows' bytes: what a page copies from, through the scratch's text views
+  const rows = new WeakRef(o.index.msgRowBytes.buffer);
+  o = null;
+  for (let i = 0; i < 5 && rows.deref() !== undefined; i++) {
+    await new Promise((r) => setImmediate(r));
+    gc();
+  }
+  assert.equal(rows.deref(), undefined, 'the index is gone once nothing but the scratch could hold it');
 });
