@@ -281,6 +281,9 @@ async function main(): Promise<void> {
       pool ? { signal, serving_threads: config.serverThreads } : { signal, in_flight: inFlight.count },
       'shutting down: no new connections, draining responses in flight',
     );
+    // Out of the fleet registry first (not awaited: a paused Redis must not hold the drain), so
+    // that a reload CLI does not try an admin port about to close.
+    void catalog.leave();
     // Stop accepting. Answers are computed synchronously; what can still be in flight is a large
     // body a slow client is reading (backpressure) or an admin reload: wait for those, bounded.
     for (const s of sockets) uws.us_listen_socket_close(s);

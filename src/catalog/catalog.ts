@@ -148,6 +148,8 @@ export class Catalog {
   private queue: Promise<unknown> = Promise.resolve();
   private pollQueued = false;
   private timers: NodeJS.Timeout[] = [];
+  /** Set by leave: the heartbeat registers this server no more. */
+  private leaving = false;
   private unsubscribe: (() => Promise<void>) | null = null;
   private readonly answered = new Map<string, Promise<ReloadAck>>();
   private loadsOk = 0;
@@ -313,8 +315,19 @@ export class Catalog {
   }
 
   /** Stops timers and subscriptions and leaves the registry; indexes stay readable. */
+  /**
+   * Leaves the fleet registry now, as the shutdown begins: a reload CLI that listed this server
+   * while its admin listener was closed for the drain got "connection refused" and exited 1 (a
+   * review), though a server that stops is not a failure. Loads and reload answers go on.
+   */
+  async leave(): Promise<void> {
+    this.leaving = true;
+    await this.store.fleet.unregisterServer(this.serverId).catch(() => {});
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
+    this.leaving = true;
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
     await this.unsubscribe?.().catch(() => {});
@@ -399,7 +412,14 @@ export class Catalog {
         });
         // The replaced index's shared memory is given back by a collection soon after.
         if (cur && cur.built !== built) this.builder.released();
-        await this.onLoaded?.(org, ref.version, built);
+        try {
+          await this.onLoaded?.(org, ref.version, built);
+        } catch (err) {
+          // not handed to the serving threads: the next check must not take it for unchanged
+          if (cur) this.indexes.set(org, cur);
+          else this.indexes.delete(org);
+          throw err;
+        }
         if (f) this.recovered(org, ref.version);
         this.count(org, 'ok');
         summary.reloaded.push({ organization_id: org, version: ref.version, messages, contacts });
@@ -580,6 +600,7 @@ export class Catalog {
   storeError: string | null = null;
 
   private async heartbeat(): Promise<void> {
+    if (this.leaving) return;
     const entry: ServerEntry = {
       id: this.serverId,
       pid: process.pid,

@@ -162,31 +162,55 @@ async function viaAdmin(
       if (!server.adminUrl) return { server, status: 'failed', error: 'registered without an admin URL' };
       const url = new URL('/admin/reload', server.adminUrl);
       if (org) url.searchParams.set('organization_id', org);
-      try {
-        const res = await fetch(url, { method: 'POST', signal: AbortSignal.timeout(timeoutMs) });
-        const text = await res.text();
-        // (one line: another service on that port may answer a page of HTML)
-        if (res.status !== 200) return { server, status: 'failed', error: `HTTP ${res.status}: ${oneLine(text)}` };
-        let summary: unknown;
-        try {
-          summary = JSON.parse(text);
-        } catch {
-          return { server, status: 'failed', error: `answered 200 with a body that is not JSON: ${oneLine(text)}` };
-        }
-        return fromAck(server, { ok: true, summary });
-      } catch (err) {
-        // killed on this host (connection refused on its admin port), or left the registry and
-        // not merely suspended here
-        const registered = new Set((await fleet.listServers()).map((s) => s.id));
-        const gone = goneFromThisHost(server) || leftAndStopped(server, registered);
-        if (gone) return { server, status: 'stopped' };
-        if ((err as Error).name === 'TimeoutError')
-          return { server, status: 'failed', error: noAnswer(server, timeoutMs, registered) };
-        const cause = (err as { cause?: Error }).cause?.message ?? (err as Error).message;
-        return { server, status: 'failed', error: `${url}: ${cause}` };
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const outcome = await askAdmin(fleet, server, url, deadline, timeoutMs);
+        if (outcome !== 'refused') return outcome;
+        await new Promise((r) => setTimeout(r, REFUSED_RETRY_MS));
       }
     }),
   );
+}
+
+/**
+ * How soon a server whose admin port refused the connection, still registered and running, is
+ * asked again: it registers as it starts, before its admin listener opens (a start with 16
+ * serving threads refused for ~1 s), and that listener closes first as it stops.
+ */
+const REFUSED_RETRY_MS = 100;
+
+/** One POST /admin/reload to `server`; 'refused' when it should be asked again (REFUSED_RETRY_MS). */
+async function askAdmin(
+  fleet: Fleet,
+  server: ServerEntry,
+  url: URL,
+  deadline: number,
+  timeoutMs: number,
+): Promise<Outcome | 'refused'> {
+  try {
+    const res = await fetch(url, { method: 'POST', signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())) });
+    const text = await res.text();
+    // (one line: another service on that port may answer a page of HTML)
+    if (res.status !== 200) return { server, status: 'failed', error: `HTTP ${res.status}: ${oneLine(text)}` };
+    let summary: unknown;
+    try {
+      summary = JSON.parse(text);
+    } catch {
+      return { server, status: 'failed', error: `answered 200 with a body that is not JSON: ${oneLine(text)}` };
+    }
+    return fromAck(server, { ok: true, summary });
+  } catch (err) {
+    // killed on this host (connection refused on its admin port), or left the registry and
+    // not merely suspended here
+    const registered = new Set((await fleet.listServers()).map((s) => s.id));
+    const gone = goneFromThisHost(server) || leftAndStopped(server, registered);
+    if (gone) return { server, status: 'stopped' };
+    if ((err as Error).name === 'TimeoutError')
+      return { server, status: 'failed', error: noAnswer(server, timeoutMs, registered) };
+    const cause = (err as { cause?: Error & { code?: string } }).cause;
+    if (cause?.code === 'ECONNREFUSED' && Date.now() + REFUSED_RETRY_MS < deadline) return 'refused';
+    return { server, status: 'failed', error: `${url}: ${cause?.message ?? (err as Error).message}` };
+  }
 }
 
 /** An answer's body for an error line: white space runs as one space, at most 200 characters, control characters escaped. */

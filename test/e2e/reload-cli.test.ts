@@ -3,6 +3,7 @@
  * reloaded in one pass, and the organization flag's misuses (CONTRACT 8, 10).
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,8 +11,9 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { EmbeddedFleet } from '../../src/store/embedded-fleet.js';
+import { pidNamespace } from '../../src/store/file-utils.js';
 import { importCli, reloadCli } from '../helpers/e2e.js';
-import { baseEnv, runNode, startServer, tempDataDir, type RunningServer } from '../helpers/server.js';
+import { baseEnv, freePort, runNode, startServer, tempDataDir, type RunningServer } from '../helpers/server.js';
 
 const ORGS = 150;
 const org = (i: number) => `${i.toString(16).padStart(8, '0')}-0000-4000-8000-00000000000f`;
@@ -223,6 +225,49 @@ describe('reload CLI', () => {
 });
 
 describe('reload CLI: a registered admin URL answered by something else', () => {
+  it('a registered server whose admin port refuses (starting, or stopping) is asked again, not failed at once', async () => {
+    // a server registers as it starts, before its admin listener opens, and that listener closed
+    // first as it stopped: the CLI exited 1 on "connect ECONNREFUSED" (a review)
+    const other = tempDataDir();
+    const port = await freePort();
+    const summary = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"reloaded":[],"unchanged":3,"failed":[]}');
+    });
+    const sleeper = spawn('sleep', ['60'], { stdio: 'ignore' });
+    try {
+      const fleet = new EmbeddedFleet(other.dir);
+      mkdirSync(path.join(other.dir, 'servers'), { recursive: true });
+      const entry = (id: string, pid: number) => ({
+        id,
+        pid,
+        hostname: hostname(),
+        pidNamespace: pidNamespace(),
+        adminUrl: `http://127.0.0.1:${port}`,
+        startedAt: new Date().toISOString(),
+        heartbeatAt: Date.now(),
+      });
+      // starting: this test process stands for it; its admin port opens 1.5 s after the CLI began
+      await fleet.registerServer(entry('starting', process.pid), 60_000);
+      const opened = new Promise<void>((resolve) => setTimeout(() => summary.listen(port, '127.0.0.1', resolve), 1500));
+      const r = await reloadCli(baseEnv({ DATA_DIR: other.dir }));
+      await opened;
+      assert.equal(r.code, 0, r.stderr);
+      await new Promise<void>((resolve) => summary.close(() => resolve()));
+      await fleet.unregisterServer('starting');
+      // stopping: its port is closed, and its process ends 1.5 s later
+      await fleet.registerServer(entry('stopping', sleeper.pid as number), 60_000);
+      setTimeout(() => sleeper.kill('SIGKILL'), 1500);
+      const s = await reloadCli(baseEnv({ DATA_DIR: other.dir }));
+      assert.equal(s.code, 0, s.stderr);
+      assert.match(s.stdout, /stopping/);
+    } finally {
+      sleeper.kill('SIGKILL');
+      summary.close();
+      other.cleanup();
+    }
+  });
+
   it('a multi-line error page is shown on one line of stderr, exit 1', async () => {
     const other = tempDataDir();
     const page = http.createServer((_req, res) => {
