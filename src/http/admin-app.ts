@@ -118,6 +118,8 @@ export function createAdminPipeline(deps: Omit<AdminAppDeps, 'uws'>): AdminPipel
           },
           (err: unknown) => {
             metrics.reloads.inc({ result: 'error' });
+            // timed too: the histogram's count is every call, as README says (failures were left out)
+            metrics.reloadSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
             // The store could not be listed at all (down): the operator may retry, nothing broke here.
             const msg = (err as Error)?.message ?? '';
             if (msg.startsWith('store:')) {

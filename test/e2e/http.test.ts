@@ -3,6 +3,8 @@
  * Every error status with its headers and whole body; HEAD; X-Request-Id; revocation; logs.
  */
 import assert from 'node:assert/strict';
+import { renameSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { hashSecret } from '../../src/auth/api-key.js';
 import { openStores } from '../../src/store/open-store.js';
@@ -358,6 +360,24 @@ describe('admin listener', () => {
     await reload.json();
     const wrong = await fetch(server.adminUrl + '/admin/reload');
     assert.equal(wrong.status, 405);
+    // a reload that fails (the store unreadable: a file where its snapshots folder is) is counted
+    // and timed: the histogram's count is every call (failures were left out of it)
+    const snapshots = path.join(data.dir, 'snapshots');
+    renameSync(snapshots, `${snapshots}.aside`);
+    writeFileSync(snapshots, 'not a folder\n');
+    try {
+      const failed = await fetch(server.adminUrl + '/admin/reload', { method: 'POST' });
+      assert.equal(failed.status, 503);
+      assert.equal(failed.headers.get('retry-after'), '1');
+      await failed.text();
+    } finally {
+      rmSync(snapshots);
+      renameSync(`${snapshots}.aside`, snapshots);
+    }
+    const after = await (await fetch(server.adminUrl + '/metrics')).text();
+    const ok = Number(/^catalog_admin_reloads_total\{result="ok"\} (\d+)$/m.exec(after)?.[1]);
+    assert.match(after, /^catalog_admin_reloads_total\{result="error"\} 1$/m);
+    assert.match(after, new RegExp(`^catalog_admin_reload_duration_seconds_count ${ok + 1}$`, 'm'));
     assert.equal((await fetch(server.adminUrl + '/contacts/message-search')).status, 404);
   });
 });
