@@ -43,9 +43,14 @@ export interface BuilderLogger {
   warn(obj: object, msg?: string): void;
 }
 
+/** How long a load in the build worker may take before the worker is stopped (see load). */
+const LOAD_DEADLINE_MS = 10 * 60_000;
+
 interface Pending {
   /** the index in service, given back when the snapshot's content is the same */
   current: BuiltIndex | undefined;
+  /** clears the load's deadline */
+  done?: () => void;
   resolve: (b: BuiltIndex) => void;
   reject: (e: Error) => void;
 }
@@ -71,7 +76,9 @@ export class IndexBuilder {
     storeConfig: (() => StoreConfig) | null,
     log: BuilderLogger,
     build?: (data: OrgData) => OrgIndex,
+    loadDeadlineMs: number = LOAD_DEADLINE_MS,
   ) {
+    this.loadDeadlineMs = loadDeadlineMs;
     this.store = store;
     this.storeConfig = storeConfig;
     this.log = log;
@@ -79,6 +86,9 @@ export class IndexBuilder {
     if (storeConfig === null && build === undefined)
       this.log.info({}, 'catalog: the store cannot be reopened by a worker; building indexes on the main thread');
   }
+
+  /** how long a load in the worker may take before the worker is stopped (LOAD_DEADLINE_MS) */
+  private readonly loadDeadlineMs: number;
 
   /** 'worker' or 'main': where the next build runs. */
   private where: 'snapshot' | 'worker' | 'main' | 'unchanged' | null = null;
@@ -162,6 +172,18 @@ export class IndexBuilder {
         this.pending.set(id, { current, resolve, reject });
         worker.ref();
         worker.postMessage({ id, ref, unchanged } satisfies WorkerRequest);
+        // A worker that neither answers nor ends would hold the catalog's one queue, and with it
+        // every later reload and check (a review). Far past any real load (10M: ~7 s; each store
+        // command has its own 10 s timeout), it is stopped: this load fails, named, and the next
+        // one starts a new worker. (A thread with no uWS in it can be terminated safely.)
+        const deadline = setTimeout(() => {
+          if (!this.pending.has(id)) return;
+          this.retire();
+          this.failAll(
+            new Error(`catalog: the build worker gave no answer within ${this.loadDeadlineMs / 1000} s; stopped`),
+          );
+        }, this.loadDeadlineMs).unref();
+        this.pending.get(id)!.done = () => clearTimeout(deadline);
       });
     } catch (err) {
       // The worker never came up: this build, and every later one, runs here.
@@ -251,13 +273,17 @@ export class IndexBuilder {
   private failAll(err: Error): void {
     const all = [...this.pending.values()];
     this.pending.clear();
-    for (const p of all) p.reject(err);
+    for (const p of all) {
+      p.done?.();
+      p.reject(err);
+    }
   }
 
   private onReply(reply: WorkerReply): void {
     const p = this.pending.get(reply.id);
     if (p === undefined) return;
     this.pending.delete(reply.id);
+    p.done?.();
     if (reply.kind === 'error') {
       p.reject(new Error(reply.message));
       return;
