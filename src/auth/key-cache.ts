@@ -394,22 +394,36 @@ export class KeyCache {
   }
 
   /** Writes the collected last_used_at values in one batch; failures only log (it is best effort). */
+  /**
+   * Writes the last uses noted since the last flush. While one is still being written, a call
+   * waits for it and writes nothing (what was noted meanwhile goes with the next): flushes every
+   * 5 s on a store slower than that piled up, each waiting on the one before (a review).
+   */
   async flush(): Promise<void> {
+    if (this.flushing !== null) return this.flushing;
     if (this.lastUsed.size === 0) return;
     const batch = new Map<string, string>();
     for (const [prefix, at] of this.lastUsed) batch.set(prefix, new Date(at).toISOString());
     this.lastUsed = new Map();
-    try {
-      await this.store.touchKeys(batch);
-    } catch (err) {
-      this.logger.warn({ err: (err as Error).message, keys: batch.size }, 'keys: last_used_at flush failed');
-    }
+    this.flushing = this.store
+      .touchKeys(batch)
+      .catch((err: unknown) => {
+        this.logger.warn({ err: (err as Error).message, keys: batch.size }, 'keys: last_used_at flush failed');
+      })
+      .finally(() => {
+        this.flushing = null;
+      });
+    return this.flushing;
   }
 
-  /** Stops the timers and flushes what is pending. */
+  /** The flush being written, if any. */
+  private flushing: Promise<void> | null = null;
+
+  /** Stops the timers and flushes what is pending (after the flush under way, if any). */
   async stop(): Promise<void> {
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
+    await this.flushing;
     await this.flush();
   }
 }

@@ -9,7 +9,8 @@ import { generateKey } from '../../../src/auth/api-key.js';
 import { buildIndex } from '../../../src/index/build.js';
 import { EmbeddedStore } from '../../../src/store/embedded-store.js';
 import { flattenIndex } from '../../../src/store/flat-index.js';
-import { writerPlace } from '../../../src/store/file-utils.js';
+import { withLock, writerPlace } from '../../../src/store/file-utils.js';
+import { within } from '../../../src/runtime/within.js';
 import { generate, orgData } from '../../fixtures/gen-data.js';
 
 test('listKeys gives the same array while keys.json is unchanged, a new one once it is replaced', async () => {
@@ -36,6 +37,49 @@ test('listKeys gives the same array while keys.json is unchanged, a new one once
     assert.equal(second[0].revoked_at, '2026-02-01T00:00:00.000Z');
     // another process's store object sees the same file
     assert.deepEqual(await (await new EmbeddedStore(dir).open()).keys.listKeys(), second);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a server's last uses are written without the keys CLI's lock, and still read with the key", async () => {
+  // a server with one thread under heavy load held .keys.lock ~10 s a flush, and `keys revoke`
+  // waited that long or failed (a review): the flush now never takes that lock
+  const dir = mkdtempSync(path.join(tmpdir(), 'keys-used-'));
+  try {
+    const store = await new EmbeddedStore(dir).open();
+    const k = generateKey();
+    const record = {
+      prefix: k.prefix,
+      name: '',
+      hash: k.hash,
+      organization_ids: ['0a0a0a0a-0000-4000-8000-00000000000a'],
+      scopes: ['contacts:read', 'messages:read'],
+      created_at: '2026-01-01T00:00:00.000Z',
+      expires_at: null,
+      revoked_at: null,
+      last_used_at: '2026-01-02T00:00:00.000Z',
+    };
+    await store.keys.putKey(record);
+    const touched = await withLock(
+      path.join(dir, '.keys.lock'),
+      () =>
+        within(
+          store.keys.touchKeys(new Map([[k.prefix, '2026-03-03T00:00:00.000Z']])).then(() => true),
+          5000,
+          () => false,
+        ),
+      dir,
+    );
+    assert.equal(touched, true, 'the flush did not wait for the keys lock');
+    assert.equal((await store.keys.getKey(k.prefix))?.last_used_at, '2026-03-03T00:00:00.000Z');
+    const other = await new EmbeddedStore(dir).open();
+    assert.equal((await other.keys.listKeys())[0].last_used_at, '2026-03-03T00:00:00.000Z');
+    // an older use leaves it; a value only in keys.json (written before) still counts
+    await store.keys.touchKeys(new Map([[k.prefix, '2026-02-02T00:00:00.000Z']]));
+    assert.equal((await store.keys.getKey(k.prefix))?.last_used_at, '2026-03-03T00:00:00.000Z');
+    rmSync(path.join(dir, 'key-used.json'));
+    assert.equal((await store.keys.getKey(k.prefix))?.last_used_at, '2026-01-02T00:00:00.000Z');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
