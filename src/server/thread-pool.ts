@@ -72,6 +72,8 @@ const RETRY_MAX_MS = 30_000;
 const STATE_MS = 250;
 // How long a /metrics scrape waits for the threads' counts.
 const FLUSH_WAIT_MS = 500;
+/** How long a new version or state waits for every thread's ack before going on without it (ackedOrLate). */
+const ACK_WAIT_MS = 30_000;
 /**
  * A serving thread's young generation (V8's default is 48 MB an isolate). The request path
  * allocates little, so a small one costs no throughput, and each thread's RSS is ~20 MB lower
@@ -160,7 +162,7 @@ export class ThreadPool {
     // for each organization's acks cost a round trip to every thread an organization (2,000
     // organizations, two threads: ~0.5 s of a 1.8 s start).
     if (!this.lastState.ready) return;
-    await this.acked(seq);
+    await this.ackedOrLate(seq, `organization ${organizationId} version ${version}`);
     await this.postState();
   }
 
@@ -170,7 +172,7 @@ export class ThreadPool {
     const seq = ++this.seq;
     this.lastState = state;
     for (const s of this.slots) s.worker.postMessage({ kind: 'state', seq, state } satisfies ToThread);
-    await this.acked(seq);
+    await this.ackedOrLate(seq, 'the serving state');
     this.syncedReady = state.ready;
   }
 
@@ -244,6 +246,22 @@ export class ThreadPool {
     // No worker.terminate(): tearing down a thread whose uWS loop still has connections (an idle
     // keep-alive one) aborts the process; the caller's process.exit ends them all at once.
     return results.every(Boolean);
+  }
+
+  /**
+   * acked, given up after ACK_WAIT_MS with a warning naming the threads behind: a thread that
+   * never answered (hung in a request) held the catalog's one queue, and every later reload and
+   * check with it. It is not stopped (a thread ending while uWS holds connections aborts the
+   * process); it applies what was posted, in order, if it runs again.
+   */
+  private ackedOrLate(seq: number, what: string): Promise<void> {
+    return within(this.acked(seq), ACK_WAIT_MS, () => {
+      const behind = this.slots.filter((s) => !s.exited && s.acked < seq).map((s) => s.name);
+      this.deps.logger.error(
+        { threads: behind, waited_ms: ACK_WAIT_MS },
+        `serving threads have not taken ${what}; going on without them (hung in a request?)`,
+      );
+    });
   }
 
   /** Resolves once every live thread acknowledged `seq` (a thread that dies is replaced with everything). */
