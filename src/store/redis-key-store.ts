@@ -41,13 +41,14 @@ export class RedisKeyStore implements KeyStore {
 
   /** The record stored as `json` for `prefix`, with its last use; a value not JSON is a stand-in the cache refuses. */
   private withUsed(prefix: string, json: string, used: string | null): KeyRecord {
-    let record: KeyRecord;
+    let record: unknown;
     try {
-      record = JSON.parse(json) as KeyRecord;
+      record = JSON.parse(json);
     } catch (err) {
       return unreadableKeyRecord(prefix, `not JSON (${(err as Error).message})`);
     }
-    return { ...record, last_used_at: used };
+    if (!isObject(record)) return unreadableKeyRecord(prefix, 'not a JSON object');
+    return { ...(record as unknown as KeyRecord), last_used_at: used };
   }
 
   async getKey(prefix: string): Promise<KeyRecord | null> {
@@ -98,9 +99,10 @@ export class RedisKeyStore implements KeyStore {
       let rec: KeyRecord;
       try {
         rec = JSON.parse(json) as KeyRecord;
+        if (!isObject(rec)) throw new Error('not an object');
       } catch (err) {
         throw new Error(
-          `store: redis key record key:${prefix} is not JSON (${(err as Error).message}); fix or delete it`,
+          `store: redis key record key:${prefix} is not a JSON object (${(err as Error).message}); fix or delete it`,
         );
       }
       rec.revoked_at ??= at;
@@ -133,3 +135,8 @@ for i = 1, #ARGV, 2 do
 end
 return 0
 `;
+
+/** A plain JSON object (not null, an array or a scalar): what a key record must be. */
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
