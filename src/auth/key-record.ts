@@ -27,14 +27,6 @@ const ServedKeyRecord = v.object({
   revoked_at: v.nullable(v.string()),
 });
 
-/** Every field, as `keys list` shows them. */
-const ListedKeyRecord = v.object({
-  ...ServedKeyRecord.entries,
-  name: v.string(),
-  created_at: v.string(),
-  last_used_at: v.nullable(v.string()),
-});
-
 /**
  * A stand-in for a stored record that could not be read at all (not JSON): refused by a server
  * and named by `keys list` like any malformed record, instead of failing the whole listing (one
@@ -46,18 +38,9 @@ export function unreadableKeyRecord(prefix: string, why: string): KeyRecord {
 
 /** What is wrong with a stored record's shape, as "field: problem", or null when a server can read it. */
 export function keyRecordProblem(record: unknown): string | null {
-  return shapeProblem(ServedKeyRecord, record);
-}
-
-/** keyRecordProblem for `keys list`, which shows every field. */
-export function listedKeyRecordProblem(record: unknown): string | null {
-  return shapeProblem(ListedKeyRecord, record);
-}
-
-function shapeProblem(schema: typeof ServedKeyRecord | typeof ListedKeyRecord, record: unknown): string | null {
   const unreadable = (record as { unreadable?: unknown } | null)?.unreadable;
   if (typeof unreadable === 'string') return `record: ${unreadable}`;
-  const r = v.safeParse(schema, record);
+  const r = v.safeParse(ServedKeyRecord, record);
   if (r.success) return null;
   const issue = r.issues[0];
   const path = v.getDotPath(issue);

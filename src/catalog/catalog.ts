@@ -321,6 +321,9 @@ export class Catalog {
    * review), though a server that stops is not a failure. Loads and reload answers go on.
    */
   async leave(): Promise<void> {
+    // (on Redis a draining server still acknowledges reload broadcasts: it stays listed, so that a
+    // reload waits for it)
+    if (this.store.fleet.signals) return;
     this.leaving = true;
     await this.store.fleet.unregisterServer(this.serverId).catch(() => {});
   }

@@ -5,7 +5,7 @@
 import type { ParseArgsConfig } from 'node:util';
 import * as v from 'valibot';
 import { generateKey, KNOWN_SCOPES, PREFIX_PATTERN } from '../auth/api-key.js';
-import { type KeyRecord, listedKeyRecordProblem } from '../auth/key-record.js';
+import { type KeyRecord, keyRecordProblem } from '../auth/key-record.js';
 import { type Config, ConfigError, loadConfig } from '../config/config.js';
 import type { KeyStore } from '../auth/key-store.js';
 import { openStores } from '../store/open-store.js';
@@ -169,6 +169,12 @@ async function revoke(args: string[], store: () => Promise<KeyStore>): Promise<v
   const s = await store();
   const existing = await s.getKey(prefix);
   if (!existing) throw new Failure(`keys: no key with prefix ${prefix}`);
+  // (a stand-in for a record not JSON has no revoked_at: it was "already revoked at undefined")
+  const problem = keyRecordProblem(existing);
+  if (problem !== null)
+    throw new Failure(
+      `keys: the record of key ${prefix} is malformed (${visibleText(problem)}); servers refuse it; fix or delete it in the store`,
+    );
   if (existing.revoked_at !== null) {
     process.stdout.write(`Key ${prefix} was already revoked at ${existing.revoked_at}\n`);
     return;
@@ -178,23 +184,31 @@ async function revoke(args: string[], store: () => Promise<KeyStore>): Promise<v
   process.stdout.write(`Revoked key ${prefix} at ${at}; running servers refuse it within 2 seconds\n`);
 }
 
-async function list(args: string[], store: () => Promise<KeyStore>): Promise<void> {
+async function list(args: string[], store: () => Promise<KeyStore>): Promise<number> {
   const { values, positionals } = parse(args, { json: { type: 'boolean' } });
   if (positionals.length > 0) throw new UsageError(`list: unexpected argument ${JSON.stringify(positionals[0])}`);
   const all = await (await store()).listKeys();
-  // a hand-edited or damaged record is named on stderr, and the others listed (it crashed the listing)
+  // A record servers refuse (hand-edited, damaged) is named on stderr after the others, and the
+  // exit is 1, as `snapshot list` does with an unreadable pointer (it crashed the listing).
   const malformed = all.flatMap((r) => {
-    const problem = listedKeyRecordProblem(r);
+    const problem = keyRecordProblem(r);
     return problem === null ? [] : [`${typeof r?.prefix === 'string' ? r.prefix : '(no prefix)'}: ${problem}`];
   });
-  if (malformed.length > 0)
-    process.stderr.write(
-      `keys: list: malformed key records, not listed (fix them in the store): ${malformed.join('; ')}\n`,
-    );
   const records = all
-    .filter((r) => listedKeyRecordProblem(r) === null)
+    .filter((r) => keyRecordProblem(r) === null)
+    .map((r) => ({ ...r, name: r.name ?? '', created_at: r.created_at ?? '', last_used_at: r.last_used_at ?? null }))
     .sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0));
-  if (values.json) {
+  try {
+    listRecords(records, values.json === true);
+  } finally {
+    for (const m of malformed)
+      process.stderr.write(`keys: list: malformed key record, not listed (servers refuse it): ${visibleText(m)}\n`);
+  }
+  return malformed.length > 0 ? 1 : 0;
+}
+
+function listRecords(records: KeyRecord[], json: boolean): void {
+  if (json) {
     process.stdout.write(JSON.stringify(records.map(publicRecord)) + '\n');
     return;
   }
@@ -226,9 +240,10 @@ const NO_KEYS: KeyStore = {
   touchKeys: () => Promise.resolve(),
 };
 
-const COMMANDS: Record<string, (args: string[], store: () => Promise<KeyStore>) => Promise<void>> = {
-  create,
-  revoke,
+/** Each command and the exit code it ends with (list: 1 when it named malformed records). */
+const COMMANDS: Record<string, (args: string[], store: () => Promise<KeyStore>) => Promise<number>> = {
+  create: (args, store) => create(args, store).then(() => 0),
+  revoke: (args, store) => revoke(args, store).then(() => 0),
   list,
 };
 
@@ -275,8 +290,7 @@ async function main(argv: string[]): Promise<number> {
       holder.stores = await openStores(config, undefined, command === 'list' ? 'read' : 'write');
       return holder.stores.keys;
     };
-    await run(rest, store);
-    return 0;
+    return await run(rest, store);
   } catch (err) {
     if (err instanceof UsageError) {
       process.stderr.write(`keys: ${err.message.replace(/\n/g, '\nkeys: ')}\n${USAGE}\n`);

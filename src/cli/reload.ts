@@ -208,7 +208,11 @@ async function askAdmin(
     if ((err as Error).name === 'TimeoutError')
       return { server, status: 'failed', error: noAnswer(server, timeoutMs, registered) };
     const cause = (err as { cause?: Error & { code?: string } }).cause;
-    if (cause?.code === 'ECONNREFUSED' && Date.now() + REFUSED_RETRY_MS < deadline) return 'refused';
+    if (cause?.code === 'ECONNREFUSED') {
+      // out of the registry and refusing: stopping (a suspended or hung server's port still accepts)
+      if (!registered.has(server.id)) return { server, status: 'stopped' };
+      if (Date.now() + REFUSED_RETRY_MS < deadline) return 'refused';
+    }
     return { server, status: 'failed', error: `${url}: ${cause?.message ?? (err as Error).message}` };
   }
 }

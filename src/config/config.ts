@@ -54,8 +54,11 @@ export function maskedUrl(value: string): string {
     .map((part) =>
       part
         .replace(/^(\s*[A-Za-z][A-Za-z0-9+.-]*:\/\/[^:@/]*:).*@/, '$1***@')
-        // ioredis reads a query's password too (refused by the check, but not to be shown by it)
-        .replace(/([?&]password=)[^&]*/gi, '$1***'),
+        // ioredis reads a query's password too (`?password=`, `?pass%77ord=`): refused by the
+        // check, but not to be shown by it; every query value but db's is masked
+        .replace(/([?&])([^=&#]*)=([^&#]*)/g, (all, sep: string, name: string) =>
+          name === 'db' ? all : `${sep}${name}=***`,
+        ),
     )
     .join(',');
 }
@@ -119,7 +122,8 @@ function redisUrlProblem(one: string, seeds: number): string | null {
   for (const name of u.searchParams.keys())
     if (name !== 'db')
       return 'may carry no query parameter but db (a password goes before the host: redis://:password@host)';
-  if (u.searchParams.getAll('db').length > 1) return 'must name its database once';
+  if (u.searchParams.getAll('db').length > 1 || (u.searchParams.has('db') && !/^\/?$/.test(u.pathname)))
+    return 'must name its database once';
   const path = u.pathname === '/' ? '' : u.pathname;
   const db = u.searchParams.get('db');
   if (!/^(\/[0-9]{1,9})?$/.test(path) || (db !== null && !/^[0-9]{1,9}$/.test(db)))

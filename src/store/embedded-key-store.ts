@@ -11,7 +11,7 @@
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import type { KeyRecord } from '../auth/key-record.js';
+import { type KeyRecord, unreadableKeyRecord } from '../auth/key-record.js';
 import { fileStamp, isDir, storeError as wrap, withLock, writeFileAtomic } from './file-utils.js';
 import type { KeyStore } from '../auth/key-store.js';
 
@@ -37,9 +37,14 @@ export class EmbeddedKeyStore implements KeyStore {
     }
   }
 
-  /** `record` with its last use in `used`, when that is later than the one it carries. */
-  private withUsed(record: KeyRecord, used: Record<string, string>): KeyRecord {
-    const at = Object.hasOwn(used, record?.prefix) ? used[record.prefix] : undefined;
+  /**
+   * The record stored for `prefix`, with its last use in `used` when that is later than the one it
+   * carries; a value that is not an object is a stand-in the key cache refuses, named by its prefix.
+   */
+  private withUsed(prefix: string, record: KeyRecord, used: Record<string, string>): KeyRecord {
+    if (typeof record !== 'object' || record === null || Array.isArray(record))
+      return unreadableKeyRecord(prefix, 'not a JSON object');
+    const at = Object.hasOwn(used, record.prefix) ? used[record.prefix] : undefined;
     if (typeof at !== 'string' || (record.last_used_at != null && record.last_used_at >= at)) return record;
     return { ...record, last_used_at: at };
   }
@@ -81,7 +86,7 @@ export class EmbeddedKeyStore implements KeyStore {
 
   async getKey(prefix: string): Promise<KeyRecord | null> {
     const [keys, used] = await Promise.all([this.readKeys(), this.readUsed()]);
-    return Object.hasOwn(keys, prefix) ? this.withUsed(keys[prefix], used) : null;
+    return Object.hasOwn(keys, prefix) ? this.withUsed(prefix, keys[prefix], used) : null;
   }
 
   /**
@@ -94,7 +99,7 @@ export class EmbeddedKeyStore implements KeyStore {
     const stamp = await fileStamp(this.keysFile).catch(() => null);
     if (stamp !== null && this.listed !== null && this.listed.stamp === stamp) return this.listed.records;
     const [keys, used] = await Promise.all([this.readKeys(), this.readUsed()]);
-    const records = Object.values(keys).map((r) => this.withUsed(r, used));
+    const records = Object.entries(keys).map(([prefix, r]) => this.withUsed(prefix, r, used));
     this.listed = stamp === null ? null : { stamp, records };
     return records;
   }

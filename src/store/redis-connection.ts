@@ -307,7 +307,7 @@ export function redactUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password) u.password = '***';
-    if (u.searchParams.has('password')) u.searchParams.set('password', '***');
+    for (const name of [...u.searchParams.keys()]) if (name !== 'db') u.searchParams.set(name, '***');
     return u.toString();
   } catch {
     return '<unparsable REDIS_URL>';

@@ -117,6 +117,15 @@ describe('bad configuration stops the start (exit 1, no stack trace)', () => {
       { REDIS_URL: 'redis://127.0.0.1:6379?db=1&db=2' },
       'config: REDIS_URL must name its database once, got "redis://127.0.0.1:6379?db=1&db=2"',
     ],
+    [
+      { REDIS_URL: 'redis://127.0.0.1:6379/2?db=3' },
+      'config: REDIS_URL must name its database once, got "redis://127.0.0.1:6379/2?db=3"',
+    ],
+    // an encoded name is the same parameter to ioredis: its value is masked too
+    [
+      { REDIS_URL: 'redis://127.0.0.1:6379?pass%77ord=S3CRET' },
+      'config: REDIS_URL may carry no query parameter but db (a password goes before the host: redis://:password@host), got "redis://127.0.0.1:6379?pass%77ord=***"',
+    ],
     [{ DATA_DIR: ' ' }, 'config: DATA_DIR must be a folder path, got " "'],
     // a file where the folder, or one of its parents, should be: it answered 503 for ever
     [

@@ -572,13 +572,19 @@ describe('a Redis with a password (requirepass)', () => {
       const q = `organization_id=${org}&q=pedido`;
       assert.equal((await search(server.url, other.key, q)).status, 200);
       const list = await keysCli(['list'], env);
-      assert.equal(list.code, 0, list.stderr);
+      assert.equal(list.code, 1, list.stderr);
       assert.match(list.stdout, new RegExp(other.prefix));
       assert.match(
         list.stderr,
-        /^keys: list: malformed key records, not listed \(fix them in the store\): .*zzzzzzzz: record: not JSON \(/,
+        /^keys: list: malformed key record, not listed \(servers refuse it\): zzzzzzzz: record: not JSON \(/m,
       );
-      assert.match(list.stderr, /yyyyyyyy: record: not a JSON object/);
+      assert.match(
+        list.stderr,
+        /^keys: list: malformed key record, not listed \(servers refuse it\): yyyyyyyy: record: not a JSON object$/m,
+      );
+      const bad = await keysCli(['revoke', 'zzzzzzzz'], env);
+      assert.equal(bad.code, 1);
+      assert.match(bad.stderr, /^keys: the record of key zzzzzzzz is malformed \(record: not JSON /);
       const rev = await keysCli(['revoke', other.prefix], env);
       assert.equal(rev.code, 0, rev.stderr);
       await waitFor(

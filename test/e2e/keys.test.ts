@@ -22,7 +22,7 @@ const env = baseEnv({ DATA_DIR: data.dir });
 after(() => data.cleanup());
 
 describe('keys create / list / revoke', () => {
-  it('list: a hand-edited record missing fields is named on stderr, the others listed (it crashed the listing)', async () => {
+  it('list: records servers refuse are named on stderr, exit 1, the others listed; revoking one says so (it crashed the listing)', async () => {
     const d = tempDataDir();
     try {
       const e = baseEnv({ DATA_DIR: d.dir });
@@ -30,17 +30,39 @@ describe('keys create / list / revoke', () => {
       const file = path.join(d.dir, 'keys.json');
       const stored = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
       stored.zzzzzzzz = { prefix: 'zzzzzzzz', name: 'x' };
+      stored.zzzzzzz5 = 5;
+      // what a server accepts is listed, its missing fields shown empty
+      stored.yyyyyyyy = {
+        prefix: 'yyyyyyyy',
+        hash: 'ab'.repeat(32),
+        organization_ids: [ORG.toLowerCase()],
+        scopes: ['contacts:read', 'messages:read'],
+        expires_at: null,
+        revoked_at: null,
+      };
       writeFileSync(file, JSON.stringify(stored));
       for (const args of [['list'], ['list', '--json']]) {
         const r = await keysCli(args, e);
-        assert.equal(r.code, 0, r.stderr);
+        assert.equal(r.code, 1, r.stderr);
         assert.match(r.stdout, new RegExp(good.prefix));
-        assert.doesNotMatch(r.stdout, /zzzzzzzz/);
+        assert.match(r.stdout, /yyyyyyyy/);
+        assert.doesNotMatch(r.stdout, /zzzzzzz/);
         assert.match(
           r.stderr,
-          /^keys: list: malformed key records, not listed \(fix them in the store\): zzzzzzzz: hash: /,
+          /^keys: list: malformed key record, not listed \(servers refuse it\): zzzzzzzz: hash: /m,
+        );
+        assert.match(
+          r.stderr,
+          /^keys: list: malformed key record, not listed \(servers refuse it\): zzzzzzz5: record: not a JSON object$/m,
         );
       }
+      // it said "already revoked at undefined", exit 0, for a record that is not an object
+      const rev = await keysCli(['revoke', 'zzzzzzz5'], e);
+      assert.equal(rev.code, 1);
+      assert.equal(
+        rev.stderr,
+        'keys: the record of key zzzzzzz5 is malformed (record: not a JSON object); servers refuse it; fix or delete it in the store\n',
+      );
     } finally {
       d.cleanup();
     }

@@ -261,6 +261,19 @@ describe('reload CLI: a registered admin URL answered by something else', () => 
       const s = await reloadCli(baseEnv({ DATA_DIR: other.dir }));
       assert.equal(s.code, 0, s.stderr);
       assert.match(s.stdout, /stopping/);
+      // draining: its process lives on past --timeout, but it left the registry (1.5 s later) and
+      // refuses: stopped, exit 0 (it failed at the timeout, "connect ECONNREFUSED")
+      const drainer = spawn('sleep', ['60'], { stdio: 'ignore' });
+      try {
+        await fleet.registerServer(entry('draining', drainer.pid as number), 60_000);
+        setTimeout(() => void fleet.unregisterServer('draining'), 1500);
+        const t0 = Date.now();
+        const d = await runNode('src/cli/reload.ts', ['--timeout', '8'], baseEnv({ DATA_DIR: other.dir }), 30_000);
+        assert.equal(d.code, 0, d.stderr);
+        assert.ok(Date.now() - t0 < 8000, `${Date.now() - t0} ms`);
+      } finally {
+        drainer.kill('SIGKILL');
+      }
     } finally {
       sleeper.kill('SIGKILL');
       summary.close();
