@@ -30,7 +30,12 @@ export async function openStores(
     return store;
   }
   const store = new EmbeddedStore(config.dataDir);
-  if (!onDown) return store.open(access);
+  if (!onDown)
+    // (the tools: a file in the way is named as the server names it, not as mkdir's ENOTDIR)
+    return store.open(access).catch(async (err: Error) => {
+      const problem = await dataDirFileProblem(config.dataDir);
+      throw problem === null ? err : new Error(problem);
+    });
   return store.open().catch(async (err: Error) => {
     // A file where the folder, one of its parents or one of its subfolders should be is a bad
     // value (CONTRACT 8): the start fails naming DATA_DIR (it answered 503 for ever). A folder

@@ -227,6 +227,13 @@ describe('keys: help, names, a missing store folder', () => {
       const reload = await runNode('src/cli/reload.ts', [], { ...env, DATA_DIR: dataDir });
       assert.equal(reload.code, 1);
       assert.equal(reload.stderr, `reload: ${why}`);
+      // the writing ones too (they said "ENOTDIR: not a directory, mkdir ...": a CLI audit)
+      const create = await keysCli(['create', '--organization-id', ORG, '--scopes', 'contacts:read'], {
+        ...env,
+        DATA_DIR: dataDir,
+      });
+      assert.equal(create.code, 1);
+      assert.equal(create.stderr, `keys: ${why}`);
     }
   });
 });
