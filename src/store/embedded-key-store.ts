@@ -1,51 +1,101 @@
 /**
  * API key records in one file under DATA_DIR, shared safely by several processes:
  *
- *   keys.json (+ .keys.lock)           {"<prefix>": KeyRecord, ...}
- *   key-used.json (+ .key-used.lock)   {"<prefix>": last_used_at, ...}
+ *   keys.json (+ .keys.lock)              {"<prefix>": KeyRecord, ...}
+ *   key-used/<host>.<pid ns>.<pid>.json   {"<prefix>": last_used_at, ...}, one file a server process
  *
- * last_used_at lives apart, as in Redis (key-used), so a server's flushes never take the lock the
- * keys CLI writes under: a server with one thread under heavy load held `.keys.lock` ~10 s a
- * flush (each file call of the write waited for a turn of its busy loop), and a `keys revoke`
- * waited that long or failed (a review). A value in keys.json (written before) still counts.
+ * last_used_at lives apart, as in Redis (key-used), and each server process writes only its own
+ * file, with no lock: a server with one thread under heavy load held `.keys.lock` ~10 s a flush
+ * (each file call of the write waited for a turn of its busy loop), so `keys revoke` waited that
+ * long or failed; a shared file under a lock of its own then starved the other servers' flushes
+ * (held 15 s a flush, theirs timed out: two reviews). Readers take the latest use over every
+ * file (and keys.json, where earlier versions wrote it); a server folds in the files of its host's
+ * processes that ended, and removes them. The server's key listing reads synchronously: under
+ * that load each asynchronous file call cost a turn of ~1 s, and a revoked key was accepted 4 s
+ * after `keys revoke` returned (CONTRACT 7: 2 s).
  */
-import { promises as fs } from 'node:fs';
+import {
+  promises as fs,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { hostname } from 'node:os';
 import path from 'node:path';
 import { type KeyRecord, unreadableKeyRecord } from '../auth/key-record.js';
-import { fileStamp, isDir, storeError as wrap, withLock, writeFileAtomic } from './file-utils.js';
+import { isDir, pidAlive, pidNamespace, storeError as wrap, withLock, writeFileAtomic } from './file-utils.js';
 import type { KeyStore } from '../auth/key-store.js';
+
+/** A last use as toISOString writes it, the only form taken from a file (its text order is its time order). */
+const INSTANT = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+
+/** The later of the two uses: `used[prefix]` raised to `at` when `at` is an instant after it. */
+function raise(used: Map<string, string>, prefix: string, at: unknown): void {
+  if (typeof at !== 'string' || !INSTANT.test(at)) return;
+  const cur = used.get(prefix);
+  if (cur === undefined || cur < at) used.set(prefix, at);
+}
+
+/** The last uses of one file, merged into `into`; a file that cannot be read adds nothing. */
+function mergeUsedFile(file: string, into: Map<string, string>): void {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    return;
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return;
+  for (const [prefix, at] of Object.entries(parsed)) raise(into, prefix, at);
+}
 
 /** Key records in `dataDir`/keys.json. */
 export class EmbeddedKeyStore implements KeyStore {
   private readonly dataDir: string;
   private readonly keysFile: string;
-  private readonly usedFile: string;
+  private readonly usedDir: string;
+  /** what this process has written to its file of last uses (null before its first flush) */
+  private ownUsed: Map<string, string> | null = null;
 
   constructor(dataDir: string) {
     this.dataDir = path.resolve(dataDir);
     this.keysFile = path.join(this.dataDir, 'keys.json');
-    this.usedFile = path.join(this.dataDir, 'key-used.json');
+    this.usedDir = path.join(this.dataDir, 'key-used');
   }
 
-  /** prefix -> last_used_at; {} without the file. An unreadable one is {} too: last uses are approximate, keys are not. */
-  private async readUsed(): Promise<Record<string, string>> {
+  /** The start of the names of this host's (and PID namespace's) files of last uses. */
+  private static hostPart(): string {
+    const ns = (pidNamespace() ?? '').replace(/\D/g, '') || 'x';
+    return `${hostname()
+      .replace(/[^A-Za-z0-9_-]/g, '_')
+      .slice(0, 64)}.${ns}.`;
+  }
+
+  /** prefix -> latest last use over every server's file; empty without any. */
+  private readUsed(): Map<string, string> {
+    const used = new Map<string, string>();
+    let names: string[];
     try {
-      const used = JSON.parse(await fs.readFile(this.usedFile, 'utf8')) as unknown;
-      return typeof used === 'object' && used !== null && !Array.isArray(used) ? (used as Record<string, string>) : {};
+      names = readdirSync(this.usedDir);
     } catch {
-      return {};
+      return used;
     }
+    for (const name of names) if (name.endsWith('.json')) mergeUsedFile(path.join(this.usedDir, name), used);
+    return used;
   }
 
   /**
    * The record stored for `prefix`, with its last use in `used` when that is later than the one it
    * carries; a value that is not an object is a stand-in the key cache refuses, named by its prefix.
    */
-  private withUsed(prefix: string, record: KeyRecord, used: Record<string, string>): KeyRecord {
+  private withUsed(prefix: string, record: KeyRecord, used: Map<string, string>): KeyRecord {
     if (typeof record !== 'object' || record === null || Array.isArray(record))
       return unreadableKeyRecord(prefix, 'not a JSON object');
-    const at = Object.hasOwn(used, record.prefix) ? used[record.prefix] : undefined;
-    if (typeof at !== 'string' || (record.last_used_at != null && record.last_used_at >= at)) return record;
+    const at = used.get(prefix);
+    if (at === undefined || (record.last_used_at != null && record.last_used_at >= at)) return record;
     return { ...record, last_used_at: at };
   }
 
@@ -60,7 +110,17 @@ export class EmbeddedKeyStore implements KeyStore {
     }
   }
 
-  // Read-modify-write under a lock: the server (touchKeys) and the keys CLI write concurrently.
+  /** readKeys without a turn of the event loop (the server's listing and lookups: see the header). */
+  private readKeysSync(): Record<string, KeyRecord> {
+    try {
+      return JSON.parse(readFileSync(this.keysFile, 'utf8')) as Record<string, KeyRecord>;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && isDirSync(this.dataDir)) return {};
+      throw wrap(`reading ${this.keysFile}`, err);
+    }
+  }
+
+  // Read-modify-write under a lock: the keys CLI's commands write concurrently.
   private async updateKeys<T>(fn: (keys: Record<string, KeyRecord>) => T): Promise<T> {
     try {
       return await withLock(
@@ -85,8 +145,8 @@ export class EmbeddedKeyStore implements KeyStore {
   }
 
   async getKey(prefix: string): Promise<KeyRecord | null> {
-    const [keys, used] = await Promise.all([this.readKeys(), this.readUsed()]);
-    return Object.hasOwn(keys, prefix) ? this.withUsed(prefix, keys[prefix], used) : null;
+    const keys = this.readKeysSync();
+    return Object.hasOwn(keys, prefix) ? this.withUsed(prefix, keys[prefix], this.readUsed()) : null;
   }
 
   /**
@@ -96,9 +156,10 @@ export class EmbeddedKeyStore implements KeyStore {
    * when it was read (a server does not read them; `keys list` is a process of its own).
    */
   async listKeys(): Promise<KeyRecord[]> {
-    const stamp = await fileStamp(this.keysFile).catch(() => null);
+    const stamp = keysStamp(this.keysFile);
     if (stamp !== null && this.listed !== null && this.listed.stamp === stamp) return this.listed.records;
-    const [keys, used] = await Promise.all([this.readKeys(), this.readUsed()]);
+    const keys = this.readKeysSync();
+    const used = this.readUsed();
     const records = Object.entries(keys).map(([prefix, r]) => this.withUsed(prefix, r, used));
     this.listed = stamp === null ? null : { stamp, records };
     return records;
@@ -115,26 +176,56 @@ export class EmbeddedKeyStore implements KeyStore {
     });
   }
 
+  /**
+   * Writes the last uses into this process's own file, synchronously (a few small file calls, no
+   * lock: no other process writes it), only forward; folds in and removes the files of this host's
+   * server processes that ended. A write that fails is retried with the next flush (the uses stay
+   * in ownUsed).
+   */
   async touchKeys(lastUsed: Map<string, string>): Promise<void> {
     if (lastUsed.size === 0) return;
+    const part = EmbeddedKeyStore.hostPart();
+    const file = path.join(this.usedDir, `${part}${process.pid}.json`);
+    if (this.ownUsed === null) {
+      this.ownUsed = new Map();
+      mergeUsedFile(file, this.ownUsed); // a process before this one with the same PID
+    }
+    const own = this.ownUsed;
+    for (const [prefix, at] of lastUsed) raise(own, prefix, at);
     try {
-      // (servers take turns on their own lock, never on the keys CLI's)
-      await withLock(
-        path.join(this.dataDir, '.key-used.lock'),
-        async () => {
-          const used = await this.readUsed();
-          // only forward: another server (or thread) may have written a later use (redis-key-store.ts)
-          for (const [prefix, at] of lastUsed) {
-            const cur = Object.hasOwn(used, prefix) ? used[prefix] : undefined;
-            if (typeof cur !== 'string' || cur < at) used[prefix] = at;
-          }
-          // renamed into place (a reader never sees half), not fsynced: last uses are approximate
-          await writeFileAtomic(this.usedFile, JSON.stringify(used) + '\n', false);
-        },
-        this.dataDir,
-      );
+      mkdirSync(this.usedDir, { recursive: true });
+      const ended: string[] = [];
+      for (const name of readdirSync(this.usedDir)) {
+        if (!name.startsWith(part)) continue;
+        const pid = Number(name.slice(part.length).replace(/\.json(\.tmp)?$/, ''));
+        if (!Number.isInteger(pid) || pid === process.pid || pidAlive(pid)) continue;
+        if (name.endsWith('.json')) mergeUsedFile(path.join(this.usedDir, name), own);
+        ended.push(name);
+      }
+      // renamed into place (a reader never sees half), not fsynced: last uses are approximate
+      writeFileSync(`${file}.tmp`, JSON.stringify(Object.fromEntries(own)) + '\n');
+      renameSync(`${file}.tmp`, file);
+      for (const name of ended) rmSync(path.join(this.usedDir, name), { force: true });
     } catch (err) {
       throw wrap('writing last uses', err);
     }
+  }
+}
+
+/** keys.json's identity (inode, mtime, size), or null when it cannot be read; synchronous (see the header). */
+function keysStamp(file: string): string | null {
+  try {
+    const st = statSync(file);
+    return `${st.ino}:${st.mtimeMs}:${st.size}`;
+  } catch {
+    return null;
+  }
+}
+
+function isDirSync(p: string): boolean {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
   }
 }

@@ -1,7 +1,7 @@
 /** The embedded key store's listing: the same records while keys.json is the same file. */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -78,8 +78,23 @@ test("a server's last uses are written without the keys CLI's lock, and still re
     // an older use leaves it; a value only in keys.json (written before) still counts
     await store.keys.touchKeys(new Map([[k.prefix, '2026-02-02T00:00:00.000Z']]));
     assert.equal((await store.keys.getKey(k.prefix))?.last_used_at, '2026-03-03T00:00:00.000Z');
-    rmSync(path.join(dir, 'key-used.json'));
-    assert.equal((await store.keys.getKey(k.prefix))?.last_used_at, '2026-01-02T00:00:00.000Z');
+    // another server's file, of a process of this host that ended, with a later use: read, then
+    // folded into this process's file and removed by its next flush; a hand-edited value is ignored
+    const usedDir = path.join(dir, 'key-used');
+    const [mine] = readdirSync(usedDir);
+    const deadPid = spawnSync('true').pid as number;
+    const dead = mine.replace(/\.\d+\.json$/, `.${deadPid}.json`);
+    writeFileSync(
+      path.join(usedDir, dead),
+      JSON.stringify({ [k.prefix]: '2026-04-04T00:00:00.000Z', x: 'not a date' }),
+    );
+    assert.equal((await other.keys.getKey(k.prefix))?.last_used_at, '2026-04-04T00:00:00.000Z');
+    await store.keys.touchKeys(new Map([[k.prefix, '2026-02-02T00:00:00.000Z']]));
+    assert.deepEqual(readdirSync(usedDir), [mine]);
+    assert.equal((await other.keys.getKey(k.prefix))?.last_used_at, '2026-04-04T00:00:00.000Z');
+    // without any file of last uses, the value keys.json carries (written by earlier versions)
+    rmSync(usedDir, { recursive: true });
+    assert.equal((await other.keys.getKey(k.prefix))?.last_used_at, '2026-01-02T00:00:00.000Z');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
