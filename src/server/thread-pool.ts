@@ -63,6 +63,11 @@ interface Slot {
   exited: boolean;
   /** what the thread's 'stopped' said: its answers in flight finished (null: not stopped yet) */
   drained: boolean | null;
+  /**
+   * the thread missed an ack's deadline (ackedOrLate): nothing waits for it until it acknowledges
+   * again (a hung thread cost every later version and state post 30 s, and logged 4 times a second)
+   */
+  behind: boolean;
 }
 
 /** The first wait before another try at a thread that could not be replaced; doubled up to RETRY_MAX_MS. */
@@ -256,24 +261,27 @@ export class ThreadPool {
    */
   private ackedOrLate(seq: number, what: string): Promise<void> {
     return within(this.acked(seq), ACK_WAIT_MS, () => {
-      const behind = this.slots.filter((s) => !s.exited && s.acked < seq).map((s) => s.name);
-      this.deps.logger.error(
-        { threads: behind, waited_ms: ACK_WAIT_MS },
-        `serving threads have not taken ${what}; going on without them (hung in a request?)`,
-      );
+      const late = this.slots.filter((s) => !s.exited && !s.behind && s.acked < seq);
+      for (const s of late) s.behind = true;
+      this.wake();
+      if (late.length > 0)
+        this.deps.logger.error(
+          { threads: late.map((s) => s.name), waited_ms: ACK_WAIT_MS },
+          `serving threads have not taken ${what}; going on without them until they answer again (hung in a request?)`,
+        );
     });
   }
 
   /** Resolves once every live thread acknowledged `seq` (a thread that dies is replaced with everything). */
   private acked(seq: number): Promise<void> {
     // a stopping pool's threads may acknowledge nothing more (see stop); an ended thread never will
-    if (this.stopping || this.slots.every((s) => s.exited || s.acked >= seq)) return Promise.resolve();
+    if (this.stopping || this.slots.every((s) => s.exited || s.behind || s.acked >= seq)) return Promise.resolve();
     return new Promise((resolve) => this.waiters.push({ seq, resolve }));
   }
 
   private wake(): void {
     let min = Number.POSITIVE_INFINITY;
-    for (const s of this.slots) if (!s.exited && s.acked < min) min = s.acked;
+    for (const s of this.slots) if (!s.exited && !s.behind && s.acked < min) min = s.acked;
     for (let i = this.waiters.length - 1; i >= 0; i--) {
       if (this.waiters[i].seq <= min) this.waiters.splice(i, 1)[0].resolve();
     }
@@ -312,6 +320,7 @@ export class ThreadPool {
       replaced: false,
       exited: false,
       drained: null,
+      behind: false,
     };
     this.slots[i] = slot;
     for (const [organizationId, { version, flat }] of this.flats) {
@@ -339,6 +348,13 @@ export class ThreadPool {
             break;
           case 'ack':
             slot.acked = Math.max(slot.acked, m.seq);
+            if (slot.behind) {
+              slot.behind = false;
+              this.deps.logger.warn(
+                { thread: slot.name },
+                'serving thread answers again (it applies what was posted meanwhile, in order)',
+              );
+            }
             slot.keysReady = m.keysReady;
             this.wake();
             break;
