@@ -197,7 +197,7 @@ export class KeyCache {
       const startedAt = Date.now();
       this.refreshStartedAt = startedAt;
       this.refreshing = this.store
-        .listKeys()
+        .listKeys({ lastUses: false })
         .then(
           (records) => {
             this.lastError = null;
@@ -345,7 +345,7 @@ export class KeyCache {
     }
     if (this.lookups.size >= MAX_LOOKUPS_IN_FLIGHT || !this.takeLookupToken(now)) return null;
     const done = Promise.resolve()
-      .then(() => this.store.getKey(prefix))
+      .then(() => this.store.getKey(prefix, { lastUses: false }))
       .then(
         (record) => {
           this.lookupFailures.delete(prefix);

@@ -196,7 +196,13 @@ async function list(args: string[], store: () => Promise<KeyStore>): Promise<num
   });
   const records = all
     .filter((r) => keyRecordProblem(r) === null)
-    .map((r) => ({ ...r, name: r.name ?? '', created_at: r.created_at ?? '', last_used_at: r.last_used_at ?? null }))
+    // (what servers do not read may be anything in a hand-edited record: shown as empty)
+    .map((r) => ({
+      ...r,
+      name: typeof r.name === 'string' ? r.name : '',
+      created_at: typeof r.created_at === 'string' ? r.created_at : '',
+      last_used_at: typeof r.last_used_at === 'string' ? r.last_used_at : null,
+    }))
     .sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0));
   try {
     listRecords(records, values.json === true);

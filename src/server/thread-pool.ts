@@ -68,6 +68,8 @@ interface Slot {
    * again (a hung thread cost every later version and state post 30 s, and logged 4 times a second)
    */
   behind: boolean;
+  /** the seq it missed: it is waited for again once it acknowledged that one */
+  behindSeq: number;
 }
 
 /** The first wait before another try at a thread that could not be replaced; doubled up to RETRY_MAX_MS. */
@@ -260,9 +262,21 @@ export class ThreadPool {
    * process); it applies what was posted, in order, if it runs again.
    */
   private ackedOrLate(seq: number, what: string): Promise<void> {
-    return within(this.acked(seq), ACK_WAIT_MS, () => {
+    return within(this.acked(seq), ACK_WAIT_MS, () => this.judgeLate(seq, what)).then(() => undefined);
+  }
+
+  /**
+   * After the next poll phase (acks already queued are taken in first: a main thread blocked for
+   * the whole wait would otherwise mark threads that had answered), marks the threads still
+   * behind `seq`.
+   */
+  private judgeLate(seq: number, what: string): Promise<void> {
+    return new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
       const late = this.slots.filter((s) => !s.exited && !s.behind && s.acked < seq);
-      for (const s of late) s.behind = true;
+      for (const s of late) {
+        s.behind = true;
+        s.behindSeq = seq;
+      }
       this.wake();
       if (late.length > 0)
         this.deps.logger.error(
@@ -321,6 +335,7 @@ export class ThreadPool {
       exited: false,
       drained: null,
       behind: false,
+      behindSeq: 0,
     };
     this.slots[i] = slot;
     for (const [organizationId, { version, flat }] of this.flats) {
@@ -348,7 +363,7 @@ export class ThreadPool {
             break;
           case 'ack':
             slot.acked = Math.max(slot.acked, m.seq);
-            if (slot.behind) {
+            if (slot.behind && slot.acked >= slot.behindSeq) {
               slot.behind = false;
               this.deps.logger.warn(
                 { thread: slot.name },
@@ -429,7 +444,7 @@ export class ThreadPool {
   /** A thread's lookup of a key prefix: the store's record, once every thread can see what it means. */
   private async lookup(prefix: string): Promise<KeyRecord | null> {
     const startedAt = Date.now();
-    const record = await this.deps.keys.getKey(prefix);
+    const record = await this.deps.keys.getKey(prefix, { lastUses: false });
     await this.deps.afterLookup?.(prefix, record, startedAt);
     return record;
   }

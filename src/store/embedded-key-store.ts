@@ -28,7 +28,7 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import { type KeyRecord, unreadableKeyRecord } from '../auth/key-record.js';
 import { isDir, pidAlive, pidNamespace, storeError as wrap, withLock, writeFileAtomic } from './file-utils.js';
-import type { KeyStore } from '../auth/key-store.js';
+import type { KeyStore, ReadOptions } from '../auth/key-store.js';
 
 /** A last use as toISOString writes it, the only form taken from a file (its text order is its time order). */
 const INSTANT = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -101,7 +101,7 @@ export class EmbeddedKeyStore implements KeyStore {
 
   private async readKeys(): Promise<Record<string, KeyRecord>> {
     try {
-      return JSON.parse(await fs.readFile(this.keysFile, 'utf8')) as Record<string, KeyRecord>;
+      return keysObject(JSON.parse(await fs.readFile(this.keysFile, 'utf8')));
     } catch (err) {
       // no keys file yet: no keys, but only in a folder that is there (a DATA_DIR not reachable yet,
       // a symlink to a volume not mounted, is the store down: a key cannot be checked, 503, not 401)
@@ -113,7 +113,7 @@ export class EmbeddedKeyStore implements KeyStore {
   /** readKeys without a turn of the event loop (the server's listing and lookups: see the header). */
   private readKeysSync(): Record<string, KeyRecord> {
     try {
-      return JSON.parse(readFileSync(this.keysFile, 'utf8')) as Record<string, KeyRecord>;
+      return keysObject(JSON.parse(readFileSync(this.keysFile, 'utf8')));
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT' && isDirSync(this.dataDir)) return {};
       throw wrap(`reading ${this.keysFile}`, err);
@@ -144,9 +144,10 @@ export class EmbeddedKeyStore implements KeyStore {
     });
   }
 
-  async getKey(prefix: string): Promise<KeyRecord | null> {
+  async getKey(prefix: string, options: ReadOptions = {}): Promise<KeyRecord | null> {
     const keys = this.readKeysSync();
-    return Object.hasOwn(keys, prefix) ? this.withUsed(prefix, keys[prefix], this.readUsed()) : null;
+    if (!Object.hasOwn(keys, prefix)) return null;
+    return this.withUsed(prefix, keys[prefix], options.lastUses === false ? new Map() : this.readUsed());
   }
 
   /**
@@ -155,11 +156,11 @@ export class EmbeddedKeyStore implements KeyStore {
    * parsing 50,000 records (24 MB) each time took most of a core. Its last_used_at are those of
    * when it was read (a server does not read them; `keys list` is a process of its own).
    */
-  async listKeys(): Promise<KeyRecord[]> {
+  async listKeys(options: ReadOptions = {}): Promise<KeyRecord[]> {
     const stamp = keysStamp(this.keysFile);
     if (stamp !== null && this.listed !== null && this.listed.stamp === stamp) return this.listed.records;
     const keys = this.readKeysSync();
-    const used = this.readUsed();
+    const used = options.lastUses === false ? new Map<string, string>() : this.readUsed();
     const records = Object.entries(keys).map(([prefix, r]) => this.withUsed(prefix, r, used));
     this.listed = stamp === null ? null : { stamp, records };
     return records;
@@ -210,6 +211,16 @@ export class EmbeddedKeyStore implements KeyStore {
       throw wrap('writing last uses', err);
     }
   }
+}
+
+/**
+ * keys.json's content, which must be an object of records: `[]` took a create's key and stored
+ * nothing, `null` failed every command with a TypeError (a regression audit).
+ */
+function keysObject(parsed: unknown): Record<string, KeyRecord> {
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new Error('its content is not a JSON object of key records (fix or restore it)');
+  return parsed as Record<string, KeyRecord>;
 }
 
 /** keys.json's identity (inode, mtime, size), or null when it cannot be read; synchronous (see the header). */

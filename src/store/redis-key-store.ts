@@ -53,11 +53,20 @@ export class RedisKeyStore implements KeyStore {
 
   async getKey(prefix: string): Promise<KeyRecord | null> {
     return this.conn.run('reading key', async () => {
-      const [json, used] = await Promise.all([
-        this.conn.client.get(`key:${prefix}`),
-        this.conn.client.hget('key-used', prefix),
-      ]);
-      return json === null ? null : this.withUsed(prefix, json, used);
+      const [json, used] = await Promise.all([this.readRecord(prefix), this.conn.client.hget('key-used', prefix)]);
+      return json === null ? null : typeof json === 'string' ? this.withUsed(prefix, json, used) : json;
+    });
+  }
+
+  /**
+   * The stored value of key:<prefix>, or a stand-in when it is not a string: a hash there failed
+   * every listing with WRONGTYPE, on every server, so no revocation took effect any more (a
+   * regression audit).
+   */
+  private readRecord(prefix: string): Promise<string | null | KeyRecord> {
+    return this.conn.client.get(`key:${prefix}`).catch((err: Error) => {
+      if (!/WRONGTYPE/.test(err.message)) throw err;
+      return unreadableKeyRecord(prefix, 'not a string value in Redis (WRONGTYPE)');
     });
   }
 
@@ -82,12 +91,13 @@ export class RedisKeyStore implements KeyStore {
     const prefixes = await this.conn.client.smembers('keys');
     if (prefixes.length === 0) return [];
     const [values, used] = await Promise.all([
-      Promise.all(prefixes.map((p) => this.conn.client.get(`key:${p}`))),
+      Promise.all(prefixes.map((p) => this.readRecord(p))),
       this.conn.client.hgetall('key-used'),
     ]);
     const out: KeyRecord[] = [];
     values.forEach((v, i) => {
-      if (v !== null) out.push(this.withUsed(prefixes[i], v, used[prefixes[i]] ?? null));
+      if (v === null) return;
+      out.push(typeof v === 'string' ? this.withUsed(prefixes[i], v, used[prefixes[i]] ?? null) : v);
     });
     return out;
   }

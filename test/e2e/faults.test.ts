@@ -566,7 +566,9 @@ describe('a Redis with a password (requirepass)', () => {
       // one such value failed every listing: no server saw a revocation again
       await ctl.set('key:zzzzzzzz', '{not json');
       await ctl.set('key:yyyyyyyy', 'null');
-      await ctl.sadd('keys', 'zzzzzzzz', 'yyyyyyyy');
+      // and a hash where a record should be: WRONGTYPE failed every listing the same way
+      await ctl.hset('key:xxxxxxxx', 'a', 'b');
+      await ctl.sadd('keys', 'zzzzzzzz', 'yyyyyyyy', 'xxxxxxxx');
       await ctl.incr('keys:changes');
       const other = await createKey(env, [org], 'contacts:read,messages:read');
       const q = `organization_id=${org}&q=pedido`;
@@ -582,6 +584,7 @@ describe('a Redis with a password (requirepass)', () => {
         list.stderr,
         /^keys: list: malformed key record, not listed \(servers refuse it\): yyyyyyyy: record: not a JSON object$/m,
       );
+      assert.match(list.stderr, /: xxxxxxxx: record: not a string value in Redis \(WRONGTYPE\)$/m);
       const bad = await keysCli(['revoke', 'zzzzzzzz'], env);
       assert.equal(bad.code, 1);
       assert.match(bad.stderr, /^keys: the record of key zzzzzzzz is malformed \(record: not JSON /);
@@ -594,8 +597,8 @@ describe('a Redis with a password (requirepass)', () => {
       );
       assert.equal((await search(server.url, 'crm_live_zzzzzzzz_' + 'a'.repeat(32), q)).status, 401);
     } finally {
-      await ctl.del('key:zzzzzzzz', 'key:yyyyyyyy');
-      await ctl.srem('keys', 'zzzzzzzz', 'yyyyyyyy');
+      await ctl.del('key:zzzzzzzz', 'key:yyyyyyyy', 'key:xxxxxxxx');
+      await ctl.srem('keys', 'zzzzzzzz', 'yyyyyyyy', 'xxxxxxxx');
       ctl.disconnect();
     }
   });

@@ -34,6 +34,7 @@ describe('keys create / list / revoke', () => {
       // what a server accepts is listed, its missing fields shown empty
       stored.yyyyyyyy = {
         prefix: 'yyyyyyyy',
+        name: { not: 'a string' },
         hash: 'ab'.repeat(32),
         organization_ids: [ORG.toLowerCase()],
         scopes: ['contacts:read', 'messages:read'],
@@ -56,6 +57,9 @@ describe('keys create / list / revoke', () => {
           /^keys: list: malformed key record, not listed \(servers refuse it\): zzzzzzz5: record: not a JSON object$/m,
         );
       }
+      const listed = JSON.parse((await keysCli(['list', '--json'], e)).stdout) as Array<Record<string, unknown>>;
+      const y = listed.find((r) => r.prefix === 'yyyyyyyy');
+      assert.deepEqual([y?.name, y?.created_at, y?.last_used_at], ['', '', null]);
       // it said "already revoked at undefined", exit 0, for a record that is not an object
       const rev = await keysCli(['revoke', 'zzzzzzz5'], e);
       assert.equal(rev.code, 1);
@@ -63,6 +67,12 @@ describe('keys create / list / revoke', () => {
         rev.stderr,
         'keys: the record of key zzzzzzz5 is malformed (record: not a JSON object); servers refuse it; fix or delete it in the store\n',
       );
+      // keys.json that is not an object: `[]` took a created key and stored nothing (exit 0)
+      writeFileSync(file, '[]\n');
+      const create = await keysCli(['create', '--organization-id', ORG, '--scopes', 'contacts:read'], e);
+      assert.equal(create.code, 1);
+      assert.equal(create.stdout, '');
+      assert.match(create.stderr, /^keys: store: .*keys\.json.*its content is not a JSON object of key records/);
     } finally {
       d.cleanup();
     }
