@@ -158,16 +158,18 @@ export class EmbeddedKeyStore implements KeyStore {
    */
   async listKeys(options: ReadOptions = {}): Promise<KeyRecord[]> {
     const stamp = keysStamp(this.keysFile);
-    if (stamp !== null && this.listed !== null && this.listed.stamp === stamp) return this.listed.records;
+    const lastUses = options.lastUses !== false;
+    const last = this.listed;
+    if (stamp !== null && last !== null && last.stamp === stamp && last.lastUses === lastUses) return last.records;
     const keys = this.readKeysSync();
-    const used = options.lastUses === false ? new Map<string, string>() : this.readUsed();
+    const used = lastUses ? this.readUsed() : new Map<string, string>();
     const records = Object.entries(keys).map(([prefix, r]) => this.withUsed(prefix, r, used));
-    this.listed = stamp === null ? null : { stamp, records };
+    this.listed = stamp === null ? null : { stamp, lastUses, records };
     return records;
   }
 
   /** The last listing and the keys file's identity it was read from (see listKeys). */
-  private listed: { stamp: string; records: KeyRecord[] } | null = null;
+  private listed: { stamp: string; lastUses: boolean; records: KeyRecord[] } | null = null;
 
   async revokeKey(prefix: string, at: string): Promise<boolean> {
     return this.updateKeys((keys) => {

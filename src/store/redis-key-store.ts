@@ -6,7 +6,7 @@
  *   keys:changes              incremented after every record written (create, revoke)
  */
 import { type KeyRecord, unreadableKeyRecord } from '../auth/key-record.js';
-import type { KeyStore } from '../auth/key-store.js';
+import type { KeyStore, ReadOptions } from '../auth/key-store.js';
 import type { RedisConnection } from './redis-connection.js';
 import { FULL_LISTING_MS } from './stores.js';
 
@@ -31,9 +31,11 @@ export class RedisKeyStore implements KeyStore {
       await this.conn.client.sadd('keys', record.prefix);
       await Promise.all([
         this.conn.client.set(`key:${record.prefix}`, JSON.stringify(rest)),
-        last_used_at !== null
+        // (last uses are approximate: a key-used of another type must not stop a create)
+        (last_used_at !== null
           ? this.conn.client.hset('key-used', record.prefix, last_used_at)
-          : this.conn.client.hdel('key-used', record.prefix),
+          : this.conn.client.hdel('key-used', record.prefix)
+        ).catch(noLastUses(0)),
       ]);
       await this.conn.client.incr('keys:changes');
     });
@@ -51,9 +53,12 @@ export class RedisKeyStore implements KeyStore {
     return { ...(record as unknown as KeyRecord), last_used_at: used };
   }
 
-  async getKey(prefix: string): Promise<KeyRecord | null> {
+  async getKey(prefix: string, options: ReadOptions = {}): Promise<KeyRecord | null> {
     return this.conn.run('reading key', async () => {
-      const [json, used] = await Promise.all([this.readRecord(prefix), this.conn.client.hget('key-used', prefix)]);
+      const [json, used] = await Promise.all([
+        this.readRecord(prefix),
+        options.lastUses === false ? null : this.conn.client.hget('key-used', prefix).catch(noLastUses(null)),
+      ]);
       return json === null ? null : typeof json === 'string' ? this.withUsed(prefix, json, used) : json;
     });
   }
@@ -76,23 +81,25 @@ export class RedisKeyStore implements KeyStore {
    * array), its last_used_at as they were (a server does not read them). 50,000 keys were 50,000
    * GETs and a rebuilt key set a second, on every replica.
    */
-  async listKeys(): Promise<KeyRecord[]> {
+  async listKeys(options: ReadOptions = {}): Promise<KeyRecord[]> {
     return this.conn.run('listing keys', async () => {
       const token = (await this.conn.client.get('keys:changes')) ?? 'none';
       const last = this.listed;
       if (last !== null && last.token === token && Date.now() - last.at < FULL_LISTING_MS) return last.records;
-      const records = await this.readAll();
+      const records = await this.readAll(options.lastUses !== false);
       this.listed = { token, records, at: Date.now() };
       return records;
     });
   }
 
-  private async readAll(): Promise<KeyRecord[]> {
-    const prefixes = await this.conn.client.smembers('keys');
+  private async readAll(lastUses: boolean): Promise<KeyRecord[]> {
+    const prefixes = await this.prefixes();
     if (prefixes.length === 0) return [];
     const [values, used] = await Promise.all([
       Promise.all(prefixes.map((p) => this.readRecord(p))),
-      this.conn.client.hgetall('key-used'),
+      lastUses
+        ? this.conn.client.hgetall('key-used').catch(noLastUses<Record<string, string>>({}))
+        : ({} as Record<string, string>),
     ]);
     const out: KeyRecord[] = [];
     values.forEach((v, i) => {
@@ -102,8 +109,21 @@ export class RedisKeyStore implements KeyStore {
     return out;
   }
 
+  /**
+   * The listed prefixes. The `keys` set of another type failed every listing with a bare WRONGTYPE,
+   * and a revoke said it worked while no server could list it (a regression audit): named here.
+   */
+  private prefixes(): Promise<string[]> {
+    return this.conn.client.smembers('keys').catch((err: Error) => {
+      if (!/WRONGTYPE/.test(err.message)) throw err;
+      throw new Error('store: redis key "keys" is not a set (WRONGTYPE): no key can be listed; fix or delete it');
+    });
+  }
+
   async revokeKey(prefix: string, at: string): Promise<boolean> {
     return this.conn.run('revoking key', async () => {
+      // a revocation no server can list would not take effect: refused, named (prefixes)
+      await this.prefixes();
       const json = await this.conn.client.get(`key:${prefix}`);
       if (json === null) return false;
       let rec: KeyRecord;
@@ -145,6 +165,17 @@ for i = 1, #ARGV, 2 do
 end
 return 0
 `;
+
+/**
+ * The last uses when `key-used` is not a hash (WRONGTYPE): none, rather than a failed listing (a
+ * server reads none; the keys CLI shows the records without them).
+ */
+function noLastUses<T>(none: T): (err: Error) => T {
+  return (err) => {
+    if (!/WRONGTYPE/.test(err.message)) throw err;
+    return none;
+  };
+}
 
 /** A plain JSON object (not null, an array or a scalar): what a key record must be. */
 function isObject(v: unknown): v is Record<string, unknown> {

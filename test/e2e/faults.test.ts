@@ -596,6 +596,35 @@ describe('a Redis with a password (requirepass)', () => {
         async () => (await search(server.url, other.key, q)).status === 401,
       );
       assert.equal((await search(server.url, 'crm_live_zzzzzzzz_' + 'a'.repeat(32), q)).status, 401);
+      // key-used of another type: servers read no last uses, so revocations still take effect
+      // (a server started then never became ready: a regression audit)
+      const used = await ctl.hgetall('key-used');
+      await ctl.del('key-used');
+      await ctl.set('key-used', 'x');
+      const third = await createKey(env, [org], 'contacts:read,messages:read');
+      assert.equal((await search(server.url, third.key, q)).status, 200);
+      const rev3 = await keysCli(['revoke', third.prefix], env);
+      assert.equal(rev3.code, 0, rev3.stderr);
+      await waitFor(
+        'the revocation to take effect',
+        2500,
+        async () => (await search(server.url, third.key, q)).status === 401,
+      );
+      await ctl.del('key-used');
+      if (Object.keys(used).length > 0) await ctl.hset('key-used', used);
+      // the keys set of another type: a revoke that no server could list is refused, named
+      const fourth = await createKey(env, [org], 'contacts:read,messages:read');
+      const members = await ctl.smembers('keys');
+      await ctl.del('keys');
+      await ctl.hset('keys', 'f', 'v');
+      try {
+        const rev4 = await keysCli(['revoke', fourth.prefix], env);
+        assert.equal(rev4.code, 1);
+        assert.match(rev4.stderr, /store: redis key "keys" is not a set \(WRONGTYPE\)/);
+      } finally {
+        await ctl.del('keys');
+        await ctl.sadd('keys', ...members);
+      }
     } finally {
       await ctl.del('key:zzzzzzzz', 'key:yyyyyyyy', 'key:xxxxxxxx');
       await ctl.srem('keys', 'zzzzzzzz', 'yyyyyyyy', 'xxxxxxxx');
