@@ -50,7 +50,7 @@ interface Pending {
   /** the index in service, given back when the snapshot's content is the same */
   current: BuiltIndex | undefined;
   /** clears the load's deadline */
-  done?: () => void;
+  done: () => void;
   resolve: (b: BuiltIndex) => void;
   reject: (e: Error) => void;
 }
@@ -169,9 +169,6 @@ export class IndexBuilder {
       return await new Promise<BuiltIndex>((resolve, reject) => {
         this.where = 'worker';
         const id = this.nextId++;
-        this.pending.set(id, { current, resolve, reject });
-        worker.ref();
-        worker.postMessage({ id, ref, unchanged } satisfies WorkerRequest);
         // A worker that neither answers nor ends would hold the catalog's one queue, and with it
         // every later reload and check (a review). Far past any real load (10M: ~7 s; each store
         // command has its own 10 s timeout), it is stopped: this load fails, named, and the next
@@ -183,7 +180,9 @@ export class IndexBuilder {
             new Error(`catalog: the build worker gave no answer within ${this.loadDeadlineMs / 1000} s; stopped`),
           );
         }, this.loadDeadlineMs).unref();
-        this.pending.get(id)!.done = () => clearTimeout(deadline);
+        this.pending.set(id, { current, resolve, reject, done: () => clearTimeout(deadline) });
+        worker.ref();
+        worker.postMessage({ id, ref, unchanged } satisfies WorkerRequest);
       });
     } catch (err) {
       // The worker never came up: this build, and every later one, runs here.
@@ -274,7 +273,7 @@ export class IndexBuilder {
     const all = [...this.pending.values()];
     this.pending.clear();
     for (const p of all) {
-      p.done?.();
+      p.done();
       p.reject(err);
     }
   }
@@ -283,7 +282,7 @@ export class IndexBuilder {
     const p = this.pending.get(reply.id);
     if (p === undefined) return;
     this.pending.delete(reply.id);
-    p.done?.();
+    p.done();
     if (reply.kind === 'error') {
       p.reject(new Error(reply.message));
       return;

@@ -190,12 +190,12 @@ async function list(args: string[], store: () => Promise<KeyStore>): Promise<num
   const all = await (await store()).listKeys();
   // A record servers refuse (hand-edited, damaged) is named on stderr after the others, and the
   // exit is 1, as `snapshot list` does with an unreadable pointer (it crashed the listing).
-  const malformed = all.flatMap((r) => {
-    const problem = keyRecordProblem(r);
-    return problem === null ? [] : [`${typeof r?.prefix === 'string' ? r.prefix : '(no prefix)'}: ${problem}`];
-  });
+  const problems = all.map((r) => keyRecordProblem(r));
+  const malformed = all.flatMap((r, i) =>
+    problems[i] === null ? [] : [`${typeof r?.prefix === 'string' ? r.prefix : '(no prefix)'}: ${problems[i]}`],
+  );
   const records = all
-    .filter((r) => keyRecordProblem(r) === null)
+    .filter((_, i) => problems[i] === null)
     // (what servers do not read may be anything in a hand-edited record: shown as empty)
     .map((r) => ({
       ...r,

@@ -70,7 +70,7 @@ export class RedisKeyStore implements KeyStore {
    */
   private readRecord(prefix: string): Promise<string | null | KeyRecord> {
     return this.conn.client.get(`key:${prefix}`).catch((err: Error) => {
-      if (!/WRONGTYPE/.test(err.message)) throw err;
+      if (!isWrongType(err)) throw err;
       return unreadableKeyRecord(prefix, 'not a string value in Redis (WRONGTYPE)');
     });
   }
@@ -115,7 +115,7 @@ export class RedisKeyStore implements KeyStore {
    */
   private prefixes(): Promise<string[]> {
     return this.conn.client.smembers('keys').catch((err: Error) => {
-      if (!/WRONGTYPE/.test(err.message)) throw err;
+      if (!isWrongType(err)) throw err;
       throw new Error('store: redis key "keys" is not a set (WRONGTYPE): no key can be listed; fix or delete it');
     });
   }
@@ -172,9 +172,14 @@ return 0
  */
 function noLastUses<T>(none: T): (err: Error) => T {
   return (err) => {
-    if (!/WRONGTYPE/.test(err.message)) throw err;
+    if (!isWrongType(err)) throw err;
     return none;
   };
+}
+
+/** Redis refusing a command on a key of another type (a hand-edited store). */
+function isWrongType(err: Error): boolean {
+  return /WRONGTYPE/.test(err.message);
 }
 
 /** A plain JSON object (not null, an array or a scalar): what a key record must be. */

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { generateKey } from '../../../src/auth/api-key.js';
+import type { KeyRecord } from '../../../src/auth/key-record.js';
 import { buildIndex } from '../../../src/index/build.js';
 import { EmbeddedStore } from '../../../src/store/embedded-store.js';
 import { flattenIndex } from '../../../src/store/flat-index.js';
@@ -13,22 +14,27 @@ import { withLock, writerPlace } from '../../../src/store/file-utils.js';
 import { within } from '../../../src/runtime/within.js';
 import { generate, orgData } from '../../fixtures/gen-data.js';
 
+/** The record of a new key `k` of one organization, last used at `lastUsed`. */
+function keyRecord(k: { prefix: string; hash: string }, lastUsed: string | null): KeyRecord {
+  return {
+    prefix: k.prefix,
+    name: '',
+    hash: k.hash,
+    organization_ids: ['0a0a0a0a-0000-4000-8000-00000000000a'],
+    scopes: ['contacts:read', 'messages:read'],
+    created_at: '2026-01-01T00:00:00.000Z',
+    expires_at: null,
+    revoked_at: null,
+    last_used_at: lastUsed,
+  };
+}
+
 test('listKeys gives the same array while keys.json is unchanged, a new one once it is replaced', async () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'keys-listing-'));
   try {
     const store = await new EmbeddedStore(dir).open();
     const k = generateKey();
-    await store.keys.putKey({
-      prefix: k.prefix,
-      name: '',
-      hash: k.hash,
-      organization_ids: ['0a0a0a0a-0000-4000-8000-00000000000a'],
-      scopes: ['contacts:read', 'messages:read'],
-      created_at: '2026-01-01T00:00:00.000Z',
-      expires_at: null,
-      revoked_at: null,
-      last_used_at: null,
-    });
+    await store.keys.putKey(keyRecord(k, null));
     const first = await store.keys.listKeys();
     assert.equal(await store.keys.listKeys(), first, 'not read again');
     assert.equal(await store.keys.revokeKey(k.prefix, '2026-02-01T00:00:00.000Z'), true);
@@ -49,18 +55,7 @@ test("a server's last uses are written without the keys CLI's lock, and still re
   try {
     const store = await new EmbeddedStore(dir).open();
     const k = generateKey();
-    const record = {
-      prefix: k.prefix,
-      name: '',
-      hash: k.hash,
-      organization_ids: ['0a0a0a0a-0000-4000-8000-00000000000a'],
-      scopes: ['contacts:read', 'messages:read'],
-      created_at: '2026-01-01T00:00:00.000Z',
-      expires_at: null,
-      revoked_at: null,
-      last_used_at: '2026-01-02T00:00:00.000Z',
-    };
-    await store.keys.putKey(record);
+    await store.keys.putKey(keyRecord(k, '2026-01-02T00:00:00.000Z'));
     const touched = await withLock(
       path.join(dir, '.keys.lock'),
       () =>
