@@ -14,20 +14,11 @@
  * that load each asynchronous file call cost a turn of ~1 s, and a revoked key was accepted 4 s
  * after `keys revoke` returned (CONTRACT 7: 2 s).
  */
-import {
-  promises as fs,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { type KeyRecord, unreadableKeyRecord } from '../auth/key-record.js';
-import { isDir, pidAlive, pidNamespace, storeError as wrap, withLock, writeFileAtomic } from './file-utils.js';
+import { pidAlive, pidNamespace, storeError as wrap, withLock, writeFileAtomic } from './file-utils.js';
 import type { KeyStore, ReadOptions } from '../auth/key-store.js';
 
 /** A last use as toISOString writes it, the only form taken from a file (its text order is its time order). */
@@ -99,22 +90,16 @@ export class EmbeddedKeyStore implements KeyStore {
     return { ...record, last_used_at: at };
   }
 
-  private async readKeys(): Promise<Record<string, KeyRecord>> {
-    try {
-      return keysObject(JSON.parse(await fs.readFile(this.keysFile, 'utf8')));
-    } catch (err) {
-      // no keys file yet: no keys, but only in a folder that is there (a DATA_DIR not reachable yet,
-      // a symlink to a volume not mounted, is the store down: a key cannot be checked, 503, not 401)
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && (await isDir(this.dataDir))) return {};
-      throw wrap(`reading ${this.keysFile}`, err);
-    }
-  }
-
-  /** readKeys without a turn of the event loop (the server's listing and lookups: see the header). */
+  /**
+   * keys.json's records, read without a turn of the event loop (the server's listing and lookups:
+   * see the header; the keys CLI's writes read it the same way, under their lock).
+   */
   private readKeysSync(): Record<string, KeyRecord> {
     try {
       return keysObject(JSON.parse(readFileSync(this.keysFile, 'utf8')));
     } catch (err) {
+      // no keys file yet: no keys, but only in a folder that is there (a DATA_DIR not reachable yet,
+      // a symlink to a volume not mounted, is the store down: a key cannot be checked, 503, not 401)
       if ((err as NodeJS.ErrnoException).code === 'ENOENT' && isDirSync(this.dataDir)) return {};
       throw wrap(`reading ${this.keysFile}`, err);
     }
@@ -126,7 +111,7 @@ export class EmbeddedKeyStore implements KeyStore {
       return await withLock(
         path.join(this.dataDir, '.keys.lock'),
         async () => {
-          const keys = await this.readKeys();
+          const keys = this.readKeysSync();
           const result = fn(keys);
           await writeFileAtomic(this.keysFile, JSON.stringify(keys, null, 1) + '\n');
           return result;
